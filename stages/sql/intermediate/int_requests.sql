@@ -1,0 +1,47 @@
+-- Benchmark requests with their point's workload and the figures derived from them.
+-- tpot_ms = (latency - ttft) / (output tokens - 1) * 1000; prefill_tok_s = input tokens / ttft.
+-- ok: the request reported no error.
+with requests as (
+    select * from stg_bench_requests
+),
+
+points as (
+    select run_id, point_id, workload, concurrency from stg_bench_points
+),
+
+workloads as (
+    select workload, prompt_tokens, output_tokens from param_workloads
+),
+
+final as (
+    select
+        requests.run_id,
+        requests.point_id,
+        points.workload,
+        points.concurrency,
+        requests.request_idx,
+        requests.input_tokens,
+        requests.output_tokens,
+        requests.ttft_s,
+        requests.latency_s,
+        case
+            when requests.output_tokens > 1 and requests.latency_s is not null and requests.ttft_s is not null
+            then (requests.latency_s - requests.ttft_s) / (requests.output_tokens - 1) * 1000
+        end                                             as tpot_ms,
+        case
+            when requests.ttft_s > 0 then requests.input_tokens / requests.ttft_s
+        end                                             as prefill_tok_s,
+        nullif(requests.error, '')                      as error,
+        coalesce(requests.error, '') = ''               as ok,
+        requests.generated_text,
+        workloads.output_tokens                         as workload_output_tokens,
+        requests.source_file,
+        requests.source_line
+    from requests
+    left join points
+        on points.run_id = requests.run_id and points.point_id = requests.point_id
+    left join workloads
+        on workloads.workload = points.workload
+)
+
+select * from final

@@ -1,0 +1,120 @@
+-- One row per benchmark point (one result file).
+-- ttft_median_s / ttft_p90_s: median and quantile_cont(0.9) of TTFT over the point's successful
+--   requests that were not served from the prefix cache (invalid_rows reasons failed and
+--   prefix_cache). Requests flagged short_output or cached_share keep their TTFT: the first token
+--   was timed like any other; cache_hit_pct beside the figure shows the point's cached share.
+-- tpot_median_ms: median TPOT over successful requests; decode_tok_s_per_user = 1000 / that.
+-- seq_limit: the sequences that fit at this workload (already capped by the sequence cap); the
+--   cap alone when the workload or the KV pool is unknown; null beyond the maximum context.
+-- provisional: the run's gate scored below $gate_min_score, or the run has no gate.
+with points as (
+    select * from stg_bench_points
+),
+
+requests as (
+    select * from int_requests
+),
+
+flags as (
+    select
+        run_id,
+        point_id,
+        request_idx,
+        bool_or(reason in ('prefix_cache', 'failed')) as excluded_from_ttft
+    from invalid_rows
+    group by run_id, point_id, request_idx
+),
+
+request_stats as (
+    select
+        requests.run_id,
+        requests.point_id,
+        count(*)                                                    as requests,
+        count(*) filter (where requests.ok)                         as ok_requests,
+        count(*) filter (where not requests.ok)                     as failed_requests,
+        median(requests.ttft_s)
+            filter (where requests.ok and not coalesce(flags.excluded_from_ttft, false))          as ttft_median_s,
+        quantile_cont(requests.ttft_s, 0.9)
+            filter (where requests.ok and not coalesce(flags.excluded_from_ttft, false))          as ttft_p90_s,
+        median(requests.tpot_ms) filter (where requests.ok)         as tpot_median_ms,
+        count(flags.request_idx)                                    as invalid_requests
+    from requests
+    left join flags
+        on flags.run_id = requests.run_id
+       and flags.point_id = requests.point_id
+       and flags.request_idx = requests.request_idx
+    group by requests.run_id, requests.point_id
+),
+
+gate_flags as (
+    select run_id, bool_or(provisional) as provisional
+    from gates
+    group by run_id
+),
+
+joined as (
+    select
+        points.run_id,
+        points.point_id,
+        points.workload,
+        points.concurrency,
+        workloads.prompt_tokens,
+        workloads.output_tokens,
+        coalesce(points.num_prompts, request_stats.requests)        as sent,
+        coalesce(points.completed, request_stats.ok_requests)       as completed,
+        coalesce(points.failed, request_stats.failed_requests)      as failed,
+        request_stats.ttft_median_s,
+        request_stats.ttft_p90_s,
+        request_stats.tpot_median_ms,
+        points.output_tok_s,
+        point_cache.cache_hit_pct,
+        coalesce(request_stats.invalid_requests, 0)                 as invalid_requests,
+        case
+            when fit.beyond_max_context then null
+            else coalesce(fit.sequences, launches.seq_cap::bigint * launches.engines)
+        end                                                         as seq_limit,
+        coalesce(gate_flags.provisional, true)                      as provisional,
+        points.source_file,
+        points.source_line
+    from points
+    left join param_workloads as workloads
+        on workloads.workload = points.workload
+    left join request_stats
+        on request_stats.run_id = points.run_id and request_stats.point_id = points.point_id
+    left join int_point_cache as point_cache
+        on point_cache.run_id = points.run_id and point_cache.point_id = points.point_id
+    left join launches
+        on launches.run_id = points.run_id
+    left join sequences_fit as fit
+        on fit.run_id = points.run_id and fit.workload = points.workload
+    left join gate_flags
+        on gate_flags.run_id = points.run_id
+),
+
+final as (
+    select
+        run_id,
+        point_id,
+        workload,
+        concurrency,
+        prompt_tokens,
+        output_tokens,
+        sent::integer                                               as sent,
+        completed::integer                                          as completed,
+        failed::integer                                             as failed,
+        ttft_median_s::double                                       as ttft_median_s,
+        ttft_p90_s::double                                          as ttft_p90_s,
+        tpot_median_ms::double                                      as tpot_median_ms,
+        case when tpot_median_ms > 0 then 1000.0 / tpot_median_ms end as decode_tok_s_per_user,
+        output_tok_s,
+        cache_hit_pct,
+        invalid_requests::integer                                   as invalid_requests,
+        seq_limit,
+        coalesce(concurrency > seq_limit, false)                    as capacity_limited,
+        provisional,
+        source_file,
+        source_line
+    from joined
+)
+
+select * from final

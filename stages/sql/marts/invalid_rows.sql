@@ -1,0 +1,98 @@
+-- Requests kept out of the figures, one row per request and reason:
+--   prefix_cache  prefill rate above $prefix_cache_tok_s: answered from the prefix cache
+--   failed        the request reported an error
+--   short_output  a successful request produced fewer tokens than its workload asks for
+--   cached_share  every request of a point whose engine counters show more than
+--                 $cached_share_max_pct percent of prompt tokens served from cache
+with requests as (
+    select * from int_requests
+),
+
+point_cache as (
+    select * from int_point_cache
+),
+
+prefix_cache as (
+    select
+        run_id, point_id, workload, concurrency, request_idx,
+        'prefix_cache'                                      as reason,
+        format('prefill {:,.0f} tok/s is above the {:,.0f} tok/s cache rule',
+               prefill_tok_s, $prefix_cache_tok_s::double)  as detail,
+        prefill_tok_s                                       as value,
+        $prefix_cache_tok_s::double                         as threshold,
+        source_file,
+        source_line
+    from requests
+    where ok and prefill_tok_s > $prefix_cache_tok_s::double
+),
+
+failed as (
+    select
+        run_id, point_id, workload, concurrency, request_idx,
+        'failed'                                            as reason,
+        'request failed: ' || left(regexp_replace(trim(error), '\s+', ' ', 'g'), 200) as detail,
+        null::double                                        as value,
+        null::double                                        as threshold,
+        source_file,
+        source_line
+    from requests
+    where not ok
+),
+
+short_output as (
+    select
+        run_id, point_id, workload, concurrency, request_idx,
+        'short_output'                                      as reason,
+        format('produced {:,} of the {:,} output tokens its workload asks for',
+               output_tokens, workload_output_tokens)       as detail,
+        output_tokens::double                               as value,
+        workload_output_tokens::double                      as threshold,
+        source_file,
+        source_line
+    from requests
+    where ok and output_tokens < workload_output_tokens
+),
+
+cached_share as (
+    select
+        requests.run_id, requests.point_id, requests.workload, requests.concurrency, requests.request_idx,
+        'cached_share'                                      as reason,
+        format('the engine served {:.1f}% of this point''s prompt tokens from its prefix cache, above the {:.1f}% rule',
+               point_cache.cache_hit_pct, $cached_share_max_pct::double) as detail,
+        point_cache.cache_hit_pct                           as value,
+        $cached_share_max_pct::double                       as threshold,
+        point_cache.source_file,
+        point_cache.source_line
+    from requests
+    join point_cache
+        on point_cache.run_id = requests.run_id and point_cache.point_id = requests.point_id
+    where point_cache.cache_hit_pct > $cached_share_max_pct::double
+),
+
+unioned as (
+    select * from prefix_cache
+    union all
+    select * from failed
+    union all
+    select * from short_output
+    union all
+    select * from cached_share
+),
+
+final as (
+    select
+        run_id,
+        point_id,
+        workload,
+        concurrency,
+        request_idx,
+        reason,
+        detail,
+        value,
+        threshold,
+        source_file,
+        source_line
+    from unioned
+)
+
+select * from final

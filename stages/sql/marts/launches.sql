@@ -1,0 +1,199 @@
+-- One row per run: how its engine launch went.
+-- status: launch.out `status=` (its last such line), else ready when the engine log says it was
+-- ready, else failed. kv_tokens is the engine's own startup figure for one engine: the KV cache
+-- size line, else blocks x block size (the block size logged, else --block-size, else vLLM's
+-- default of 16), else SGLang max_total_num_tokens, else launch.out engine_kv_tokens.
+-- seq_cap: --max-num-seqs / --max-running-requests as given, else the figure SGLang logs, else
+-- $default_max_num_seqs. Error columns quote the first error the log records.
+with runs as (
+    select * from stg_runs
+),
+
+commands as (
+    select * from stg_commands
+    qualify row_number() over (partition by run_id order by source_file, source_line) = 1
+),
+
+launch_out as (
+    select * from stg_launch_out
+    qualify row_number() over (
+        partition by run_id, launch_key order by source_file desc, source_line desc
+    ) = 1
+),
+
+facts as (
+    select * from stg_log_facts
+    qualify row_number() over (partition by run_id, fact order by source_file, source_line) = 1
+),
+
+block_size_flags as (
+    select
+        run_id,
+        try_cast(flag_value as bigint) as block_size
+    from stg_command_flags
+    where flag = '--block-size'
+    qualify row_number() over (partition by run_id order by flag_position desc) = 1
+),
+
+status_line as (
+    select run_id, lower(launch_value) as status, source_file, source_line
+    from launch_out
+    where launch_key = 'status'
+),
+
+ready_s_line as (
+    select run_id, try_cast(launch_value as double) as ready_s
+    from launch_out
+    where launch_key = 'ready_s'
+),
+
+kv_out_line as (
+    select run_id, try_cast(replace(launch_value, ',', '') as bigint) as kv_tokens, source_file, source_line
+    from launch_out
+    where launch_key = 'engine_kv_tokens'
+),
+
+kv_candidates as (
+    select run_id, 1 as preference, value_num::bigint as kv_tokens, source_file, source_line
+    from facts
+    where fact = 'kv_tokens' and value_num is not null
+    union all
+    select
+        blocks.run_id,
+        2 as preference,
+        (blocks.value_num * coalesce(size_fact.value_num, size_flag.block_size, 16))::bigint as kv_tokens,
+        blocks.source_file,
+        blocks.source_line
+    from facts as blocks
+    left join facts as size_fact
+        on size_fact.run_id = blocks.run_id and size_fact.fact = 'block_size'
+    left join block_size_flags as size_flag
+        on size_flag.run_id = blocks.run_id
+    where blocks.fact = 'kv_blocks' and blocks.value_num is not null
+    union all
+    select run_id, 3 as preference, value_num::bigint as kv_tokens, source_file, source_line
+    from facts
+    where fact = 'max_total_num_tokens' and value_num is not null
+    union all
+    select run_id, 4 as preference, kv_tokens, source_file, source_line
+    from kv_out_line
+    where kv_tokens is not null
+),
+
+kv as (
+    select * from kv_candidates
+    qualify row_number() over (partition by run_id order by preference) = 1
+),
+
+fact_values as (
+    select
+        run_id,
+        max(value_num) filter (where fact = 'kv_memory_gib')        as kv_cache_gib,
+        max(value_num) filter (where fact = 'weights_gib')          as weights_gib,
+        max(value_num) filter (where fact = 'load_s')               as load_s,
+        max(value_num) filter (where fact = 'init_s')               as init_s,
+        max(value_num) filter (where fact = 'context_len')          as context_len,
+        max(value_num) filter (where fact = 'max_running_requests') as max_running_requests,
+        max(value_text) filter (where fact = 'moe_backend')         as moe_backend,
+        max(value_text) filter (where fact = 'attention_backend')   as attention_backend,
+        bool_or(fact = 'ready')                                     as log_ready
+    from facts
+    group by run_id
+),
+
+ready_fact as (
+    select run_id, source_file, source_line
+    from facts
+    where fact = 'ready'
+),
+
+first_error as (
+    select run_id, detail, value_text, worker, source_file, source_line
+    from facts
+    where fact = 'error'
+),
+
+joined as (
+    select
+        runs.run_id,
+        coalesce(
+            status_line.status,
+            case when coalesce(fact_values.log_ready, false) then 'ready' else 'failed' end
+        )                                                   as status,
+        ready_s_line.ready_s,
+        kv.kv_tokens,
+        fact_values.kv_cache_gib,
+        fact_values.weights_gib,
+        fact_values.load_s,
+        fact_values.init_s,
+        coalesce(commands.max_model_len, fact_values.context_len::bigint) as max_model_len,
+        commands.max_num_seqs,
+        coalesce(
+            commands.max_num_seqs,
+            fact_values.max_running_requests::integer,
+            $default_max_num_seqs::integer
+        )                                                   as seq_cap,
+        coalesce(commands.dp, 1)                            as engines,
+        commands.tp,
+        fact_values.moe_backend,
+        fact_values.attention_backend,
+        first_error.detail                                  as error_type,
+        first_error.value_text                              as error_message,
+        first_error.worker                                  as error_worker,
+        commands.command,
+        kv.source_file                                      as kv_source_file,
+        kv.source_line                                      as kv_source_line,
+        first_error.source_file                             as error_source_file,
+        first_error.source_line                             as error_source_line,
+        coalesce(
+            status_line.source_file, ready_fact.source_file, first_error.source_file,
+            commands.source_file, runs.source_file
+        )                                                   as source_file,
+        case
+            when status_line.source_file is not null then status_line.source_line
+            when ready_fact.source_file is not null then ready_fact.source_line
+            when first_error.source_file is not null then first_error.source_line
+            when commands.source_file is not null then commands.source_line
+            else runs.source_line
+        end                                                 as source_line
+    from runs
+    left join commands     on commands.run_id = runs.run_id
+    left join status_line  on status_line.run_id = runs.run_id
+    left join ready_s_line on ready_s_line.run_id = runs.run_id
+    left join kv           on kv.run_id = runs.run_id
+    left join fact_values  on fact_values.run_id = runs.run_id
+    left join ready_fact   on ready_fact.run_id = runs.run_id
+    left join first_error  on first_error.run_id = runs.run_id
+),
+
+final as (
+    select
+        run_id,
+        status,
+        ready_s,
+        kv_tokens,
+        kv_cache_gib,
+        weights_gib,
+        load_s,
+        init_s,
+        max_model_len,
+        max_num_seqs,
+        seq_cap::integer        as seq_cap,
+        engines::integer        as engines,
+        tp,
+        moe_backend,
+        attention_backend,
+        error_type,
+        error_message,
+        error_worker,
+        command,
+        kv_source_file,
+        kv_source_line,
+        error_source_file,
+        error_source_line,
+        source_file,
+        source_line
+    from joined
+)
+
+select * from final

@@ -1,0 +1,205 @@
+-- Raw tables written by the ingest stage. One row per thing found in a raw run folder.
+-- Every row carries the file it came from (path relative to the project root, forward slashes)
+-- and the 1-based line of that file (1 for whole-file JSON). This file is the contract between
+-- ingest (which creates and fills these tables) and the staging models of derive (which read them).
+
+-- One row per ingested run folder; drives incremental ingest.
+create table if not exists raw_folders (
+    run_id        varchar primary key,
+    folder        varchar not null,        -- data/runs/<run_id>
+    fingerprint   varchar not null,        -- hash of (name, size, mtime_ns) of every file in it
+    files         integer not null,
+    bytes         bigint  not null,
+    ingested_at   timestamptz not null
+);
+
+-- meta.json, flattened; spec_json keeps the whole spec. Absent folders get a row recovered from
+-- the run id and cmd.sh (recovered = true).
+create table if not exists raw_runs (
+    run_id         varchar not null,
+    spec           varchar,                -- key in params `specs`
+    profile        varchar,
+    model          varchar,                -- model short name (first run-id field)
+    layout         varchar,
+    ctx_label      varchar,                -- e.g. 4k, 1024k
+    engine         varchar,                -- vllm | sglang
+    engine_version varchar,
+    image          varchar,
+    image_digest   varchar,
+    executor       varchar,                -- local | docker
+    gpus           varchar,                -- e.g. "0,1,2,3" or null
+    git_sha        varchar,
+    params_hash    varchar,
+    started_at     timestamptz,
+    finished_at    timestamptz,
+    schema_version integer,
+    recovered      boolean not null,       -- true when meta.json was missing or unreadable
+    spec_json      varchar,
+    source_file    varchar not null,
+    source_line    integer not null
+);
+
+-- cmd.sh: the engine command found inside any wrapper.
+create table if not exists raw_commands (
+    run_id         varchar not null,
+    wrapper        varchar,                -- docker | none | ...
+    image          varchar,
+    model_path     varchar,
+    tp             integer, dp integer, pp integer, dcp integer, pcp integer,
+    expert_parallel boolean,
+    max_model_len  bigint,
+    max_num_seqs   integer,                -- vLLM --max-num-seqs or SGLang --max-running-requests
+    kv_cache_dtype varchar,
+    prefix_caching boolean,                -- null when not stated on the command line
+    command        varchar not null,       -- the engine command line, whitespace-normalised
+    source_file    varchar not null,
+    source_line    integer not null
+);
+
+-- Every flag of the engine command as key and value (value null for a bare switch).
+create table if not exists raw_command_flags (
+    run_id      varchar not null,
+    position    integer not null,
+    flag        varchar not null,          -- as written, e.g. --max-num-seqs
+    value       varchar,
+    source_file varchar not null,
+    source_line integer not null
+);
+
+-- launch.out key=value lines.
+create table if not exists raw_launch_out (
+    run_id      varchar not null,
+    key         varchar not null,
+    value       varchar,
+    source_file varchar not null,
+    source_line integer not null
+);
+
+-- Single facts read from an engine log. fact names:
+--   engine_version, kv_tokens, kv_blocks, block_size, max_concurrency_x, max_concurrency_len,
+--   weights_gib, load_s, kv_memory_gib, no_kv_memory, init_s, compile_s, ready,
+--   moe_backend, attention_backend, linear_kernel, kv_scale, max_total_num_tokens,
+--   max_running_requests, context_len, chunked_prefill_size, max_prefill_tokens, error
+-- value_num holds numbers (tokens, GiB, seconds), value_text text (version, backend names);
+-- for `error`: value_text = message, detail = exception type, worker = the process tag.
+create table if not exists raw_log_facts (
+    run_id      varchar not null,
+    fact        varchar not null,
+    value_num   double,
+    value_text  varchar,
+    detail      varchar,
+    worker      varchar,
+    log_time    varchar,                   -- the line's own timestamp as written, if any
+    excerpt     varchar not null,          -- the line with its prefixes, as written (max 500 chars)
+    source_file varchar not null,
+    source_line integer not null
+);
+
+-- Periodic engine stats (vLLM "Engine 000: Avg prompt throughput ..." and SGLang batch lines).
+create table if not exists raw_log_stats (
+    run_id          varchar not null,
+    engine_idx      integer,
+    kind            varchar not null,      -- vllm_stats | sglang_prefill | sglang_decode
+    log_time        varchar,
+    prompt_tok_s    double,
+    gen_tok_s       double,
+    running_reqs    integer,
+    waiting_reqs    integer,
+    kv_usage_pct    double,
+    prefix_hit_pct  double,
+    new_tokens      bigint,                -- SGLang prefill #new-token
+    cached_tokens   bigint,                -- SGLang prefill #cached-token
+    source_file     varchar not null,
+    source_line     integer not null
+);
+
+-- niah.log: one row per probe, and the GATE line.
+create table if not exists raw_gate_probes (
+    run_id        varchar not null,
+    probe_idx     integer not null,        -- 0-based order in the file
+    needle_key    varchar,
+    depth         double,
+    prompt_tokens bigint,
+    ok            boolean,
+    latency_s     double,
+    answer        varchar,
+    source_file   varchar not null,
+    source_line   integer not null
+);
+create table if not exists raw_gates (
+    run_id      varchar not null,
+    gate        varchar not null,          -- niah
+    score       double,
+    source_file varchar not null,
+    source_line integer not null
+);
+
+-- One benchmark result file (vllm bench serve --save-result, SGLang bench_serving line).
+-- point_id = file stem (e.g. long__c04). workload and concurrency come from --metadata keys when
+-- present, else from the file name, else max_concurrency.
+create table if not exists raw_bench_points (
+    run_id               varchar not null,
+    point_id             varchar not null,
+    workload             varchar,
+    concurrency          integer,
+    backend              varchar,
+    date                 varchar,
+    model_id             varchar,
+    num_prompts          integer,
+    request_rate         double,           -- 'inf' / Infinity -> +inf
+    max_concurrency      integer,
+    duration_s           double,
+    completed            integer,
+    failed               integer,
+    total_input_tokens   bigint,
+    total_output_tokens  bigint,
+    request_throughput   double,
+    output_throughput    double,
+    total_token_throughput double,
+    mean_ttft_ms double, median_ttft_ms double, p90_ttft_ms double, p99_ttft_ms double,
+    mean_tpot_ms double, median_tpot_ms double, p90_tpot_ms double, p99_tpot_ms double,
+    mean_itl_ms double,  median_itl_ms double,
+    mean_e2el_ms double, median_e2el_ms double,
+    metadata_json        varchar,          -- every other top-level scalar key
+    source_file          varchar not null,
+    source_line          integer not null
+);
+
+-- Per-request rows of --save-detailed (arrays zipped by index).
+create table if not exists raw_bench_requests (
+    run_id         varchar not null,
+    point_id       varchar not null,
+    request_idx    integer not null,
+    input_tokens   bigint,
+    output_tokens  bigint,
+    ttft_s         double,
+    latency_s      double,
+    itl_count      integer,
+    itl_sum_s      double,
+    start_time_s   double,
+    queue_time_s   double,
+    error          varchar,
+    generated_text varchar,
+    source_file    varchar not null,
+    source_line    integer not null
+);
+
+-- /metrics snapshots: <point_id>.metrics.before.txt / .after.txt
+create table if not exists raw_metrics (
+    run_id      varchar not null,
+    point_id    varchar not null,
+    phase       varchar not null,          -- before | after
+    name        varchar not null,          -- sample name as exposed (e.g. vllm:prefix_cache_hits_total)
+    labels      varchar,                   -- the label set as written, without braces
+    value       double,
+    source_file varchar not null,
+    source_line integer not null
+);
+
+-- Whatever could not be read. Ingest goes on.
+create table if not exists ingest_errors (
+    run_id      varchar,
+    source_file varchar not null,
+    source_line integer,
+    reason      varchar not null
+);

@@ -1,0 +1,495 @@
+"""Given raw warehouse rows, derive builds the expected public rows."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from stages import derive
+from stages.config import CampaignError
+
+RAW_DDL = Path(derive.__file__).parent / "sql" / "schema" / "raw.sql"
+
+RULES = {
+    "prefix_cache_tok_s": 60000,
+    "gate_min_score": 1.0,
+    "cached_share_max_pct": 20,
+    "default_max_num_seqs": 1024,
+}
+WORKLOADS = {
+    "long": {"prompt_tokens": 250000, "output_tokens": 512, "concurrency": [4, 16]},
+    "chat": {"prompt_tokens": 1000, "output_tokens": 100, "concurrency": [64]},
+    "huge": {"prompt_tokens": 300000, "output_tokens": 512, "concurrency": [1]},
+}
+
+BIG = "big__tp8__256k__vllm__1010-053939"       # ready, second attempt of spec `big`
+BIG_OLD = "big__tp8__256k__vllm__1009-120000"   # failed, first attempt of spec `big`
+DP = "small__dp2__4k__vllm__1011-080000"        # ready by its log only, two engines, no gate
+SG = "small__tp4__4k__sglang__1012-090000"      # SGLang, figures from its own log
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, defaults: dict, rows: list[dict]) -> None:
+    for given in rows:
+        row = {**defaults, **given}
+        cols = list(row)
+        con.execute(
+            f"insert into {table} ({', '.join(cols)}) values ({', '.join('$' + c for c in cols)})", row)
+
+
+def _folder(run_id: str, name: str) -> str:
+    return f"data/runs/{run_id}/{name}"
+
+
+def _run(run_id: str, spec: str | None, started_at: str | None, **extra) -> dict:
+    model, layout, ctx, engine, _ = run_id.split("__")
+    return {"run_id": run_id, "spec": spec, "profile": "h200x8", "model": model, "layout": layout,
+            "ctx_label": ctx, "engine": engine, "started_at": started_at, "recovered": False,
+            "source_file": _folder(run_id, "meta.json"), "source_line": 1, **extra}
+
+
+def _fact(run_id: str, fact: str, line: int, value_num=None, value_text=None, **extra) -> dict:
+    return {"run_id": run_id, "fact": fact, "value_num": value_num, "value_text": value_text,
+            "excerpt": f"{fact} line", "source_file": _folder(run_id, "server.log"),
+            "source_line": line, **extra}
+
+
+def _request(run_id: str, point_id: str, idx: int, input_tokens: int, output_tokens: int,
+             ttft_s: float, tpot_ms: float | None = None, error: str = "") -> dict:
+    latency = ttft_s + (output_tokens - 1) * (tpot_ms or 0) / 1000 if output_tokens else ttft_s
+    return {"run_id": run_id, "point_id": point_id, "request_idx": idx, "input_tokens": input_tokens,
+            "output_tokens": output_tokens, "ttft_s": ttft_s, "latency_s": latency, "error": error,
+            "generated_text": "x", "source_file": _folder(run_id, f"bench/{point_id}.json"),
+            "source_line": 1}
+
+
+def _point(run_id: str, point_id: str, workload: str, concurrency: int, sent: int, completed: int,
+           failed: int, output_throughput: float) -> dict:
+    return {"run_id": run_id, "point_id": point_id, "workload": workload, "concurrency": concurrency,
+            "num_prompts": sent, "completed": completed, "failed": failed,
+            "output_throughput": output_throughput,
+            "source_file": _folder(run_id, f"bench/{point_id}.json"), "source_line": 1}
+
+
+def _metrics(run_id: str, point_id: str, phase: str, samples: list[tuple[str, str, float]]) -> list[dict]:
+    return [{"run_id": run_id, "point_id": point_id, "phase": phase, "name": name, "labels": labels,
+             "value": value, "source_file": _folder(run_id, f"bench/{point_id}.metrics.{phase}.txt"),
+             "source_line": line}
+            for line, (name, labels, value) in enumerate(samples, start=1)]
+
+
+# The c04 point of BIG: (idx, output tokens, ttft s, tpot ms, error)
+C04_REQUESTS = [
+    (0, 512, 10.0, 20.0, ""),
+    (1, 512, 12.0, 30.0, ""),
+    (2, 512, 3.7, 25.0, ""),        # 250,000 / 3.7 = 67,568 tok/s: served from the prefix cache
+    (3, 512, 20.0, 40.0, ""),
+    (4, 512, 14.0, 10.0, ""),
+    (5, 0, 0.0, None, "Connection reset by peer"),
+    (6, 100, 16.0, 50.0, ""),       # stopped early: short_output, keeps its TTFT
+]
+
+
+def raw_rows() -> dict[str, tuple[dict, list[dict]]]:
+    """table -> (defaults, rows) of the standard warehouse."""
+    c04 = [_request(BIG, "long__c04", i, 250000, out, ttft, tpot, err)
+           for i, out, ttft, tpot, err in C04_REQUESTS]
+    c16 = [_request(BIG, "long__c16", i, 250000, 512, 30.0 + i, 20.0) for i in range(4)]
+    c64 = [_request(DP, "chat__c64", i, 1000, 100, 0.5, 10.0) for i in range(3)]
+    metrics = (
+        _metrics(BIG, "long__c04", "before", [
+            ("vllm:prefix_cache_hits_total", 'engine="0",model_name="m"', 100.0),
+            ("vllm:prefix_cache_hits_total", 'engine="1",model_name="m"', 0.0),
+            ("vllm:prefix_cache_queries_total", 'engine="0",model_name="m"', 1000.0),
+            ("vllm:prefix_cache_queries_total", 'engine="1",model_name="m"', 1000.0)])
+        + _metrics(BIG, "long__c04", "after", [
+            ("vllm:prefix_cache_hits_total", 'engine="0",model_name="m"', 300.0),
+            ("vllm:prefix_cache_hits_total", 'engine="1",model_name="m"', 100.0),
+            ("vllm:prefix_cache_queries_total", 'engine="0",model_name="m"', 2000.0),
+            ("vllm:prefix_cache_queries_total", 'engine="1",model_name="m"', 1500.0)])
+        + _metrics(BIG, "long__c16", "before", [
+            ("vllm:gpu_prefix_cache_hits_total", 'model_name="m"', 1000.0),
+            ("vllm:gpu_prefix_cache_queries_total", 'model_name="m"', 4000.0)])
+        + _metrics(BIG, "long__c16", "after", [
+            ("vllm:gpu_prefix_cache_hits_total", 'model_name="m"', 1500.0),
+            ("vllm:gpu_prefix_cache_queries_total", 'model_name="m"', 5000.0)])
+    )
+    return {
+        "raw_runs": ({}, [
+            _run(BIG, "big", "2026-10-10T05:39:39Z"),
+            _run(BIG_OLD, "big", "2026-10-09T12:00:00Z"),
+            _run(DP, None, None, recovered=True),
+            _run(SG, "sg", "2026-10-12T09:00:00Z"),
+        ]),
+        "raw_commands": ({}, [
+            {"run_id": BIG, "tp": 8, "max_model_len": 262144, "max_num_seqs": 16,
+             "command": "vllm serve /models/big --tensor-parallel-size 8 --max-num-seqs 16",
+             "source_file": _folder(BIG, "cmd.sh"), "source_line": 3},
+            {"run_id": BIG_OLD, "tp": 8, "max_model_len": 262144, "max_num_seqs": 16,
+             "command": "vllm serve /models/big --tensor-parallel-size 8 --max-num-seqs 16",
+             "source_file": _folder(BIG_OLD, "cmd.sh"), "source_line": 3},
+            {"run_id": DP, "dp": 2, "max_model_len": 4096,
+             "command": "vllm serve /models/small --data-parallel-size 2 --block-size 32",
+             "source_file": _folder(DP, "cmd.sh"), "source_line": 2},
+            {"run_id": SG, "tp": 4,
+             "command": "python -m sglang.launch_server --model-path /models/small --tp 4",
+             "source_file": _folder(SG, "cmd.sh"), "source_line": 2},
+        ]),
+        "raw_command_flags": ({}, [
+            {"run_id": DP, "position": 1, "flag": "--block-size", "value": "32",
+             "source_file": _folder(DP, "cmd.sh"), "source_line": 2},
+        ]),
+        "raw_launch_out": ({}, [
+            {"run_id": BIG, "key": "status", "value": "ready",
+             "source_file": _folder(BIG, "launch.out"), "source_line": 1},
+            {"run_id": BIG, "key": "ready_s", "value": "609.1",
+             "source_file": _folder(BIG, "launch.out"), "source_line": 2},
+            {"run_id": SG, "key": "status", "value": "ready",
+             "source_file": _folder(SG, "launch.out"), "source_line": 1},
+        ]),
+        "raw_log_facts": ({}, [
+            _fact(BIG, "kv_tokens", 120, value_num=1573325),
+            _fact(BIG, "kv_tokens", 121, value_num=1573000),   # a second engine line: first wins
+            _fact(BIG, "kv_memory_gib", 119, value_num=25.8),
+            _fact(BIG, "weights_gib", 80, value_num=102.31),
+            _fact(BIG, "load_s", 80, value_num=70.39),
+            _fact(BIG, "moe_backend", 60, value_text="MARLIN"),
+            _fact(BIG, "ready", 200),
+            _fact(BIG_OLD, "error", 95, value_text="DCP is not supported", detail="NotImplementedError",
+                  worker="Worker_TP2_DCP2 pid=1926"),
+            _fact(BIG_OLD, "error", 140, value_text="Engine core initialization failed",
+                  detail="RuntimeError", worker="APIServer pid=1"),
+            _fact(DP, "kv_blocks", 50, value_num=1000),
+            _fact(DP, "ready", 90),
+            _fact(SG, "max_total_num_tokens", 30, value_num=500000),
+            _fact(SG, "max_running_requests", 30, value_num=48),
+            _fact(SG, "context_len", 30, value_num=8192),
+            _fact(SG, "ready", 70),
+        ]),
+        "raw_gates": ({}, [
+            {"run_id": BIG, "gate": "niah", "score": 1.0,
+             "source_file": _folder(BIG, "niah.log"), "source_line": 4},
+            {"run_id": SG, "gate": "niah", "score": 0.0,
+             "source_file": _folder(SG, "niah.log"), "source_line": 4},
+        ]),
+        "raw_gate_probes": ({}, [
+            {"run_id": BIG, "probe_idx": i, "depth": d, "prompt_tokens": 230000, "ok": True,
+             "latency_s": 40.0, "answer": "k", "source_file": _folder(BIG, "niah.log"),
+             "source_line": i + 1}
+            for i, d in enumerate([0.1, 0.5, 0.9])
+        ] + [
+            {"run_id": SG, "probe_idx": 0, "depth": 0.5, "prompt_tokens": 7000, "ok": False,
+             "latency_s": 1.0, "answer": "no", "source_file": _folder(SG, "niah.log"), "source_line": 1},
+        ]),
+        "raw_bench_points": ({}, [
+            _point(BIG, "long__c04", "long", 4, 7, 6, 1, 210.5),
+            _point(BIG, "long__c16", "long", 16, 4, 4, 0, 250.0),
+            _point(DP, "chat__c64", "chat", 64, 3, 3, 0, 900.0),
+        ]),
+        "raw_bench_requests": ({}, c04 + c16 + c64),
+        "raw_metrics": ({}, metrics),
+        "ingest_errors": ({}, [
+            {"run_id": BIG, "source_file": _folder(BIG, "ramp.log"), "source_line": 3,
+             "reason": "not JSON"},
+        ]),
+    }
+
+
+def make_warehouse(path: Path, rows: dict[str, tuple[dict, list[dict]]]) -> Path:
+    con = duckdb.connect(str(path))
+    con.execute(RAW_DDL.read_text())
+    for table, (defaults, table_rows) in rows.items():
+        _insert(con, table, defaults, table_rows)
+    con.close()
+    return path
+
+
+def derive_into(tmp_path: Path, rows=None, rules=None, workloads=None) -> tuple[dict, Path]:
+    warehouse = make_warehouse(tmp_path / "warehouse.duckdb", raw_rows() if rows is None else rows)
+    out = tmp_path / "out"
+    summary = derive.run(warehouse=warehouse, campaign_db=out / "campaign.duckdb",
+                         derived_dir=out / "derived", metrics_file=out / "metrics.json",
+                         rules=rules or RULES, workloads=workloads or WORKLOADS)
+    return summary, out
+
+
+def query(out: Path, sql: str, params: dict | None = None) -> list[dict]:
+    con = duckdb.connect(str(out / "campaign.duckdb"), read_only=True)
+    try:
+        cur = con.execute(sql, params or {})
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[dict, Path]:
+    return derive_into(tmp_path_factory.mktemp("derive"))
+
+
+# ---------------------------------------------------------------------------------------------
+# runs
+
+
+def test_runs_number_attempts_per_spec_by_start_time(built):
+    _, out = built
+    rows = {r["run_id"]: r for r in query(out, "select * from runs")}
+    assert (rows[BIG_OLD]["attempt"], rows[BIG_OLD]["is_latest"]) == (1, False)
+    assert (rows[BIG]["attempt"], rows[BIG]["is_latest"]) == (2, True)
+    assert (rows[DP]["attempt"], rows[DP]["is_latest"], rows[DP]["recovered"]) == (1, True, True)
+    assert rows[BIG]["source_file"] == f"data/runs/{BIG}/meta.json"
+
+
+# ---------------------------------------------------------------------------------------------
+# launches
+
+
+def test_launch_ready_from_launch_out_with_engine_figures(built):
+    _, out = built
+    [row] = query(out, "select * from launches where run_id = $r", {"r": BIG})
+    assert row["status"] == "ready"
+    assert row["ready_s"] == 609.1
+    assert row["kv_tokens"] == 1573325
+    assert (row["kv_source_file"], row["kv_source_line"]) == (f"data/runs/{BIG}/server.log", 120)
+    assert (row["kv_cache_gib"], row["weights_gib"], row["moe_backend"]) == (25.8, 102.31, "MARLIN")
+    assert (row["max_num_seqs"], row["seq_cap"], row["engines"], row["tp"]) == (16, 16, 1, 8)
+    assert (row["source_file"], row["source_line"]) == (f"data/runs/{BIG}/launch.out", 1)
+    assert row["error_type"] is None
+
+
+def test_failed_launch_quotes_its_first_error(built):
+    _, out = built
+    [row] = query(out, "select * from launches where run_id = $r", {"r": BIG_OLD})
+    assert row["status"] == "failed"
+    assert (row["error_type"], row["error_message"]) == ("NotImplementedError", "DCP is not supported")
+    assert row["error_worker"] == "Worker_TP2_DCP2 pid=1926"
+    assert (row["error_source_file"], row["error_source_line"]) == (f"data/runs/{BIG_OLD}/server.log", 95)
+    assert row["kv_tokens"] is None
+
+
+def test_launch_ready_from_log_uses_blocks_times_block_size_and_default_cap(built):
+    _, out = built
+    [row] = query(out, "select * from launches where run_id = $r", {"r": DP})
+    assert row["status"] == "ready"
+    assert row["kv_tokens"] == 1000 * 32
+    assert (row["max_num_seqs"], row["seq_cap"], row["engines"]) == (None, 1024, 2)
+    assert row["source_line"] == 90
+
+
+def test_sglang_launch_uses_its_own_pool_and_request_cap(built):
+    _, out = built
+    [row] = query(out, "select * from launches where run_id = $r", {"r": SG})
+    assert (row["kv_tokens"], row["seq_cap"], row["max_model_len"]) == (500000, 48, 8192)
+
+
+# ---------------------------------------------------------------------------------------------
+# gates
+
+
+def test_gates_count_probes_and_mark_provisional(built):
+    _, out = built
+    rows = {r["run_id"]: r for r in query(out, "select * from gates")}
+    assert (rows[BIG]["probes"], rows[BIG]["passed_probes"], rows[BIG]["provisional"]) == (3, 3, False)
+    assert (rows[SG]["score"], rows[SG]["passed_probes"], rows[SG]["provisional"]) == (0.0, 0, True)
+    assert DP not in rows
+    assert len(query(out, "select * from gate_probes where run_id = $r", {"r": BIG})) == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# sequences_fit
+
+
+def test_sequences_fit_long_context_example(built):
+    _, out = built
+    [row] = query(out, "select * from sequences_fit where run_id = $r and workload = 'long'", {"r": BIG})
+    assert row["context_tokens"] == 250512
+    assert row["fit_by_kv"] == 6          # floor(1,573,325 / 250,512) x 1
+    assert row["sequences"] == 6
+    assert row["beyond_max_context"] is False
+    assert row["kv_source_line"] == 120
+
+
+def test_sequences_fit_capped_and_beyond_max_context(built):
+    _, out = built
+    rows = {r["workload"]: r for r in query(out, "select * from sequences_fit where run_id = $r", {"r": BIG})}
+    assert (rows["chat"]["fit_by_kv"], rows["chat"]["sequences"]) == (1430, 16)
+    assert rows["huge"]["beyond_max_context"] is True
+    assert rows["huge"]["sequences"] is None
+
+
+def test_sequences_fit_multiplies_by_engines_and_skips_failed_launches(built):
+    _, out = built
+    [row] = query(out, "select * from sequences_fit where run_id = $r and workload = 'chat'", {"r": DP})
+    assert (row["engines"], row["fit_by_kv"], row["sequences"]) == (2, 58, 58)   # floor(32000/1100) x 2
+    assert query(out, "select * from sequences_fit where run_id = $r", {"r": BIG_OLD}) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# invalid_rows and bench_requests
+
+
+def test_prefix_cache_request_is_invalid_with_a_readable_detail(built):
+    _, out = built
+    [row] = query(out, "select * from invalid_rows where reason = 'prefix_cache'")
+    assert (row["run_id"], row["point_id"], row["request_idx"]) == (BIG, "long__c04", 2)
+    assert row["detail"] == "prefill 67,568 tok/s is above the 60,000 tok/s cache rule"
+    assert row["value"] == pytest.approx(250000 / 3.7)
+    assert row["threshold"] == 60000
+    assert row["source_file"] == f"data/runs/{BIG}/bench/long__c04.json"
+
+
+def test_failed_and_short_requests_are_listed(built):
+    _, out = built
+    rows = {(r["request_idx"], r["reason"]): r
+            for r in query(out, "select * from invalid_rows where point_id = 'long__c04'")}
+    assert set(rows) == {(2, "prefix_cache"), (5, "failed"), (6, "short_output")}
+    assert rows[(5, "failed")]["detail"] == "request failed: Connection reset by peer"
+    assert rows[(6, "short_output")]["detail"] == "produced 100 of the 512 output tokens its workload asks for"
+    assert (rows[(6, "short_output")]["value"], rows[(6, "short_output")]["threshold"]) == (100, 512)
+
+
+def test_cached_share_flags_every_request_of_the_point(built):
+    _, out = built
+    rows = query(out, "select * from invalid_rows where reason = 'cached_share' order by request_idx")
+    assert [(r["point_id"], r["request_idx"]) for r in rows] == [("long__c16", i) for i in range(4)]
+    assert rows[0]["value"] == pytest.approx(50.0)
+    assert rows[0]["detail"] == ("the engine served 50.0% of this point's prompt tokens from its "
+                                 "prefix cache, above the 20.0% rule")
+    assert rows[0]["source_file"] == f"data/runs/{BIG}/bench/long__c16.metrics.after.txt"
+
+
+def test_bench_requests_carry_derived_figures_and_validity(built):
+    _, out = built
+    rows = {r["request_idx"]: r for r in query(
+        out, "select * from bench_requests where point_id = 'long__c04'")}
+    assert rows[0]["tpot_ms"] == pytest.approx(20.0)
+    assert rows[0]["prefill_tok_s"] == pytest.approx(25000.0)
+    assert (rows[0]["ok"], rows[0]["valid"], rows[0]["workload"], rows[0]["concurrency"]) == (True, True, "long", 4)
+    assert (rows[2]["ok"], rows[2]["valid"]) == (True, False)
+    assert (rows[5]["ok"], rows[5]["valid"], rows[5]["error"]) == (False, False, "Connection reset by peer")
+    assert rows[5]["tpot_ms"] is None and rows[5]["prefill_tok_s"] is None
+
+
+def test_prefix_cache_rule_is_a_bound_parameter(tmp_path):
+    _, out = derive_into(tmp_path, rules={**RULES, "prefix_cache_tok_s": 70000})
+    assert query(out, "select * from invalid_rows where reason = 'prefix_cache'") == []
+
+
+# ---------------------------------------------------------------------------------------------
+# bench_points
+
+
+def test_point_ttft_over_valid_requests_only(built):
+    _, out = built
+    [row] = query(out, "select * from bench_points where point_id = 'long__c04'")
+    # TTFTs kept: 10, 12, 14, 16, 20 (3.7 s from the cache and the failed request left out).
+    assert row["ttft_median_s"] == pytest.approx(14.0)
+    # quantile_cont(0.9) over 5 values: 16 + 0.6 x (20 - 16)
+    assert row["ttft_p90_s"] == pytest.approx(18.4)
+    # TPOT over successful requests: 10, 20, 25, 30, 40, 50 ms
+    assert row["tpot_median_ms"] == pytest.approx(27.5)
+    assert row["decode_tok_s_per_user"] == pytest.approx(1000 / 27.5)
+    assert (row["sent"], row["completed"], row["failed"], row["invalid_requests"]) == (7, 6, 1, 3)
+    assert row["output_tok_s"] == 210.5
+    assert row["cache_hit_pct"] == pytest.approx(20.0)    # 100 x 300 / 1500, summed over engines
+    assert (row["prompt_tokens"], row["output_tokens"]) == (250000, 512)
+    assert (row["seq_limit"], row["capacity_limited"], row["provisional"]) == (6, False, False)
+
+
+def test_concurrency_above_sequences_that_fit_is_capacity_limited(built):
+    _, out = built
+    [row] = query(out, "select * from bench_points where point_id = 'long__c16'")
+    assert (row["concurrency"], row["seq_limit"], row["capacity_limited"]) == (16, 6, True)
+    assert row["cache_hit_pct"] == pytest.approx(50.0)    # older gpu_ counter names
+    assert row["invalid_requests"] == 4
+    assert row["ttft_median_s"] == pytest.approx(31.5)    # cached_share keeps the TTFT figures
+
+
+def test_point_without_gate_is_provisional(built):
+    _, out = built
+    [row] = query(out, "select * from bench_points where run_id = $r", {"r": DP})
+    assert (row["seq_limit"], row["capacity_limited"], row["provisional"]) == (58, True, True)
+    assert row["cache_hit_pct"] is None
+
+
+# ---------------------------------------------------------------------------------------------
+# outputs
+
+
+def test_outputs_summary_csv_and_metrics(built):
+    summary, out = built
+    assert summary == {"runs": 4, "launches": 4, "gates": 2, "gate_probes": 4, "bench_requests": 14,
+                       "bench_points": 3, "invalid_rows": 7, "sequences_fit": 9, "ingest_errors": 1}
+    for table in derive.PUBLIC_TABLES:
+        assert (out / "derived" / f"{table}.csv").is_file()
+    header = (out / "derived" / "sequences_fit.csv").read_text().splitlines()[0]
+    assert header.startswith("run_id,workload,prompt_tokens,output_tokens,context_tokens,kv_tokens")
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["launches_ready"] == 3 and metrics["launches_failed"] == 1
+    assert metrics["gates_passed"] == 1
+    assert metrics["capacity_limited_points"] == 2
+    assert metrics["invalid_rows"] == 7 and metrics["invalid_requests"] == 7
+    assert metrics["best_output_tok_s"] == 900.0
+    assert metrics["min_ttft_median_s"] == 0.5
+    assert not list(out.glob("*.tmp"))
+
+
+def test_rebuild_replaces_the_previous_database(tmp_path):
+    derive_into(tmp_path)
+    rows = raw_rows()
+    rows["raw_runs"] = ({}, [r for r in rows["raw_runs"][1] if r["run_id"] != SG])
+    (tmp_path / "warehouse.duckdb").unlink()
+    summary, out = derive_into(tmp_path, rows=rows)
+    assert summary["runs"] == 3
+    assert query(out, "select * from runs where run_id = $r", {"r": SG}) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# data tests and errors
+
+
+def test_broken_invariant_raises_data_test_error_naming_table_check_and_row(tmp_path):
+    rows = raw_rows()
+    rows["raw_bench_points"][1][2]["completed"] = 5      # chat__c64 sent 3
+    previous = tmp_path / "out" / "campaign.duckdb"
+    previous.parent.mkdir(parents=True)
+    previous.write_bytes(b"previous")
+    with pytest.raises(derive.DataTestError) as caught:
+        derive_into(tmp_path, rows=rows)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "bench_points.completed_within_sent" in message
+    assert f"run_id='{DP}'" in message and "point_id='chat__c64'" in message
+    assert "completed=5" in message and "sent=3" in message
+    assert previous.read_bytes() == b"previous"
+    assert not (tmp_path / "out" / "derived").exists()
+    assert isinstance(caught.value, CampaignError)
+
+
+def test_duplicate_key_breaks_uniqueness(tmp_path):
+    rows = raw_rows()
+    rows["raw_runs"][1].append(dict(rows["raw_runs"][1][0]))
+    with pytest.raises(derive.DataTestError, match=r"runs\.unique\(run_id\): run_id="):
+        derive_into(tmp_path, rows=rows)
+
+
+def test_missing_warehouse_is_a_user_error(tmp_path):
+    with pytest.raises(CampaignError, match="campaign ingest"):
+        derive.run(warehouse=tmp_path / "none.duckdb", campaign_db=tmp_path / "c.duckdb",
+                   derived_dir=tmp_path / "d", metrics_file=tmp_path / "m.json",
+                   rules=RULES, workloads=WORKLOADS)
+
+
+def test_missing_rule_is_a_user_error(tmp_path):
+    rules = {k: v for k, v in RULES.items() if k != "gate_min_score"}
+    with pytest.raises(CampaignError, match="rules is missing gate_min_score"):
+        derive_into(tmp_path, rules=rules)
+
+
+def test_every_model_is_a_cte_chain_ending_in_final():
+    for name in (*derive.STAGING_MODELS, *derive.INTERMEDIATE_MODELS, *derive.MART_MODELS):
+        sql = derive.model_sql(name)
+        assert sql.splitlines()[-1] == "select * from final", name
+        assert "{" not in sql.replace("{:", ""), name

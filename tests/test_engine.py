@@ -1,0 +1,91 @@
+"""Engine process handling with stand-in servers: readiness, death, and stopping the whole group."""
+from __future__ import annotations
+
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from stages.config import CampaignError
+from stages.engine import Engine, EngineDied, Launch, LocalExecutor, flag_args, group_members
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def health_server(tmp_path: Path, port: int, *, children: int = 0) -> Launch:
+    """A shell that starts `children` sleepers and an HTTP server answering /health."""
+    (tmp_path / "www").mkdir()
+    (tmp_path / "www" / "health").write_text("ok")
+    sleepers = " ".join(["sleep 300 &"] * children)
+    script = f"{sleepers} exec {sys.executable} -m http.server {port} --bind 127.0.0.1 --directory www"
+    return Launch(argv=["sh", "-c", script], cwd=tmp_path, port=port)
+
+
+def test_ready_then_stop_leaves_no_process(tmp_path):
+    launch = health_server(tmp_path, free_port(), children=2)
+    with Engine(launch, tmp_path / "server.log") as eng:
+        ready_s = eng.wait_ready(timeout_s=30)
+        pgid = eng.pgid
+        assert ready_s < 30
+        assert len(group_members(pgid)) >= 3        # the server and both sleepers
+    assert group_members(pgid) == []
+
+
+def test_stop_on_exception_inside_the_block(tmp_path):
+    launch = health_server(tmp_path, free_port(), children=1)
+    with pytest.raises(KeyboardInterrupt):
+        with Engine(launch, tmp_path / "server.log") as eng:
+            eng.wait_ready(timeout_s=30)
+            pgid = eng.pgid
+            raise KeyboardInterrupt
+    assert group_members(pgid) == []
+
+
+def test_engine_that_exits_is_reported_fast(tmp_path):
+    launch = Launch(argv=["sh", "-c", "echo 'RuntimeError: no memory'; exit 3"], cwd=tmp_path,
+                    port=free_port())
+    t0 = time.monotonic()
+    with pytest.raises(EngineDied, match="exited with code 3"):
+        with Engine(launch, tmp_path / "server.log") as eng:
+            eng.wait_ready(timeout_s=60)
+    assert time.monotonic() - t0 < 10
+    assert "RuntimeError: no memory" in (tmp_path / "server.log").read_text()
+
+
+def test_readiness_timeout(tmp_path):
+    launch = Launch(argv=["sleep", "30"], cwd=tmp_path, port=free_port())
+    with pytest.raises(EngineDied, match="not ready after"):
+        with Engine(launch, tmp_path / "server.log") as eng:
+            eng.wait_ready(timeout_s=1)
+
+
+def test_progress_names_the_phase_from_the_log(tmp_path):
+    script = "echo 'INFO [cpu_model_runner.py:87] Warming up model for the compilation...'; sleep 30"
+    launch = Launch(argv=["sh", "-c", script], cwd=tmp_path, port=free_port())
+    seen: list[str] = []
+    with pytest.raises(EngineDied):
+        with Engine(launch, tmp_path / "server.log") as eng:
+            eng.wait_ready(timeout_s=2.5, progress=seen.append, every_s=1)
+    assert seen and "compiling" in seen[-1]
+
+
+def test_flag_args():
+    assert flag_args({"--max-num-seqs": 4, "--enforce-eager": True, "--x": False, "--y": None}) == [
+        "--max-num-seqs", "4", "--enforce-eager"]
+    with pytest.raises(CampaignError):
+        flag_args({"max-num-seqs": 4})
+
+
+def test_local_launch_shell_line_is_exact(tmp_path):
+    launch = LocalExecutor(root=tmp_path, python=".venv/bin/python").launch(
+        engine="vllm", model_path="data/models/m", args={"--max-num-seqs": 4},
+        env={"VLLM_CPU_KVCACHE_SPACE": "1"}, port=8011)
+    assert launch.shell() == (
+        "VLLM_CPU_KVCACHE_SPACE=1 .venv/bin/python -m vllm.entrypoints.openai.api_server "
+        "--model data/models/m --host 127.0.0.1 --port 8011 --max-num-seqs 4")

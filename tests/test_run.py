@@ -1,0 +1,81 @@
+"""The run stage's pieces that need no engine: ids, labels, the sweep, and the CLI's answers."""
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from stages import bench
+from stages.cli import main
+from stages.config import CampaignError
+from stages.needle import build_prompt
+from stages.run import ctx_label, make_run_id
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_run_id_shape():
+    now = dt.datetime(2026, 10, 10, 5, 39, 39, tzinfo=dt.timezone.utc)
+    assert make_run_id(model="glm53", layout="tp8_dcp8", max_model_len=1048576, engine="vllm",
+                       now=now) == "glm53__tp8_dcp8__1024k__vllm__1010-053939"
+    assert ctx_label(800000) == "781k"
+
+
+@pytest.mark.parametrize("bad", ["../etc", "a__b", "", "a/b"])
+def test_run_id_refuses_unsafe_fields(bad):
+    with pytest.raises(CampaignError):
+        make_run_id(model=bad, layout="x", max_model_len=4096, engine="vllm",
+                    now=dt.datetime.now(dt.timezone.utc))
+
+
+def test_sweep_gives_every_point_its_own_seed():
+    workloads = {"long": {"prompt_tokens": 2048, "output_tokens": 64, "concurrency": [1, 2, 16]},
+                 "chat": {"prompt_tokens": 256, "output_tokens": 64, "concurrency": [1, 2, 16]}}
+    points = bench.points_for(workloads=workloads, names=["long", "chat"])
+    assert [p.point_id for p in points] == ["long__c01", "long__c02", "long__c16",
+                                            "chat__c01", "chat__c02", "chat__c16"]
+    assert len({p.seed for p in points}) == len(points)
+    assert points[2].num_prompts == 32
+
+
+def test_bench_command_saves_detailed_results(tmp_path):
+    p = bench.Point("chat", 4, 256, 64, 8, 5)
+    argv = bench.bench_argv(p, base_url="http://127.0.0.1:1", model="m", tokenizer="m",
+                            result_dir=tmp_path, run_id="r")
+    assert {"--save-result", "--save-detailed", "--ignore-eos"} <= set(argv)
+    assert argv[argv.index("--result-filename") + 1] == "chat__c04.json"
+    assert "concurrency=4" in argv
+
+
+def test_needle_prompt_fits_the_target_and_holds_the_needle():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    tok = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    prompt, n = build_prompt(tokenizer=tok, target_tokens=500, depth=0.5, code="4821937", seed=1)
+    assert 450 < n <= 500
+    assert "The access code is 4821937." in prompt
+    middle = prompt.index("4821937") / len(prompt)
+    assert 0.35 < middle < 0.65
+
+
+def test_cli_dry_run_prints_the_engine_command():
+    result = CliRunner().invoke(main, ["run", "tiny-seqs16", "--dry-run", "--root", str(ROOT)])
+    assert result.exit_code == 0
+    assert "vllm.entrypoints.openai.api_server" in result.output
+    assert "--max-num-seqs 16" in result.output
+
+
+def test_cli_unknown_spec_is_one_line():
+    result = CliRunner().invoke(main, ["run", "nope", "--root", str(ROOT)])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "campaign: error: unknown spec 'nope' (params.yaml specs: tiny-seqs16, tiny-seqs4)"]
+
+
+@pytest.mark.parametrize("cmd", ["model", "run", "ingest", "derive", "render"])
+def test_every_command_has_help(cmd):
+    result = CliRunner().invoke(main, [cmd, "--help"])
+    assert result.exit_code == 0 and "Example:" in result.output
