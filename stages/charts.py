@@ -1,0 +1,157 @@
+"""Scaling charts: named functions that take bench points and return Altair charts.
+
+Input: one row per benchmark point (the public `bench_points` columns) plus `series`, the run spec
+that names the run's colour. Every chart is faceted by workload, with concurrent users on a log2
+axis. Two markings are shared by all of them:
+
+- capacity-limited points (more users than the engine can hold) are drawn as grey squares with a
+  diagonal hatch glyph on top, never hidden;
+- provisional runs (quality gate below the minimum) get dashed lines and hollow markers, and the
+  word "provisional" in the tooltip.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import altair as alt
+import pandas as pd
+
+PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2",
+           "#b279a2", "#eeca3b", "#ff9da6", "#9d755d", "#bab0ac"]
+GREY = "#a0a0a0"
+HATCH_INK = "#404040"
+# Three parallel diagonal strokes in the unit square: a hatch glyph drawn over the grey square.
+HATCH_SHAPE = "M -1 1 L 1 -1 M -1 0 L 0 -1 M 0 1 L 1 0"
+RUN_KINDS = ["measured", "provisional"]
+NOTE = [
+    "Grey hatched squares: capacity-limited points (more users than the engine can hold at once);",
+    "their latency mostly measures queueing. Dashed lines and hollow markers: provisional runs.",
+]
+REQUIRED = ["run_id", "series", "workload", "concurrency", "capacity_limited", "provisional"]
+
+
+def prepare(points: pd.DataFrame) -> pd.DataFrame:
+    """Bench points with the helper columns the charts encode (run_kind, note)."""
+    missing = [c for c in REQUIRED if c not in points.columns]
+    if missing:
+        raise ValueError(f"bench points lack columns: {', '.join(missing)}")
+    df = points.copy()
+    df["capacity_limited"] = df["capacity_limited"].fillna(False).astype(bool)
+    df["provisional"] = df["provisional"].fillna(False).astype(bool)
+    df["run_kind"] = df["provisional"].map({True: "provisional", False: "measured"})
+    df["note"] = [
+        ", ".join(w for w, on in (("provisional", p), ("capacity-limited", c)) if on) or "-"
+        for p, c in zip(df["provisional"], df["capacity_limited"])
+    ]
+    df["concurrency"] = df["concurrency"].astype(int)
+    return df
+
+
+def color_scale(domain: Sequence[str] | None, df: pd.DataFrame) -> alt.Scale:
+    """One colour per run spec; pass the campaign-wide domain so colours agree across pages."""
+    names = list(domain) if domain else sorted(df["series"].dropna().unique())
+    return alt.Scale(domain=names, range=[PALETTE[i % len(PALETTE)] for i in range(len(names))])
+
+
+def _tooltip(value_field: str, value_title: str, fmt: str) -> list[alt.Tooltip]:
+    return [
+        alt.Tooltip("run_id:N", title="run"),
+        alt.Tooltip("series:N", title="spec"),
+        alt.Tooltip("workload:N"),
+        alt.Tooltip("concurrency:Q", title="concurrent users"),
+        alt.Tooltip(f"{value_field}:Q", title=value_title, format=fmt),
+        alt.Tooltip("note:N", title="marked"),
+    ]
+
+
+def _layers(y: alt.Y, color: alt.Scale, tooltip: list, detail: str = "run_id:N",
+            shape: alt.Shape | None = None) -> list[alt.Chart]:
+    x = alt.X("concurrency:Q", title="Concurrent users",
+              scale=alt.Scale(type="log", base=2), axis=alt.Axis(format="d"))
+    colour = alt.Color("series:N", title="Run spec", scale=color)
+    dash = alt.StrokeDash("run_kind:N", title="Gate", legend=alt.Legend(),
+                          scale=alt.Scale(domain=RUN_KINDS, range=[[1, 0], [5, 3]]))
+    base = alt.Chart().encode(x=x, y=y, tooltip=tooltip)
+    extra = {"shape": shape} if shape is not None else {}
+    line = base.mark_line(strokeWidth=1.5).encode(color=colour, strokeDash=dash, detail=detail)
+    measured = (base.transform_filter("!datum.capacity_limited && !datum.provisional")
+                .mark_point(filled=True, size=55, opacity=1).encode(color=colour, **extra))
+    provisional = (base.transform_filter("!datum.capacity_limited && datum.provisional")
+                   .mark_point(filled=False, size=55, strokeWidth=1.5).encode(color=colour, **extra))
+    limited = (base.transform_filter("datum.capacity_limited")
+               .mark_square(color=GREY, size=110, opacity=0.75))
+    hatch = (base.transform_filter("datum.capacity_limited")
+             .mark_point(shape=HATCH_SHAPE, size=110, color=HATCH_INK, strokeWidth=1, filled=False))
+    return [line, measured, provisional, limited, hatch]
+
+
+def _facet(layers: list[alt.Chart], df: pd.DataFrame, title: str) -> alt.FacetChart:
+    return (
+        alt.layer(*layers, data=df)
+        .properties(width=260, height=200)
+        .facet(column=alt.Column("workload:N", title=None))
+        .properties(title=alt.TitleParams(title, subtitle=NOTE, anchor="start"))
+        .resolve_scale(y="shared")
+    )
+
+
+def ttft_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:
+    """Median and p90 time to first token (log scale) against concurrent users."""
+    df = prepare(points)
+    long = df.melt(id_vars=[c for c in df.columns if c not in ("ttft_median_s", "ttft_p90_s")],
+                   value_vars=["ttft_median_s", "ttft_p90_s"], var_name="stat", value_name="ttft_s")
+    long["stat"] = long["stat"].map({"ttft_median_s": "median", "ttft_p90_s": "p90"})
+    long = long[long["ttft_s"].notna() & (long["ttft_s"] > 0)]
+    long["line_key"] = long["run_id"] + "/" + long["stat"]
+    y = alt.Y("ttft_s:Q", title="Time to first token (s)", scale=alt.Scale(type="log"))
+    tooltip = _tooltip("ttft_s", "TTFT (s)", ".3f") + [alt.Tooltip("stat:N", title="statistic")]
+    shape = alt.Shape("stat:N", title="Statistic",
+                      scale=alt.Scale(domain=["median", "p90"], range=["circle", "triangle-up"]))
+    layers = _layers(y, color_scale(color_domain, df), tooltip, detail="line_key:N", shape=shape)
+    return _facet(layers, long, "Time to first token: median and p90")
+
+
+def decode_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:
+    """Decode speed each user sees (1000 / median TPOT) against concurrent users."""
+    df = prepare(points)
+    df = df[df["decode_tok_s_per_user"].notna()]
+    y = alt.Y("decode_tok_s_per_user:Q", title="Decode tokens/s per user")
+    layers = _layers(y, color_scale(color_domain, df),
+                     _tooltip("decode_tok_s_per_user", "tokens/s per user", ".1f"))
+    return _facet(layers, df, "Decode speed per user")
+
+
+def throughput_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:
+    """Total output tokens per second of the server against concurrent users."""
+    df = prepare(points)
+    df = df[df["output_tok_s"].notna()]
+    y = alt.Y("output_tok_s:Q", title="Output tokens/s (all users)")
+    layers = _layers(y, color_scale(color_domain, df),
+                     _tooltip("output_tok_s", "output tokens/s", ".1f"))
+    return _facet(layers, df, "Server output throughput")
+
+
+def completed_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:
+    """Requests completed (markers) against requests sent (grey ticks) at each concurrency."""
+    df = prepare(points)
+    y = alt.Y("completed:Q", title="Requests completed (tick: sent)")
+    tooltip = _tooltip("completed", "completed", "d") + [alt.Tooltip("sent:Q", format="d")]
+    sent = (alt.Chart().mark_tick(color=GREY, thickness=2, size=18)
+            .encode(x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2)),
+                    y=alt.Y("sent:Q"), tooltip=tooltip))
+    layers = [sent] + _layers(y, color_scale(color_domain, df), tooltip)
+    return _facet(layers, df, "Requests completed of sent")
+
+
+CHARTS: dict[str, Callable[..., alt.TopLevelMixin]] = {
+    "ttft_chart": ttft_chart,
+    "decode_chart": decode_chart,
+    "throughput_chart": throughput_chart,
+    "completed_chart": completed_chart,
+}
+
+
+def chart_by_name(name: str) -> Callable[..., alt.TopLevelMixin]:
+    if name not in CHARTS:
+        raise KeyError(f"unknown chart {name!r} (known: {', '.join(CHARTS)})")
+    return CHARTS[name]

@@ -1,0 +1,477 @@
+"""Facts: every number an article prints, with the query and the raw line it came from.
+
+A template asks for a number by name, `{{ fact("launch_ready_s", run_id=r) }}`. The name is a query
+`stages/sql/facts/<name>.sql` with `$name` bound parameters; it returns one row with columns value,
+run_id, source_file, source_line (and optionally unit). The value is formatted, linked to its audit
+page and recorded. Tables whose numeric cells are facts, evidence blocks (a command run on a raw
+file at build time) and run references work the same way.
+
+Macros return placeholders while the template renders. `check_digits` then scans what the template
+itself typed: a digit there, outside the allow-list, is a number nobody can trace, and fails the
+build. The placeholders are swapped for their real output afterwards.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import hashlib
+import html
+import json
+import re
+import shlex
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from markupsafe import Markup
+
+from stages.config import CampaignError
+
+SQL_DIR = Path(__file__).parent / "sql"
+FACTS_SQL = SQL_DIR / "facts"
+ROWS_SQL = SQL_DIR / "render"
+STAGE = "derive"  # the stage whose tables the fact queries read
+PUBLIC_TABLES = ("runs", "launches", "gates", "gate_probes", "bench_requests", "bench_points",
+                 "invalid_rows", "sequences_fit", "ingest_errors")
+REQUIRED_COLUMNS = ("value", "run_id", "source_file", "source_line")
+EXCERPT_MAX = 400
+# Digits a template may type itself: part numbers, a few hardware tokens, citation ids.
+ALLOWED_PATTERNS = (
+    r"\bParts? \d+\b",
+    r"\b8 GPUs\b",
+    r"\b8-GPU\b",
+    r"\bH200\b",
+    r"\bp90\b",
+    r"\[S\d+\]",
+)
+PLACEHOLDER = re.compile(r"@@M[A-Z]+@@")
+NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
+MD_SPECIALS = {"\\": "&#92;", "`": "&#96;", "*": "&#42;", "_": "&#95;", "[": "&#91;",
+               "]": "&#93;", "|": "&#124;", "~": "&#126;", "$": "&#36;"}
+
+
+class FactError(CampaignError):
+    """A fact, table or evidence block that cannot be produced (unknown name, wrong row count)."""
+
+
+class FactCheckError(CampaignError):
+    """A rendered page prints a number that did not come from a fact."""
+
+
+@dataclass
+class Fact:
+    id: str
+    name: str
+    params: dict[str, Any]
+    value: Any
+    unit: str | None
+    display: str
+    sql: str
+    run_ids: list[str]
+    source_file: str | None
+    source_line: int | None
+    excerpt: str | None
+    stage: str
+    git_sha: str | None
+    pages: list[str] = field(default_factory=list)
+
+    def record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ---------------------------------------------------------------- small pure helpers
+
+def format_value(value: Any, decimals: int | None = None) -> str:
+    """Thousands separators, and decimals that suit the magnitude unless given."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, decimal.Decimal):
+        value = int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, int):
+        return f"{value:,}" if decimals is None else f"{value:,.{decimals}f}"
+    if isinstance(value, float):
+        if decimals is None:
+            size = abs(value)
+            if value == 0:
+                return "0"
+            if size < 1:
+                return f"{value:.3g}"
+            decimals = 0 if size >= 1000 else 1 if size >= 10 else 2
+        return f"{value:,.{decimals}f}"
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    return str(value)
+
+
+def escape_text(text: str) -> str:
+    """Escape raw text (a log line, a model answer) for HTML, and for Markdown inline."""
+    out = html.escape(str(text), quote=True)
+    return "".join(MD_SPECIALS.get(ch, ch) for ch in out)
+
+
+def escape_cell(text: str, max_chars: int | None = None) -> str:
+    flat = " ".join(str(text).split())
+    if max_chars and len(flat) > max_chars:
+        flat = flat[:max_chars] + "…"
+    return escape_text(flat)
+
+
+def sql_params(sql: str) -> list[str]:
+    """Named parameters ($name) a query binds, in order of first use."""
+    stripped = re.sub(r"--[^\n]*", "", sql)
+    stripped = re.sub(r"'(?:[^']|'')*'", "''", stripped)
+    seen: list[str] = []
+    for name in re.findall(r"\$([a-z_][a-z0-9_]*)", stripped):
+        if name not in seen:
+            seen.append(name)
+    return seen
+
+
+def tables_in(sql: str) -> list[str]:
+    return [t for t in PUBLIC_TABLES if re.search(rf"\b{t}\b", sql)]
+
+
+def load_query(directory: Path, name: str, kind: str) -> str:
+    if not NAME.match(name or ""):
+        raise FactError(f"bad {kind} name {name!r}")
+    path = directory / f"{name}.sql"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in directory.glob("*.sql"))) or "none"
+        raise FactError(f"unknown {kind} {name!r} (known: {known})")
+    return path.read_text()
+
+
+def fact_id(name: str, params: dict[str, Any]) -> str:
+    values = [str(params[k]) for k in sorted(params)]
+    if all(SAFE_ID.match(v) for v in values) and len("--".join(values)) <= 140:
+        return "--".join([name, *values])
+    digest = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()
+    return f"{name}--{digest[:12]}"
+
+
+def read_line(root: Path, source_file: str, line: int) -> str:
+    path = root / source_file
+    try:
+        with path.open(encoding="utf-8", errors="replace") as fh:
+            for i, text in enumerate(fh, start=1):
+                if i == line:
+                    text = text.rstrip("\r\n")
+                    return text if len(text) <= EXCERPT_MAX else text[:EXCERPT_MAX] + " …"
+    except OSError as exc:
+        raise FactError(f"{source_file}: cannot read the fact's source ({exc.strerror})") from None
+    raise FactError(f"{source_file}: has no line {line}")
+
+
+def git_sha(root: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                             text=True, check=False, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = out.stdout.strip()
+    return sha if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", sha) else None
+
+
+def _run_ids(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value if v is not None]
+    return [s for s in str(value).split(",") if s]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, decimal.Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    return value
+
+
+# ---------------------------------------------------------------- the fact book
+
+class FactBook:
+    """Evaluates named queries against campaign.duckdb and keeps every fact it printed."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, *, root: Path, sha: str | None,
+                 facts_sql: Path = FACTS_SQL, rows_sql: Path = ROWS_SQL):
+        self.con = con
+        self.root = root
+        self.sha = sha
+        self.facts_sql = facts_sql
+        self.rows_sql = rows_sql
+        self.facts: dict[str, Fact] = {}
+
+    def fact_sql(self, name: str) -> str:
+        return load_query(self.facts_sql, name, "fact")
+
+    def evaluate(self, name: str, params: dict[str, Any], page: str | None = None,
+                 decimals: int | None = None) -> Fact:
+        sql = self.fact_sql(name)
+        wanted = sql_params(sql)
+        missing = [p for p in wanted if p not in params]
+        extra = [p for p in params if p not in wanted]
+        if missing or extra:
+            raise FactError(f"fact {name!r} binds {wanted or 'nothing'}; got {sorted(params)}")
+        params = {k: _plain(params[k]) for k in wanted}
+        fid = fact_id(name, params)
+        if fid in self.facts:
+            fact = self.facts[fid]
+        else:
+            fact = self._compute(fid, name, sql, params)
+            self.facts[fid] = fact
+        if page and page not in fact.pages:
+            fact.pages.append(page)
+        if decimals is not None:
+            return Fact(**{**asdict(fact), "display": format_value(fact.value, decimals)})
+        return fact
+
+    def _compute(self, fid: str, name: str, sql: str, params: dict[str, Any]) -> Fact:
+        try:
+            cur = self.con.execute(sql, params) if params else self.con.execute(sql)
+            rows = cur.fetchall()
+        except duckdb.Error as exc:
+            raise FactError(f"fact {name!r}: query failed: {exc}".splitlines()[0]) from None
+        columns = [d[0] for d in cur.description]
+        lacking = [c for c in REQUIRED_COLUMNS if c not in columns]
+        if lacking:
+            raise FactError(f"fact {name!r}: query lacks columns {', '.join(lacking)}")
+        if len(rows) != 1:
+            raise FactError(f"fact {name!r} with {params}: {len(rows)} rows, expected one")
+        row = dict(zip(columns, rows[0]))
+        source_file, source_line = row["source_file"], row["source_line"]
+        excerpt = read_line(self.root, source_file, int(source_line)) if source_file else None
+        value = _plain(row["value"])
+        return Fact(
+            id=fid, name=name, params=params, value=value, unit=row.get("unit"),
+            display=format_value(value), sql=sql, run_ids=_run_ids(row["run_id"]),
+            source_file=source_file, source_line=int(source_line) if source_line else None,
+            excerpt=excerpt, stage=STAGE, git_sha=self.sha)
+
+    def rows(self, name: str, params: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        """A named row query (stages/sql/render/<name>.sql): the SQL and its rows as dicts."""
+        sql = load_query(self.rows_sql, name, "row query")
+        wanted = sql_params(sql)
+        missing = [p for p in wanted if p not in params]
+        if missing:
+            raise FactError(f"row query {name!r} needs {', '.join(missing)}")
+        bound = {k: params[k] for k in wanted}
+        try:
+            cur = self.con.execute(sql, bound) if bound else self.con.execute(sql)
+            data = cur.fetchall()
+        except duckdb.Error as exc:
+            raise FactError(f"row query {name!r}: {exc}".splitlines()[0]) from None
+        columns = [d[0] for d in cur.description]
+        return sql, [dict(zip(columns, r)) for r in data]
+
+    def records(self) -> list[dict[str, Any]]:
+        return [f.record() for f in sorted(self.facts.values(), key=lambda f: f.id)]
+
+
+# ---------------------------------------------------------------- page macros
+
+def _token(n: int) -> str:
+    letters = ""
+    n += 1
+    while n:
+        n, r = divmod(n - 1, 26)
+        letters = chr(65 + r) + letters
+    return f"@@M{letters}@@"
+
+
+class PageMacros:
+    """The macros one page's template may call; outputs are held behind placeholders."""
+
+    def __init__(self, book: FactBook, *, page: str, runs_dir: Path, root: Path,
+                 audit_prefix: str = "audit/"):
+        self.book = book
+        self.page = page
+        self.runs_dir = runs_dir
+        self.root = root
+        self.audit_prefix = audit_prefix
+        self.outputs: dict[str, str] = {}
+        self.tables_used: list[str] = []
+
+    # -- placeholder bookkeeping
+    def hold(self, text: str) -> Markup:
+        token = _token(len(self.outputs))
+        self.outputs[token] = text
+        return Markup(token)
+
+    def substitute(self, text: str) -> str:
+        return PLACEHOLDER.sub(lambda m: self.outputs[m.group(0)], text)
+
+    def _uses(self, sql: str) -> None:
+        for t in tables_in(sql):
+            if t not in self.tables_used:
+                self.tables_used.append(t)
+
+    # -- facts
+    def fact_markup(self, fact: Fact, show_unit: bool = False) -> str:
+        text = fact.display + (f" {fact.unit}" if show_unit and fact.unit else "")
+        return f'[{escape_text(text)}]({self.audit_prefix}{fact.id}.md "audit trail"){{.fact}}'
+
+    def fact(self, name: str, decimals: int | None = None, show_unit: bool = False,
+             **params: Any) -> Markup:
+        fact = self.book.evaluate(name, params, page=self.page, decimals=decimals)
+        self._uses(fact.sql)
+        return self.hold(self.fact_markup(fact, show_unit))
+
+    def value(self, name: str, **params: Any) -> Any:
+        """A fact's raw value, for template logic (if/for); printing it is caught by the check."""
+        return self.book.evaluate(name, params, page=self.page).value
+
+    # -- rows, run references, tables
+    def rows(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        sql, data = self.book.rows(name, params)
+        self._uses(sql)
+        return data
+
+    def run_ref(self, run_id: str) -> Markup:
+        return self.hold(f"<code>{html.escape(str(run_id))}</code>")
+
+    def text(self, value: Any, max_chars: int | None = None) -> Markup:
+        """Data text (an id, a label, an error message) printed escaped; numbers are refused."""
+        if isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
+            raise FactError(f"{self.page}: text() got the number {value!r}; use fact()")
+        return self.hold(escape_cell("-" if value is None else value, max_chars))
+
+    def table(self, name: str, columns: list, **params: Any) -> Markup:
+        """A Markdown table from row query `name`. Column specs: [title, spec] or
+        [title, spec, max_chars]; spec is a column name (text), "run:<col>" (a run id),
+        or "fact:<fact name>" (bound from the row's columns)."""
+        sql, data = self.book.rows(name, params)
+        self._uses(sql)
+        if not data:
+            return self.hold("*No rows.*")
+        specs = [tuple(c) for c in columns]
+        head = "| " + " | ".join(escape_text(c[0]) for c in specs) + " |"
+        align = "| " + " | ".join("---:" if c[1].startswith("fact:") else "---" for c in specs) + " |"
+        lines = [head, align]
+        for row in data:
+            lines.append("| " + " | ".join(self._cell(row, c) for c in specs) + " |")
+        return self.hold("\n".join(lines))
+
+    def _cell(self, row: dict[str, Any], spec: tuple) -> str:
+        title, key, *rest = spec
+        if key.startswith("fact:"):
+            name = key[5:]
+            wanted = sql_params(self.book.fact_sql(name))
+            missing = [p for p in wanted if p not in row]
+            if missing:
+                raise FactError(f"{self.page}: column {title!r}: rows lack {', '.join(missing)}")
+            fact = self.book.evaluate(name, {p: row[p] for p in wanted}, page=self.page)
+            self._uses(fact.sql)
+            return self.fact_markup(fact)
+        if key.startswith("run:"):
+            return f"<code>{html.escape(str(row[key[4:]]))}</code>"
+        if key not in row:
+            raise FactError(f"{self.page}: column {title!r}: no column {key!r} in the rows")
+        value = row[key]
+        if isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
+            raise FactError(f"{self.page}: column {title!r} is numeric; make it a fact:<name> column")
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        if value is None:
+            return "-"
+        return escape_cell(value, rest[0] if rest else None)
+
+    # -- evidence
+    def evidence(self, command: str, run_id: str, file: str, pattern: str | None = None,
+                 lines: int | None = None, cut: int | None = None) -> Markup:
+        return self.hold(render_evidence(command, run_id, file, runs_dir=self.runs_dir,
+                                         root=self.root, pattern=pattern, lines=lines, cut=cut))
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def evidence_output(command: str, text: str, pattern: str | None, lines: int | None) -> list[str]:
+    content = text.splitlines()
+    if command == "cat":
+        return content
+    if command == "head":
+        return content[: lines or 10]
+    if command == "grep -m1":
+        if not pattern:
+            raise FactError("evidence grep -m1 needs a pattern")
+        rx = re.compile(pattern)
+        return next(([line] for line in content if rx.search(line)), [])
+    raise FactError(f"unknown evidence command {command!r} (known: cat, head, grep -m1)")
+
+
+def render_evidence(command: str, run_id: str, file: str, *, runs_dir: Path, root: Path,
+                    pattern: str | None = None, lines: int | None = None,
+                    cut: int | None = None) -> str:
+    """`$ command path` and its output, computed from the raw file now, HTML-escaped."""
+    if "/" in str(run_id) or ".." in Path(file).parts:
+        raise FactError(f"evidence: bad run id or file {run_id!r} {file!r}")
+    path = runs_dir / run_id / file
+    shown = shlex.quote(_shown(path, root))
+    if command == "grep -m1":
+        shell = f"grep -m1 {'-E ' if re.search(r'[]|()+?{}[]', pattern or '') else ''}" \
+                f"{shlex.quote(pattern or '')} {shown}"
+    elif command == "head":
+        shell = f"head -n {lines or 10} {shown}"
+    else:
+        shell = f"{command} {shown}"
+    if cut:
+        shell += f" | cut -c1-{int(cut)}"
+    if path.is_file():
+        out = evidence_output(command, path.read_text(encoding="utf-8", errors="replace"),
+                              pattern, lines)
+        if cut:
+            out = [line[: int(cut)] for line in out]
+    else:
+        evidence_output(command, "", pattern, lines)  # still reject unknown commands
+        out = [f"{command.split()[0]}: {_shown(path, root)}: No such file or directory"]
+    body = "\n".join(html.escape(line, quote=False) for line in out)
+    return (f'<pre class="evidence"><code><span class="evidence-cmd">$ {html.escape(shell, quote=False)}'
+            f"</span>\n{body}</code></pre>")
+
+
+# ---------------------------------------------------------------- the check
+
+def check_digits(page: str, text: str, allowed: tuple[str, ...] = ALLOWED_PATTERNS) -> None:
+    """Fail when the template typed a digit outside a fact (macro outputs are placeholders)."""
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = PLACEHOLDER.sub(" ", raw)
+        line = re.sub(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)", "]()", line)  # link targets
+        line = re.sub(r"\{#[A-Za-z0-9_-]+\}", "", line)  # heading ids
+        for pattern in allowed:
+            line = re.sub(pattern, " ", line)
+        m = re.search(r"\S*\d\S*", line)
+        if m:
+            raise FactCheckError(
+                f"{page}: line {lineno} prints a number outside a fact: {m.group(0)!r} in {raw.strip()[:120]!r}")
+
+
+def trace(fact_id_: str, facts_file: Path) -> str:
+    """The chain behind a fact, as text (for `campaign trace`)."""
+    try:
+        records = json.loads(facts_file.read_text())
+    except FileNotFoundError:
+        raise CampaignError(f"{facts_file}: not found (run the render stage first)") from None
+    found = next((r for r in records if r["id"] == fact_id_ or r["name"] == fact_id_), None)
+    if found is None:
+        raise CampaignError(f"unknown fact {fact_id_!r}")
+    lines = [
+        f"fact     {found['id']}",
+        f"value    {format_value(found['value'])}{' ' + found['unit'] if found.get('unit') else ''}",
+        f"query    stages/sql/facts/{found['name']}.sql {json.dumps(found['params'])}",
+        f"runs     {', '.join(found['run_ids']) or '-'}",
+        f"source   {found['source_file']}:{found['source_line']}" if found["source_file"] else "source   -",
+        f"excerpt  {found['excerpt']}" if found.get("excerpt") else "excerpt  -",
+        f"stage    {found['stage']} (re-run: dvc repro {found['stage']})",
+        f"git      {found['git_sha'] or '-'}",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,488 @@
+"""Render stage: campaign.duckdb + article templates + sources -> mkdocs docs folder -> site.
+
+Each `site/templates/*.md.j2` is one page (front matter in YAML, body in Jinja2). A page prints
+numbers only through facts (see stages/facts.py), cites sources as [S1], and draws charts by name
+(stages/charts.py). The stage writes the docs folder from scratch: pages, one audit page per fact,
+SOURCES.md, CSV downloads of the public tables each page reads, chart specs and SVGs, the
+site's own Vega bundle; then data/facts.json; then runs `mkdocs build --strict`.
+"""
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import jinja2
+import pandas as pd
+import yaml
+
+from stages import charts as chart_lib
+from stages.config import CampaignError
+from stages.facts import (PUBLIC_TABLES, Fact, FactBook, FactError, PageMacros, check_digits,
+                          escape_text, git_sha, render_evidence)
+
+INDEX_TEMPLATE = "index.md.j2"
+TEMPLATE_SUFFIX = ".md.j2"
+CITATION = re.compile(r"\[(S\d+)\](?!\()")
+SOURCE_FIELDS = ("id", "title", "publisher", "url", "accessed")
+ASSET_FILES = {"charts.js": "assets/javascripts/charts.js",
+               "campaign.css": "assets/stylesheets/campaign.css"}
+VEGA_BUNDLE = "assets/javascripts/vega-bundle.js"
+EXTERNAL_LOAD = re.compile(
+    r"<(?:script|link|img|iframe|source|video|audio|embed)\b[^>]*?\b(?:src|href)\s*=\s*[\"']?(?:https?:)?//",
+    re.I)
+
+
+class SourceError(CampaignError):
+    """An article cites a source id that site/sources.yaml does not list."""
+
+
+@dataclass
+class PageSpec:
+    template: Path
+    name: str          # output file, e.g. part-local-cpu.md
+    meta: dict[str, Any]
+    body: str
+
+
+@dataclass
+class RenderedPage:
+    name: str
+    meta: dict[str, Any]
+    text: str
+    cited: list[str] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)
+    charts: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- templates and front matter
+
+def split_front_matter(text: str, origin: str) -> tuple[dict[str, Any], str]:
+    if not text.startswith("---\n"):
+        return {}, text
+    end = text.find("\n---\n", 4)
+    if end < 0:
+        raise CampaignError(f"{origin}: front matter has no closing ---")
+    try:
+        meta = yaml.safe_load(text[4:end]) or {}
+    except yaml.YAMLError as exc:
+        raise CampaignError(f"{origin}: front matter is not valid YAML: {exc}") from None
+    return meta, text[end + 5:]
+
+
+def load_pages(templates_dir: Path) -> tuple[PageSpec | None, list[PageSpec]]:
+    """The index page and the Parts, ordered by their `part` number."""
+    if not templates_dir.is_dir():
+        raise CampaignError(f"{templates_dir}: no templates folder")
+    index, parts = None, []
+    for path in sorted(templates_dir.glob(f"*{TEMPLATE_SUFFIX}")):
+        meta, body = split_front_matter(path.read_text(), path.name)
+        spec = PageSpec(path, path.name[: -len(".j2")], meta, body)
+        if path.name == INDEX_TEMPLATE:
+            index = spec
+        else:
+            for key in ("title", "date", "description", "part"):
+                if key not in meta:
+                    raise CampaignError(f"{path.name}: front matter lacks {key!r}")
+            parts.append(spec)
+    parts.sort(key=lambda p: (p.meta["part"], p.name))
+    return index, parts
+
+
+def dump_front_matter(meta: dict[str, Any]) -> str:
+    return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n\n"
+
+
+# ---------------------------------------------------------------- sources
+
+def load_sources(path: Path) -> dict[str, dict[str, Any]]:
+    try:
+        records = yaml.safe_load(path.read_text()) or []
+    except FileNotFoundError:
+        raise CampaignError(f"{path}: not found") from None
+    sources: dict[str, dict[str, Any]] = {}
+    for i, rec in enumerate(records, start=1):
+        missing = [f for f in SOURCE_FIELDS if not rec.get(f)]
+        if missing:
+            raise SourceError(f"{path.name}: record {i} lacks {', '.join(missing)}")
+        if not re.fullmatch(r"S\d+", str(rec["id"])):
+            raise SourceError(f"{path.name}: record {i}: id {rec['id']!r} is not like S12")
+        if rec["id"] in sources:
+            raise SourceError(f"{path.name}: duplicate id {rec['id']}")
+        sources[rec["id"]] = {**rec, "accessed": str(rec["accessed"])}
+    return sources
+
+
+def apply_citations(text: str, sources: dict[str, dict], page: str) -> tuple[str, list[str]]:
+    """[S3] -> a link to the page's own source list; ids in order of first citation."""
+    cited: list[str] = []
+
+    def link(m: re.Match) -> str:
+        sid = m.group(1)
+        if sid not in sources:
+            raise SourceError(f"{page}: unknown source id [{sid}] (not in site/sources.yaml)")
+        if sid not in cited:
+            cited.append(sid)
+        return f"[[{sid}]](#source-{sid.lower()})"
+
+    return CITATION.sub(link, text), cited
+
+
+def source_line(src: dict[str, Any]) -> str:
+    return (f"**[{src['id']}]** {escape_text(src['title'])}. {escape_text(src['publisher'])}. "
+            f"<{src['url']}> (accessed {escape_text(src['accessed'])})")
+
+
+def sources_section(cited: list[str], sources: dict[str, dict]) -> str:
+    if not cited:
+        return ""
+    lines = ["", "## Sources", ""]
+    for n, sid in enumerate(cited, start=1):
+        lines.append(f'{n}. <a id="source-{sid.lower()}"></a>{source_line(sources[sid])} · '
+                     f"[all sources](SOURCES.md#{sid.lower()})")
+    return "\n".join(lines) + "\n"
+
+
+def sources_page(sources: dict[str, dict], pages: list[RenderedPage]) -> str:
+    cited_by: dict[str, list[RenderedPage]] = {}
+    for page in pages:
+        for sid in page.cited:
+            cited_by.setdefault(sid, []).append(page)
+    lines = ["---", "title: Sources", "---", "", "# Sources", "",
+             "Every outside source the series cites, by id. Each article lists its own in order "
+             "of first citation.", ""]
+    for sid in sorted(sources, key=lambda s: int(s[1:])):
+        used = ", ".join(f"[{escape_text(p.meta.get('title', p.name))}]({p.name})"
+                         for p in cited_by.get(sid, [])) or "not cited yet"
+        lines.append(f'- <a id="{sid.lower()}"></a>{source_line(sources[sid])}. Cited in: {used}')
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- charts
+
+class ChartWriter:
+    """Writes a chart's Vega-Lite spec and static SVG under assets/charts/<page>/."""
+
+    def __init__(self, docs_dir: Path, book: FactBook):
+        self.docs_dir = docs_dir
+        self.book = book
+        self._points: dict[str, pd.DataFrame] = {}
+        self._domain: list[str] | None = None
+        self.written: list[str] = []
+
+    def points(self, profile: str) -> pd.DataFrame:
+        if profile not in self._points:
+            _, rows = self.book.rows("chart_points", {"profile": profile})
+            self._points[profile] = pd.DataFrame(rows)
+        return self._points[profile]
+
+    def domain(self) -> list[str]:
+        if self._domain is None:
+            _, rows = self.book.rows("series_domain", {})
+            self._domain = [r["spec"] for r in rows]
+        return self._domain
+
+    def write(self, page_stem: str, name: str, profile: str) -> str:
+        try:
+            fn = chart_lib.chart_by_name(name)
+        except KeyError as exc:
+            raise FactError(str(exc.args[0])) from None
+        df = self.points(profile)
+        if df.empty:
+            return "*No benchmark points for this profile yet.*"
+        import vl_convert as vlc
+
+        spec = fn(df, self.domain()).to_dict()
+        rel = f"assets/charts/{page_stem}/{name}"
+        out = self.docs_dir / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        spec_json = json.dumps(spec, separators=(",", ":"), default=str)
+        (out.parent / f"{name}.vl.json").write_text(spec_json)
+        (out.parent / f"{name}.svg").write_text(vlc.vegalite_to_svg(spec))
+        self.written.append(rel)
+        element = f"spec-{page_stem}-{name}".replace("_", "-")
+        inline = spec_json.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        alt_text = escape_text(fn.__doc__.strip().splitlines()[0] if fn.__doc__ else name)
+        return "\n".join([
+            f'<div class="vega-chart" data-spec="{element}" markdown>', "",
+            f"![{alt_text}]({rel}.svg)", "", "</div>", "",
+            f'<script type="application/json" id="{element}">{inline}</script>', "",
+            f"[Static SVG]({rel}.svg) · [Vega-Lite spec]({rel}.vl.json)",
+        ])
+
+
+# ---------------------------------------------------------------- pages
+
+def _part_label(meta: dict[str, Any]) -> str:
+    return str(meta.get("title", ""))
+
+
+def page_globals(macros: PageMacros, spec: PageSpec, parts: list[PageSpec],
+                 writer: ChartWriter) -> dict[str, Any]:
+    meta = spec.meta
+    stem = spec.name[: -len(".md")]
+
+    def chart(name: str, profile: str | None = None):
+        prof = profile or meta.get("profile")
+        if not prof:
+            raise FactError(f"chart {name!r}: no profile (front matter `profile:` or argument)")
+        return macros.hold(writer.write(stem, name, prof))
+
+    def nav():
+        names = [p.name for p in parts]
+        i = names.index(spec.name) if spec.name in names else -1
+        prev = ("Series index", "index.md") if i <= 0 else (_part_label(parts[i - 1].meta), parts[i - 1].name)
+        links = [f"← [{escape_text(prev[0])}]({prev[1]})"]
+        if 0 <= i < len(parts) - 1:
+            links.append(f"[{escape_text(_part_label(parts[i + 1].meta))}]({parts[i + 1].name}) →")
+        return macros.hold(" · ".join(links))
+
+    def byline():
+        authors = meta.get("authors") or []
+        who = ", ".join(escape_text(a) for a in authors)
+        return macros.hold(f"*{escape_text(meta.get('date', ''))}{' · ' + who if who else ''}*")
+
+    def parts_list():
+        lines = []
+        for p in parts:
+            lines.append(f"- **[{escape_text(_part_label(p.meta))}]({p.name})** · "
+                         f"{escape_text(p.meta['date'])}  \n  {escape_text(p.meta['description'])}")
+        return macros.hold("\n".join(lines) if lines else "*No parts yet.*")
+
+    return {
+        "page": meta, "fact": macros.fact, "value": macros.value, "table": macros.table,
+        "rows": macros.rows, "evidence": macros.evidence, "run_ref": macros.run_ref,
+        "text": macros.text, "chart": chart, "nav": nav, "byline": byline,
+        "parts_list": parts_list,
+    }
+
+
+def downloads_section(tables: list[str]) -> str:
+    if not tables:
+        return ""
+    links = " · ".join(f"[{t}.csv](downloads/{t}.csv)" for t in tables)
+    return ("\n## Data behind this page\n\nThe public tables this page reads, as CSV "
+            f"exported from the campaign database: {links}\n")
+
+
+def render_page(spec: PageSpec, *, env: jinja2.Environment, book: FactBook, parts: list[PageSpec],
+                writer: ChartWriter, sources: dict[str, dict], runs_dir: Path,
+                root: Path) -> RenderedPage:
+    macros = PageMacros(book, page=spec.name, runs_dir=runs_dir, root=root)
+    charts_before = len(writer.written)
+    try:
+        template = env.from_string(spec.body)
+        text = template.render(**page_globals(macros, spec, parts, writer))
+    except FactError as exc:
+        raise FactError(f"{spec.template.name}: {exc}") from None
+    except jinja2.TemplateError as exc:
+        raise CampaignError(f"{spec.template.name}: {exc.__class__.__name__}: {exc}") from None
+    check_digits(spec.template.name, text)
+    text, cited = apply_citations(text, sources, spec.template.name)
+    text = macros.substitute(text)
+    text = text.rstrip() + "\n" + downloads_section(macros.tables_used) + sources_section(cited, sources)
+    return RenderedPage(spec.name, spec.meta, dump_front_matter(spec.meta) + text, cited,
+                        macros.tables_used, writer.written[charts_before:])
+
+
+# ---------------------------------------------------------------- audit pages
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _code(value: Any) -> str:
+    return f"<code>{html.escape(str(value))}</code>"
+
+
+def audit_page(fact: Fact, *, runs_dir: Path, root: Path, titles: dict[str, str]) -> str:
+    unit = f" {escape_text(fact.unit)}" if fact.unit else ""
+    params = ", ".join(f"{_code(k)} = {_code(v)}" for k, v in fact.params.items()) or "none"
+    runs = ", ".join(_code(r) for r in fact.run_ids) or "-"
+    used = ", ".join(f"[{escape_text(titles.get(p, p))}](../{p})" for p in fact.pages) or "-"
+    source = (f"{_code(fact.source_file)}, line {fact.source_line}"
+              if fact.source_file else "computed over the runs listed (no single raw line)")
+    lines = [
+        "---", f"title: {json.dumps('Audit: ' + fact.id)}", "---", "",
+        f"# Audit: `{fact.name}`", "",
+        "| | |", "| --- | --- |",
+        f"| Value | **{escape_text(fact.display)}**{unit} |",
+        f"| Stored value | {_code(json.dumps(fact.value, default=str))} |",
+        f"| Fact id | {_code(fact.id)} |",
+        f"| Query | `stages/sql/facts/{fact.name}.sql` |",
+        f"| Parameters | {params} |",
+        f"| Runs | {runs} |",
+        f"| Raw source | {source} |",
+        f"| Computed by stage | `{fact.stage}` (re-run with `dvc repro {fact.stage}`); printed by `render` |",
+        f"| Git commit | `{fact.git_sha or 'none (uncommitted tree)'}` |",
+        f"| Printed on | {used} |",
+        "",
+    ]
+    if fact.source_file:
+        shell = f"sed -n '{fact.source_line}p' {fact.source_file}"
+        lines += ["## The raw line", "",
+                  f'<pre class="evidence"><code><span class="evidence-cmd">$ {html.escape(shell)}</span>\n'
+                  f"{html.escape(fact.excerpt or '')}</code></pre>", ""]
+    lines += ["## The query", "", "Evaluated against `campaign.duckdb` with the parameters above:", "",
+              "```sql", fact.sql.rstrip(), "```", ""]
+    shown = fact.run_ids[:5]
+    if shown:
+        lines += ["## The command that started the engine", ""]
+        for run_id in shown:
+            lines += [render_evidence("cat", run_id, "cmd.sh", runs_dir=runs_dir, root=root), ""]
+        if len(fact.run_ids) > len(shown):
+            lines += [f"…and {len(fact.run_ids) - len(shown)} more runs.", ""]
+    lines += ["## Check it yourself", "", "```console", f"$ campaign trace {fact.id}",
+              f"$ dvc repro {fact.stage}", "```", ""]
+    return "\n".join(lines)
+
+
+def audit_index(facts: list[Fact], titles: dict[str, str]) -> str:
+    lines = ["---", "title: Audit trail", "---", "", "# Audit trail", "",
+             "Every number printed in the series, with the query and raw line behind it.", "",
+             "| Fact | Value | Printed on |", "| --- | ---: | --- |"]
+    for f in facts:
+        used = ", ".join(f"[{escape_text(titles.get(p, p))}](../{p})" for p in f.pages)
+        lines.append(f"| [{f.id}]({f.id}.md) | {escape_text(f.display)} | {used} |")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- outputs
+
+def write_csv_downloads(con: duckdb.DuckDBPyConnection, tables: list[str], docs_dir: Path) -> list[str]:
+    out = docs_dir / "downloads"
+    written = []
+    for table in tables:
+        if table not in PUBLIC_TABLES:
+            continue
+        out.mkdir(parents=True, exist_ok=True)
+        df = con.execute(f"select * from {table}").df()  # identifier from the fixed list above
+        df.to_csv(out / f"{table}.csv", index=False)
+        written.append(f"downloads/{table}.csv")
+    return written
+
+
+def write_assets(assets_dir: Path, docs_dir: Path) -> bool:
+    """Copy the site's own scripts and styles; write the Vega bundle. True when interactive."""
+    for src, dest in ASSET_FILES.items():
+        target = docs_dir / dest
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(assets_dir / src, target)
+    bundle = docs_dir / VEGA_BUNDLE
+    import vl_convert as vlc
+
+    if hasattr(vlc, "javascript_bundle"):
+        # A function scope keeps the bundle's top-level names private; it sets window.vegaEmbed.
+        bundle.write_text("(function () {\n" + vlc.javascript_bundle() + "\n})();\n")
+        return True
+    bundle.write_text("/* vl-convert has no javascript_bundle(): charts stay static SVG. */\n")
+    return False
+
+
+def clear_dir(path: Path, root: Path) -> None:
+    resolved, top = path.resolve(), root.resolve()
+    if resolved == top or resolved in top.parents:
+        raise CampaignError(f"{path}: refusing to clear a folder that holds the project")
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+
+
+def external_loads(site_dir: Path) -> list[str]:
+    """Resources a built page would fetch from another host (should be none)."""
+    found = []
+    for page in site_dir.rglob("*.html"):
+        for m in EXTERNAL_LOAD.finditer(page.read_text(errors="replace")):
+            found.append(f"{_rel(page, site_dir)}: {m.group(0)[:100]}")
+    return found
+
+
+def build_site(config: Path, docs_dir: Path, site_dir: Path) -> Path:
+    """`mkdocs build --strict` on docs_dir into site_dir; the config's other settings apply."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = Path(tmp) / "mkdocs.yml"
+        cfg.write_text(yaml.safe_dump({"INHERIT": str(config.resolve()),
+                                       "docs_dir": str(docs_dir.resolve()),
+                                       "site_dir": str(site_dir.resolve())}))
+        proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--clean",
+                               "--config-file", str(cfg)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        problems = [l for l in (proc.stderr + proc.stdout).splitlines()
+                    if "WARNING" in l or "ERROR" in l or "Error" in l] or proc.stderr.splitlines()[-3:]
+        raise CampaignError("mkdocs build --strict failed: " + " | ".join(problems[:5]))
+    loads = external_loads(site_dir)
+    if loads:
+        raise CampaignError("the site loads from other hosts: " + "; ".join(loads[:5]))
+    return site_dir / "index.html"
+
+
+# ---------------------------------------------------------------- entry point
+
+def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, runs_dir: Path,
+        root: Path, build: bool = True, templates_dir: Path | None = None,
+        sources_file: Path | None = None, mkdocs_config: Path | None = None) -> dict[str, Any]:
+    """Render the article series from campaign.duckdb and (when build) build the site.
+
+    Example: run(campaign_db=p.campaign_db, docs_dir=p.docs, site_dir=p.site,
+                 facts_file=p.facts, runs_dir=p.runs, root=p.root)
+    """
+    root = Path(root)
+    templates_dir = templates_dir or root / "site" / "templates"
+    sources_file = sources_file or root / "site" / "sources.yaml"
+    mkdocs_config = mkdocs_config or root / "mkdocs.yml"
+    if not Path(campaign_db).is_file():
+        raise CampaignError(f"{campaign_db}: not found (run the derive stage first)")
+    sources = load_sources(sources_file)
+    index, parts = load_pages(templates_dir)
+    clear_dir(docs_dir, root)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             trim_blocks=True, lstrip_blocks=True)
+    con = duckdb.connect(str(campaign_db), read_only=True)
+    try:
+        book = FactBook(con, root=root, sha=git_sha(root))
+        writer = ChartWriter(docs_dir, book)
+        kwargs = dict(env=env, book=book, parts=parts, writer=writer, sources=sources,
+                      runs_dir=runs_dir, root=root)
+        rendered = [render_page(p, **kwargs) for p in parts]
+        if index is not None:
+            rendered.insert(0, render_page(index, **kwargs))
+        for page in rendered:
+            (docs_dir / page.name).write_text(page.text)
+        (docs_dir / "SOURCES.md").write_text(sources_page(sources, rendered))
+        titles = {p.name: str(p.meta.get("title", p.name)) for p in rendered}
+        facts = sorted(book.facts.values(), key=lambda f: f.id)
+        audit = docs_dir / "audit"
+        audit.mkdir()
+        for fact in facts:
+            (audit / f"{fact.id}.md").write_text(
+                audit_page(fact, runs_dir=runs_dir, root=root, titles=titles))
+        (audit / "index.md").write_text(audit_index(facts, titles))
+        tables = list(dict.fromkeys(t for p in rendered for t in p.tables))
+        downloads = write_csv_downloads(con, tables, docs_dir)
+    finally:
+        con.close()
+    interactive = write_assets(templates_dir.parent / "assets", docs_dir)
+    facts_file.parent.mkdir(parents=True, exist_ok=True)
+    facts_file.write_text(json.dumps(book.records(), indent=1, default=str) + "\n")
+    site_index = build_site(mkdocs_config, docs_dir, site_dir) if build else None
+    return {
+        "pages": [p.name for p in rendered] + ["SOURCES.md"],
+        "facts": len(facts),
+        "charts": [c for p in rendered for c in p.charts],
+        "downloads": downloads,
+        "interactive_charts": interactive,
+        "facts_file": str(facts_file),
+        "site_index": str(site_index) if site_index else None,
+    }

@@ -1,0 +1,18 @@
+-- Needle gate score, 0 to 1.
+with source as (
+    select *
+    from gates
+    where run_id = $run_id and gate = 'niah'
+),
+
+final as (
+    select
+        score as value,
+        cast(null as varchar) as unit,
+        run_id as run_id,
+        source_file as source_file,
+        source_line as source_line
+    from source
+)
+
+select * from final

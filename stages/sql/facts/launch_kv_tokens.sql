@@ -1,0 +1,18 @@
+-- KV pool in tokens, as the engine logged it at startup.
+with source as (
+    select *
+    from launches
+    where run_id = $run_id
+),
+
+final as (
+    select
+        kv_tokens as value,
+        'tokens' as unit,
+        run_id as run_id,
+        kv_source_file as source_file,
+        kv_source_line as source_line
+    from source
+)
+
+select * from final

@@ -1,0 +1,18 @@
+-- Decode speed per user: 1000 / median TPOT (ms).
+with source as (
+    select *
+    from bench_points
+    where run_id = $run_id and workload = $workload and concurrency = $concurrency
+),
+
+final as (
+    select
+        decode_tok_s_per_user as value,
+        'tok/s' as unit,
+        run_id as run_id,
+        source_file as source_file,
+        source_line as source_line
+    from source
+)
+
+select * from final

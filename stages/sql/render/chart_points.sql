@@ -1,0 +1,17 @@
+-- Bench points of the latest attempt of each spec on a profile, labelled by spec for colour.
+with latest as (
+    select r.run_id, r.spec
+    from runs as r
+    where r.profile = $profile and r.is_latest
+),
+
+final as (
+    select
+        p.*,
+        latest.spec as series
+    from bench_points as p
+    inner join latest on latest.run_id = p.run_id
+    order by latest.spec, p.workload, p.concurrency
+)
+
+select * from final

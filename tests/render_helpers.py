@@ -1,0 +1,188 @@
+"""A small campaign for the render tests: public tables in campaign.duckdb plus raw run folders.
+
+The rows are plausible for the local-cpu profile; the raw files are written so that every
+source_file/source_line in the tables points at a real line.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+
+FIXTURES = Path(__file__).parent / "fixtures" / "render"
+PROJECT = Path(__file__).resolve().parent.parent
+
+RUN4 = "tiny-llama__cpu_seqs4__4k__vllm__1130-051200"
+RUN16 = "tiny-llama__cpu_seqs16__4k__vllm__1130-052400"
+RUN16_FAILED = "tiny-llama__cpu_seqs16__4k__vllm__1130-050100"
+KV_TOKENS = 8192
+WORKLOADS = {"long": (2048, 64), "chat": (256, 64)}
+CONCURRENCY = [1, 2, 4, 8, 16]
+SCRIPT_ANSWER = "<script>alert('x')</script> the code is 42"
+
+PUBLIC_DDL = """
+create table runs (run_id varchar, spec varchar, profile varchar, model varchar, layout varchar,
+  ctx_label varchar, engine varchar, engine_version varchar, image varchar, image_digest varchar,
+  executor varchar, started_at timestamptz, finished_at timestamptz, git_sha varchar,
+  attempt integer, is_latest boolean, recovered boolean, source_file varchar, source_line integer);
+create table launches (run_id varchar, status varchar, ready_s double, kv_tokens bigint,
+  kv_cache_gib double, weights_gib double, load_s double, init_s double, max_model_len bigint,
+  max_num_seqs integer, seq_cap integer, engines integer, tp integer, moe_backend varchar,
+  attention_backend varchar, error_type varchar, error_message varchar, error_worker varchar,
+  command varchar, kv_source_file varchar, kv_source_line integer, error_source_file varchar,
+  error_source_line integer, source_file varchar, source_line integer);
+create table gates (run_id varchar, gate varchar, score double, probes integer,
+  passed_probes integer, provisional boolean, source_file varchar, source_line integer);
+create table gate_probes (run_id varchar, probe_idx integer, depth double, prompt_tokens integer,
+  ok boolean, latency_s double, answer varchar, source_file varchar, source_line integer);
+create table bench_requests (run_id varchar, point_id varchar, workload varchar,
+  concurrency integer, request_idx integer, input_tokens integer, output_tokens integer,
+  ttft_s double, latency_s double, tpot_ms double, prefill_tok_s double, error varchar,
+  ok boolean, valid boolean, generated_text varchar, source_file varchar, source_line integer);
+create table bench_points (run_id varchar, point_id varchar, workload varchar,
+  concurrency integer, prompt_tokens integer, output_tokens integer, sent integer,
+  completed integer, failed integer, ttft_median_s double, ttft_p90_s double,
+  tpot_median_ms double, decode_tok_s_per_user double, output_tok_s double,
+  cache_hit_pct double, invalid_requests integer, seq_limit integer, capacity_limited boolean,
+  provisional boolean, source_file varchar, source_line integer);
+create table invalid_rows (run_id varchar, point_id varchar, workload varchar,
+  concurrency integer, request_idx integer, reason varchar, detail varchar, value double,
+  threshold double, source_file varchar, source_line integer);
+create table sequences_fit (run_id varchar, workload varchar, prompt_tokens integer,
+  output_tokens integer, context_tokens integer, kv_tokens bigint, engines integer,
+  seq_cap integer, fit_by_kv integer, sequences integer, beyond_max_context boolean,
+  kv_source_file varchar, kv_source_line integer);
+create table ingest_errors (file varchar, line integer, reason varchar);
+"""
+
+
+def _cmd(run_id: str, seqs: int) -> str:
+    return (
+        "#!/bin/sh\n"
+        "cd \"$(dirname \"$0\")/../../..\"\n"
+        "export VLLM_CPU_KVCACHE_SPACE=1\n"
+        "VLLM_CPU_KVCACHE_SPACE=1 .venv/bin/python -m vllm.entrypoints.openai.api_server "
+        f"--model data/models/tiny-llama --port 8011 --load-format dummy --dtype bfloat16 "
+        f"--max-model-len 4096 --max-num-seqs {seqs} --num-gpu-blocks-override 128\n"
+    )
+
+
+def _line_of(path: Path, needle: str) -> int:
+    for i, line in enumerate(path.read_text().splitlines(), start=1):
+        if needle in line:
+            return i
+    raise AssertionError(f"{needle!r} not in {path}")
+
+
+def _write_runs(root: Path) -> dict[str, Path]:
+    runs = root / "data" / "runs"
+    folders = {}
+    for run_id, seqs, ok in ((RUN4, 4, True), (RUN16, 16, True), (RUN16_FAILED, 16, False)):
+        d = runs / run_id
+        d.mkdir(parents=True)
+        (d / "cmd.sh").write_text(_cmd(run_id, seqs))
+        if ok:
+            shutil.copy(FIXTURES / "server.log", d / "server.log")
+            (d / "launch.out").write_text(
+                f"status=ready\nready_s={71.3 if seqs == 4 else 68.9}\nengine_kv_tokens={KV_TOKENS}\n")
+            probes = [
+                {"key": 0, "depth": depth, "prompt_tokens": 3686, "ok": False,
+                 "latency_s": 4.2 + i, "answer": SCRIPT_ANSWER if i == 1 else "Powopo 417 juquloba"}
+                for i, depth in enumerate((0.1, 0.5, 0.9))
+            ]
+            (d / "niah.log").write_text(
+                "".join(json.dumps(p) + "\n" for p in probes) + "GATE niah score= 0.0\n")
+            (d / "bench").mkdir()
+            for w in WORKLOADS:
+                for c in CONCURRENCY:
+                    (d / "bench" / f"{w}__c{c:02d}.json").write_text(json.dumps(
+                        {"date": "20261130-052000", "workload": w, "concurrency": str(c),
+                         "run_id": run_id, "completed": 2 * c, "failed": 0}) + "\n")
+        else:
+            (d / "server.log").write_text(
+                "(APIServer pid=9) INFO 11-30 05:01:02 [api_utils.py:347] version 0.32.0\n"
+                "(EngineCore pid=12) ERROR 11-30 05:01:40 [core.py:1100] ValueError: "
+                "max_num_seqs (16) exceeds available <cache> blocks\n"
+                "(EngineCore pid=12) ERROR 11-30 05:01:40 [core.py:1101] EngineCore failed to start.\n")
+            (d / "launch.out").write_text("status=failed\nexit_code=1\n")
+        folders[run_id] = d
+    return folders
+
+
+def build_campaign(root: Path) -> Path:
+    """Write run folders under root/data/runs and root/data/campaign.duckdb; return the db path."""
+    folders = _write_runs(root)
+    rel = lambda p: p.relative_to(root).as_posix()  # noqa: E731
+    db = root / "data" / "campaign.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute(PUBLIC_DDL)
+    for run_id, layout, attempt, latest, status, seqs in (
+        (RUN16_FAILED, "cpu_seqs16", 1, False, "failed", 16),
+        (RUN4, "cpu_seqs4", 1, True, "ready", 4),
+        (RUN16, "cpu_seqs16", 2, True, "ready", 16),
+    ):
+        d = folders[run_id]
+        spec = "tiny-seqs4" if seqs == 4 else "tiny-seqs16"
+        hhmmss = run_id.rsplit("-", 1)[1]
+        started = f"2026-11-30T{hhmmss[:2]}:{hhmmss[2:4]}:{hhmmss[4:]}Z"
+        con.execute(
+            "insert into runs values (?, ?, 'local-cpu', 'tiny-llama', ?, '4k', 'vllm', '0.32.0', "
+            "null, null, 'local', ?, ?, null, ?, ?, true, ?, 1)",
+            [run_id, spec, layout, started, started, attempt, latest, rel(d / "cmd.sh")])
+        cmd_line = _line_of(d / "cmd.sh", "--max-num-seqs")
+        if status == "ready":
+            kv_line = _line_of(d / "server.log", "CPU KV cache size")
+            ready_s = 71.3 if seqs == 4 else 68.9
+            con.execute(
+                "insert into launches values (?, 'ready', ?, ?, 1.0, 0.01, 0.11, 32.75, 4096, ?, ?, 1, 1,"
+                " null, null, null, null, null, ?, ?, ?, null, null, ?, ?)",
+                [run_id, ready_s, KV_TOKENS, seqs, seqs, "python -m vllm.entrypoints.openai.api_server",
+                 rel(d / "server.log"), kv_line, rel(d / "launch.out"), 2])
+        else:
+            err_line = _line_of(d / "server.log", "ValueError")
+            con.execute(
+                "insert into launches values (?, 'failed', null, null, null, null, null, null, 4096, ?, ?,"
+                " 1, 1, null, null, 'ValueError', ?, 'EngineCore', ?, null, null, ?, ?, ?, ?)",
+                [run_id, seqs, seqs, "max_num_seqs (16) exceeds available <cache> blocks",
+                 "python -m vllm.entrypoints.openai.api_server", rel(d / "server.log"), err_line,
+                 rel(d / "cmd.sh"), cmd_line])
+            continue
+        niah = d / "niah.log"
+        con.execute("insert into gates values (?, 'niah', 0.0, 3, 0, true, ?, 4)", [run_id, rel(niah)])
+        for i, line in enumerate(niah.read_text().splitlines()[:3]):
+            p = json.loads(line)
+            con.execute("insert into gate_probes values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [run_id, i, p["depth"], p["prompt_tokens"], p["ok"], p["latency_s"],
+                         p["answer"], rel(niah), i + 1])
+        for w, (prompt, output) in WORKLOADS.items():
+            fit_kv = KV_TOKENS // (prompt + output)
+            limit = min(fit_kv, seqs)
+            con.execute("insert into sequences_fit values (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, false, ?, ?)",
+                        [run_id, w, prompt, output, prompt + output, KV_TOKENS, seqs, fit_kv, limit,
+                         rel(d / "server.log"), kv_line])
+            for c in CONCURRENCY:
+                f = d / "bench" / f"{w}__c{c:02d}.json"
+                ttft = (0.2 if w == "chat" else 1.1) * (1 + max(0, c - limit))
+                tpot = 6.0 + c * (1.5 if seqs == 4 else 1.0)
+                con.execute(
+                    "insert into bench_points values (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, 0.0, 0,"
+                    " ?, ?, true, ?, 1)",
+                    [run_id, f"{w}__c{c:02d}", w, c, prompt, output, 2 * c, 2 * c, ttft, ttft * 1.4,
+                     tpot, 1000 / tpot, min(c, limit) * 1000 / tpot, limit, c > limit, rel(f)])
+        con.execute("insert into sequences_fit values (?, 'long8k', 8192, 64, 8256, ?, 1, ?, 0, null,"
+                    " true, ?, ?)", [run_id, KV_TOKENS, seqs, rel(d / "server.log"), kv_line])
+    con.close()
+    return db
+
+
+def render_kwargs(root: Path, **extra) -> dict:
+    data = root / "data"
+    kwargs = dict(
+        campaign_db=data / "campaign.duckdb", docs_dir=data / "docs", site_dir=data / "site",
+        facts_file=data / "facts.json", runs_dir=data / "runs", root=root,
+        templates_dir=PROJECT / "site" / "templates", sources_file=PROJECT / "site" / "sources.yaml",
+        mkdocs_config=PROJECT / "mkdocs.yml", build=False)
+    kwargs.update(extra)
+    return kwargs

@@ -1,0 +1,103 @@
+"""The scaling charts: Altair charts with the encodings and markings the articles rely on."""
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import pytest
+
+from stages import charts
+
+
+def points() -> pd.DataFrame:
+    rows = []
+    for run_id, series, provisional in (("run-a", "tiny-seqs4", True), ("run-b", "tiny-seqs16", False)):
+        for c in (1, 2, 4, 8):
+            rows.append(dict(run_id=run_id, series=series, workload="long", concurrency=c,
+                             sent=2 * c, completed=2 * c - (c == 8), ttft_median_s=0.5 * c,
+                             ttft_p90_s=0.7 * c, decode_tok_s_per_user=100.0 / c,
+                             output_tok_s=80.0 * min(c, 4), capacity_limited=c > 4,
+                             provisional=provisional))
+    return pd.DataFrame(rows)
+
+
+def layers(chart: alt.TopLevelMixin) -> list[dict]:
+    spec = chart.to_dict()
+    assert "facet" in spec, "charts are faceted by workload"
+    assert spec["facet"]["column"]["field"] == "workload"
+    return spec["spec"]["layer"]
+
+
+def filtered(layer_list: list[dict], expr: str) -> list[dict]:
+    return [l for l in layer_list if any(t.get("filter") == expr for t in l.get("transform", []))]
+
+
+@pytest.mark.parametrize("name,field", [
+    ("ttft_chart", "ttft_s"),
+    ("decode_chart", "decode_tok_s_per_user"),
+    ("throughput_chart", "output_tok_s"),
+    ("completed_chart", "completed"),
+])
+def test_chart_encodes_concurrency_value_and_spec_colour(name, field):
+    chart = charts.CHARTS[name](points(), ["tiny-seqs16", "tiny-seqs4", "other"])
+    assert isinstance(chart, alt.TopLevelMixin)
+    ls = layers(chart)
+    line = next(l for l in ls if l["mark"]["type"] == "line")
+    enc = line["encoding"]
+    assert enc["x"]["field"] == "concurrency"
+    assert enc["x"]["scale"] == {"type": "log", "base": 2}
+    assert enc["y"]["field"] == field
+    assert enc["color"]["field"] == "series"
+    # the campaign-wide domain fixes each spec's colour, whatever this page shows
+    assert enc["color"]["scale"]["domain"] == ["tiny-seqs16", "tiny-seqs4", "other"]
+    assert enc["color"]["scale"]["range"][:2] == charts.PALETTE[:2]
+    assert enc["strokeDash"]["field"] == "run_kind"
+    assert "run_id" in [t["field"] for t in enc["tooltip"]]
+
+
+def test_ttft_is_log_scale_with_median_and_p90():
+    chart = charts.ttft_chart(points())
+    ls = layers(chart)
+    assert ls[0]["encoding"]["y"]["scale"]["type"] == "log"
+    values = chart.to_dict()["datasets"]
+    rows = next(iter(values.values()))
+    assert {r["stat"] for r in rows} == {"median", "p90"}
+    assert len(rows) == 2 * len(points())
+
+
+def test_capacity_limited_points_are_grey_and_hatched():
+    ls = layers(charts.decode_chart(points()))
+    limited = filtered(ls, "datum.capacity_limited")
+    marks = {l["mark"]["type"]: l["mark"] for l in limited}
+    assert marks["square"]["color"] == charts.GREY
+    assert marks["point"]["shape"] == charts.HATCH_SHAPE
+    assert "color" not in limited[0].get("encoding", {}), "grey overrides the spec colour"
+    subtitle = " ".join(charts.decode_chart(points()).to_dict()["title"]["subtitle"])
+    assert "capacity-limited" in subtitle and "provisional" in subtitle
+
+
+def test_provisional_runs_get_hollow_markers_and_the_word_in_tooltips():
+    chart = charts.throughput_chart(points())
+    ls = layers(chart)
+    hollow = filtered(ls, "!datum.capacity_limited && datum.provisional")
+    assert hollow and hollow[0]["mark"]["filled"] is False
+    solid = filtered(ls, "!datum.capacity_limited && !datum.provisional")
+    assert solid and solid[0]["mark"]["filled"] is True
+    rows = next(iter(chart.to_dict()["datasets"].values()))
+    notes = {r["run_id"]: r["note"] for r in rows if r["concurrency"] == 8}
+    assert notes == {"run-a": "provisional, capacity-limited", "run-b": "capacity-limited"}
+
+
+def test_completed_chart_shows_sent_as_ticks():
+    ls = layers(charts.completed_chart(points()))
+    tick = next(l for l in ls if l["mark"]["type"] == "tick")
+    assert tick["encoding"]["y"]["field"] == "sent"
+
+
+def test_missing_columns_are_refused():
+    with pytest.raises(ValueError, match="series"):
+        charts.ttft_chart(points().drop(columns=["series"]))
+
+
+def test_unknown_chart_name():
+    with pytest.raises(KeyError, match="unknown chart"):
+        charts.chart_by_name("pie_chart")

@@ -1,0 +1,153 @@
+"""Facts: named queries evaluated against campaign.duckdb, with the raw line each rests on."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from render_helpers import RUN4, RUN16_FAILED, SCRIPT_ANSWER, build_campaign
+from stages import facts
+from stages.facts import FactBook, FactCheckError, FactError, PageMacros
+
+
+@pytest.fixture
+def campaign(tmp_path: Path):
+    db = build_campaign(tmp_path)
+    con = duckdb.connect(str(db), read_only=True)
+    yield tmp_path, con
+    con.close()
+
+
+@pytest.fixture
+def macros(campaign):
+    root, con = campaign
+    book = FactBook(con, root=root, sha="a" * 40)
+    return PageMacros(book, page="part-x.md", runs_dir=root / "data" / "runs", root=root)
+
+
+@pytest.mark.parametrize("value,expected", [
+    (1573325, "1,573,325"),
+    (71.3, "71.3"),
+    (609.14, "609.1"),
+    (5659136.0, "5,659,136"),
+    (5.4, "5.40"),
+    (0.1, "0.1"),
+    (0.2305, "0.231"),
+    (0.0, "0"),
+    (None, "-"),
+    (True, "yes"),
+    ("0.32.0", "0.32.0"),
+])
+def test_format_value(value, expected):
+    assert facts.format_value(value) == expected
+
+
+def test_fact_carries_value_run_source_and_raw_excerpt(campaign):
+    root, con = campaign
+    book = FactBook(con, root=root, sha=None)
+    fact = book.evaluate("launch_kv_tokens", {"run_id": RUN4}, page="p.md")
+    assert fact.value == 8192 and fact.display == "8,192" and fact.unit == "tokens"
+    assert fact.run_ids == [RUN4]
+    assert fact.source_file == f"data/runs/{RUN4}/server.log"
+    raw = (root / fact.source_file).read_text().splitlines()[fact.source_line - 1]
+    assert fact.excerpt == raw and "CPU KV cache size" in raw
+    assert fact.stage == "derive" and fact.pages == ["p.md"]
+    record = fact.record()
+    for key in ("id", "name", "params", "value", "unit", "sql", "run_ids", "source_file",
+                "source_line", "excerpt", "stage", "git_sha"):
+        assert key in record
+    assert "$run_id" in record["sql"]
+
+
+def test_null_value_prints_a_dash(campaign):
+    root, con = campaign
+    fact = FactBook(con, root=root, sha=None).evaluate("launch_ready_s", {"run_id": RUN16_FAILED})
+    assert fact.value is None and fact.display == "-"
+
+
+def test_aggregate_fact_lists_its_runs(campaign):
+    root, con = campaign
+    fact = FactBook(con, root=root, sha=None).evaluate("profile_launches", {"profile": "local-cpu"})
+    assert fact.value == 3 and len(fact.run_ids) == 3 and fact.source_file is None
+
+
+def test_unknown_fact_and_wrong_parameters_fail(campaign):
+    root, con = campaign
+    book = FactBook(con, root=root, sha=None)
+    with pytest.raises(FactError, match="unknown fact 'launch_speed'"):
+        book.evaluate("launch_speed", {"run_id": RUN4})
+    with pytest.raises(FactError, match="binds"):
+        book.evaluate("launch_ready_s", {"run": RUN4})
+    with pytest.raises(FactError, match="0 rows"):
+        book.evaluate("launch_ready_s", {"run_id": "no-such-run"})
+
+
+def test_fact_macro_links_to_audit_page_behind_a_placeholder(macros):
+    held = macros.fact("launch_ready_s", run_id=RUN4)
+    assert facts.PLACEHOLDER.fullmatch(str(held))
+    out = macros.substitute(f"ready after {held} s")
+    assert out == (f'ready after [71.3](audit/launch_ready_s--{RUN4}.md "audit trail"){{.fact}} s')
+    assert macros.tables_used == ["launches"]
+
+
+def test_check_digits_fails_on_a_typed_number_and_names_it():
+    with pytest.raises(FactCheckError, match=r"part-x\.md.*'71\.3'"):
+        facts.check_digits("part-x.md", "The engine was ready after 71.3 seconds.")
+
+
+def test_check_digits_allows_list_links_and_placeholders():
+    text = ("# Part 1: notes\nOn 8 GPUs of an H200 node, p90 stays low [S12].\n"
+            "See [the audit](audit/x--run__1130-051200.md \"audit trail\") and @@MAB@@.\n")
+    facts.check_digits("part-x.md", text)
+
+
+def test_table_cells_are_facts_and_text_is_escaped(macros):
+    held = macros.table("probe_rows", run_id=RUN4, columns=[
+        ["Depth", "fact:probe_depth"], ["Outcome", "outcome"], ["Answer", "answer"]])
+    out = macros.substitute(str(held))
+    lines = out.splitlines()
+    assert lines[0] == "| Depth | Outcome | Answer |" and lines[1] == "| ---: | --- | --- |"
+    assert "(audit/probe_depth--0--" in lines[2]
+    assert "<script>" not in out and "&lt;script&gt;alert" in out
+
+
+def test_table_refuses_a_numeric_text_column(macros):
+    with pytest.raises(FactError, match="numeric"):
+        macros.table("probe_rows", run_id=RUN4, columns=[["Index", "probe_idx"]])
+
+
+def test_evidence_runs_commands_on_raw_files_and_escapes(macros, campaign):
+    root, _ = campaign
+    cat = macros.substitute(str(macros.evidence("cat", RUN4, "launch.out")))
+    assert f"$ cat data/runs/{RUN4}/launch.out" in cat and "ready_s=71.3" in cat
+    grep = macros.substitute(str(macros.evidence("grep -m1", RUN4, "server.log", pattern="KV cache size")))
+    assert grep.count("\n") == 1 and "CPU KV cache size: 1,048,576 tokens" in grep
+    head = macros.substitute(str(macros.evidence("head", RUN4, "niah.log", lines=2, cut=40)))
+    assert "| cut -c1-40" in head and len(head.split("</span>\n", 1)[1].splitlines()) == 2
+    niah = macros.substitute(str(macros.evidence("cat", RUN4, "niah.log")))
+    assert "<script>" not in niah and "&lt;script&gt;" in niah
+    missing = macros.substitute(str(macros.evidence("cat", RUN16_FAILED, "niah.log")))
+    assert "No such file or directory" in missing
+    with pytest.raises(FactError, match="unknown evidence command"):
+        macros.evidence("rm -rf", RUN4, "cmd.sh")
+    with pytest.raises(FactError, match="bad run id"):
+        macros.evidence("cat", RUN4, "../../../etc/passwd")
+
+
+def test_text_macro_refuses_numbers(macros):
+    with pytest.raises(FactError, match="use fact"):
+        macros.text(42)
+    assert macros.substitute(str(macros.text(SCRIPT_ANSWER))).startswith("&lt;script&gt;")
+
+
+def test_trace_prints_the_chain(campaign, tmp_path):
+    root, con = campaign
+    book = FactBook(con, root=root, sha=None)
+    fact = book.evaluate("launch_ready_s", {"run_id": RUN4})
+    path = tmp_path / "facts.json"
+    path.write_text(json.dumps(book.records()))
+    out = facts.trace(fact.id, path)
+    assert f"data/runs/{RUN4}/launch.out:2" in out and "ready_s=71.3" in out
+    assert "dvc repro derive" in out

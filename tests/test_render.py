@@ -1,0 +1,156 @@
+"""The render stage: pages from templates and facts, audit pages, sources, and the built site."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from render_helpers import PROJECT, RUN4, RUN16, build_campaign, render_kwargs
+from stages import render
+from stages.config import CampaignError
+from stages.facts import FactCheckError
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    root = tmp_path_factory.mktemp("campaign")
+    build_campaign(root)
+    summary = render.run(**render_kwargs(root))
+    return root, summary
+
+
+def page(root: Path, name: str = "part-local-cpu.md") -> str:
+    return (root / "data" / "docs" / name).read_text()
+
+
+def copy_templates(tmp_path: Path) -> Path:
+    site = tmp_path / "site"
+    shutil.copytree(PROJECT / "site", site)
+    return site
+
+
+def test_article_prints_facts_that_link_to_audit_pages(rendered):
+    root, summary = rendered
+    text = page(root)
+    link = f'[71.3](audit/launch_ready_s--{RUN4}.md "audit trail"){{.fact}}'
+    assert link in text
+    assert (root / "data" / "docs" / "audit" / f"launch_ready_s--{RUN4}.md").is_file()
+    for target in set(re.findall(r"\]\((audit/[^ )]+\.md)", text)):
+        assert (root / "data" / "docs" / target).is_file(), target
+    assert summary["pages"] == ["index.md", "part-local-cpu.md", "SOURCES.md"]
+    assert summary["facts"] == len(json.loads((root / "data" / "facts.json").read_text()))
+
+
+def test_audit_page_shows_file_line_excerpt_sql_and_command(rendered):
+    root, _ = rendered
+    audit = page(root, f"audit/launch_kv_tokens--{RUN16}.md")
+    log = root / "data" / "runs" / RUN16 / "server.log"
+    line = next(i for i, l in enumerate(log.read_text().splitlines(), 1) if "CPU KV cache size" in l)
+    assert f"<code>data/runs/{RUN16}/server.log</code>, line {line}" in audit
+    assert "CPU KV cache size: 1,048,576 tokens" in audit
+    assert "from launches" in audit and "$run_id" in audit
+    assert f"$ cat data/runs/{RUN16}/cmd.sh" in audit and "--max-num-seqs 16" in audit
+    assert "dvc repro derive" in audit
+
+
+def test_facts_file_records_provenance(rendered):
+    root, _ = rendered
+    records = {r["id"]: r for r in json.loads((root / "data" / "facts.json").read_text())}
+    rec = records[f"launch_ready_s--{RUN4}"]
+    assert rec["value"] == 71.3 and rec["run_ids"] == [RUN4]
+    assert rec["source_file"] == f"data/runs/{RUN4}/launch.out" and rec["source_line"] == 2
+    assert rec["excerpt"] == "ready_s=71.3" and rec["stage"] == "derive"
+    assert rec["pages"] == ["part-local-cpu.md"] and "git_sha" in rec
+
+
+def test_article_content_launches_gate_fit_and_charts(rendered):
+    root, summary = rendered
+    text = page(root)
+    assert "--max-num-seqs 4 --num-gpu-blocks-override 128" in text  # quoted from cmd.sh
+    assert "ValueError: max_num_seqs (16) exceeds available &lt;cache&gt; blocks" in text
+    assert '!!! warning "Provisional: dummy weights"' in text
+    # beyond the server's max context: a dash, still linked to its audit page
+    assert f"[-](audit/fit_sequences--{RUN4}--long8k.md" in text
+    assert len(summary["charts"]) == 4
+    for rel in summary["charts"]:
+        assert (root / "data" / "docs" / f"{rel}.svg").read_text().startswith("<svg")
+        assert json.loads((root / "data" / "docs" / f"{rel}.vl.json").read_text())["facet"]
+    assert (root / "data" / "docs" / "downloads" / "bench_points.csv").is_file()
+    assert "(downloads/launches.csv)" in text
+
+
+def test_model_answers_and_log_lines_are_escaped(rendered):
+    root, _ = rendered
+    text = page(root)
+    assert "<script>alert" not in text
+    assert "&lt;script&gt;alert" in text
+
+
+def test_sources_numbered_in_order_of_first_citation(rendered):
+    root, _ = rendered
+    text = page(root)
+    tail = text.split("## Sources", 1)[1]
+    ids = re.findall(r'^\d+\. <a id="source-(s\d+)"', tail, re.M)
+    first = list(dict.fromkeys(m.lower() for m in re.findall(r"\[\[(S\d+)\]\]", text)))
+    assert ids == first and ids[0] == "s3"
+    assert "[[S3]](#source-s3)" in text
+    sources = page(root, "SOURCES.md")
+    assert '<a id="s1"></a>' in sources and "docs.vllm.ai" in sources
+
+
+def test_index_lists_the_parts(rendered):
+    root, _ = rendered
+    index = page(root, "index.md")
+    assert "[Part 1: A dress rehearsal on a CPU](part-local-cpu.md)" in index
+    assert "2026-11-30" in index
+
+
+def test_a_number_typed_into_a_template_fails_the_build(tmp_path):
+    build_campaign(tmp_path)
+    site = copy_templates(tmp_path)
+    part = site / "templates" / "part-local-cpu.md.j2"
+    part.write_text(part.read_text().replace(
+        "## Launches\n", "## Launches\n\nThe first launch was ready in 71 seconds.\n"))
+    with pytest.raises(FactCheckError, match=r"part-local-cpu\.md\.j2.*'71'"):
+        render.run(**render_kwargs(tmp_path, templates_dir=site / "templates"))
+
+
+def test_an_unknown_source_id_fails_the_build(tmp_path):
+    build_campaign(tmp_path)
+    site = copy_templates(tmp_path)
+    part = site / "templates" / "part-local-cpu.md.j2"
+    part.write_text(part.read_text().replace("backend [S3]", "backend [S999]"))
+    with pytest.raises(render.SourceError, match=r"unknown source id \[S999\]"):
+        render.run(**render_kwargs(tmp_path, templates_dir=site / "templates"))
+
+
+def test_an_unknown_fact_in_a_template_fails_loudly(tmp_path):
+    build_campaign(tmp_path)
+    site = copy_templates(tmp_path)
+    part = site / "templates" / "part-local-cpu.md.j2"
+    part.write_text(part.read_text().replace('fact("profile_launches"', 'fact("profile_launchez"'))
+    with pytest.raises(CampaignError, match="unknown fact 'profile_launchez'"):
+        render.run(**render_kwargs(tmp_path, templates_dir=site / "templates"))
+
+
+def test_missing_campaign_db_is_a_one_line_error(tmp_path):
+    with pytest.raises(CampaignError, match="run the derive stage first"):
+        render.run(**render_kwargs(tmp_path))
+
+
+def test_mkdocs_strict_build_works_offline(tmp_path):
+    build_campaign(tmp_path)
+    summary = render.run(**render_kwargs(tmp_path, build=True))
+    site = tmp_path / "data" / "site"
+    assert Path(summary["site_index"]) == site / "index.html" and (site / "index.html").is_file()
+    html = (site / "part-local-cpu.html").read_text()
+    assert 'class="fact" href="audit/launch_ready_s--' in html
+    assert "&lt;script&gt;alert" in html and "<script>alert" not in html
+    assert summary["interactive_charts"] is True
+    bundle = (site / "assets" / "javascripts" / "vega-bundle.js").read_text()
+    assert bundle.startswith("(function () {") and "vegaEmbed" in bundle
+    assert 'src="assets/javascripts/vega-bundle.js"' in html
+    assert render.external_loads(site) == []
