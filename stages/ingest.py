@@ -1,0 +1,513 @@
+"""Ingest: raw run folders -> raw_* tables of the warehouse (DuckDB).
+
+Incremental: a folder whose fingerprint (its files' names, sizes and mtimes, plus the version of
+this code and of the raw schema) is unchanged is skipped; a changed folder has its rows replaced in
+one transaction; a folder gone from disk has its rows removed. Whatever cannot be read becomes an
+`ingest_errors` row and ingest goes on.
+
+Example:
+    from stages.ingest import run
+    run(runs_dir=Path("data/runs"), warehouse=Path("data/warehouse.duckdb"), root=Path("."))
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import duckdb
+import pandas as pd
+
+from stages.parsers import bench_json, cmd as cmd_parser, metrics, scan, small
+from stages.parsers.scan import ParseError
+from stages.parsers.sglang_log import parse_sglang_log
+from stages.parsers.vllm_log import parse_vllm_log
+
+SQL_DIR = Path(__file__).parent / "sql"
+SCHEMA_SQL = SQL_DIR / "schema" / "raw.sql"
+INGEST_SQL = SQL_DIR / "ingest"
+CODE_FILES = (Path(__file__), *sorted((Path(__file__).parent / "parsers").glob("*.py")), SCHEMA_SQL)
+
+# Identifiers used in SQL come only from this list.
+RAW_TABLES = (
+    "raw_folders", "raw_runs", "raw_commands", "raw_command_flags", "raw_launch_out",
+    "raw_log_facts", "raw_log_stats", "raw_gate_probes", "raw_gates", "raw_bench_points",
+    "raw_bench_requests", "raw_metrics", "ingest_errors",
+)
+ROW_TABLES = RAW_TABLES[1:]
+LOG_NAMES = ("server.log",)
+BENCH_SUFFIXES = (".json", ".jsonl")
+METRICS_MARK = ".metrics."
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+MAX_WORKERS = 8
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class FolderRows:
+    """Everything read from one run folder, by raw table."""
+    run_id: str
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {t: [] for t in ROW_TABLES})
+
+    def add(self, table: str, source_file: str, source_line: int | None, **values: Any) -> None:
+        values.update(run_id=self.run_id, source_file=source_file, source_line=source_line)
+        self.tables[table].append(values)
+
+    def error(self, source_file: str, err: ParseError | None = None, *, line: int | None = None,
+              reason: str | None = None) -> None:
+        self.add("ingest_errors", source_file, err.line if err else line,
+                 reason=err.reason if err else reason)
+
+
+# ---------------------------------------------------------------- files and fingerprints
+
+def code_version() -> str:
+    digest = hashlib.sha256()
+    for path in CODE_FILES:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def folder_files(folder: Path) -> list[tuple[str, int, int]]:
+    """(relative posix name, size, mtime_ns) of every file under `folder`, sorted."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        for name in filenames:
+            path = Path(dirpath) / name
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            out.append((path.relative_to(folder).as_posix(), st.st_size, st.st_mtime_ns))
+    out.sort()
+    return out
+
+
+def fingerprint(files: Iterable[tuple[str, int, int]], version: str) -> str:
+    digest = hashlib.sha256(version.encode())
+    for name, size, mtime_ns in files:
+        digest.update(f"{name}\0{size}\0{mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def relative(path: Path, root: Path) -> str:
+    """`path` relative to `root`, forward slashes; links are not followed (DVC may link files)."""
+    return Path(os.path.relpath(os.path.abspath(path), os.path.abspath(root))).as_posix()
+
+
+# ---------------------------------------------------------------- reading one folder
+
+def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> FolderRows:
+    """All raw rows of one run folder. Never raises for what is in the folder."""
+    run_id = folder.name
+    rows = FolderRows(run_id)
+    names = {name for name, _, _ in files}
+    rel = lambda name: relative(folder / name, root)  # noqa: E731
+    rid = small.parse_run_id(run_id)
+
+    meta = None
+    if "meta.json" in names:
+        meta = _guard(rows, rel("meta.json"), lambda: _read_meta(folder / "meta.json", rows, rel("meta.json")))
+
+    command = None
+    if "cmd.sh" in names:
+        command = _guard(rows, rel("cmd.sh"), lambda: _read_cmd(folder / "cmd.sh", rows, rel("cmd.sh")))
+
+    engine = ((meta or {}).get("engine") or rid.engine or (command.engine if command else None)
+              or "vllm")
+    log_facts: list[scan.Fact] = []
+    for name in LOG_NAMES:
+        if name in names:
+            got = _guard(rows, rel(name), lambda n=name: _read_log(
+                folder / n, rows, rel(n), engine, command.block_size if command else None))
+            log_facts.extend(got or [])
+
+    if "launch.out" in names:
+        _guard(rows, rel("launch.out"), lambda: _read_launch_out(folder / "launch.out", rows, rel("launch.out")))
+    if "niah.log" in names:
+        _guard(rows, rel("niah.log"), lambda: _read_niah(folder / "niah.log", rows, rel("niah.log")))
+    for name in sorted(names):
+        if not name.startswith("bench/"):
+            continue
+        base = name.rsplit("/", 1)[-1]
+        if METRICS_MARK in base and base.endswith(".txt"):
+            _guard(rows, rel(name), lambda n=name, b=base: _read_metrics(folder / n, b, rows, rel(n)))
+        elif base.endswith(BENCH_SUFFIXES):
+            _guard(rows, rel(name), lambda n=name, b=base: _read_bench(folder / n, b, rows, rel(n)))
+
+    _add_run_row(rows, folder, root, files, meta, command, rid, log_facts)
+    return rows
+
+
+def _guard(rows: FolderRows, source_file: str, fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except OSError as exc:
+        rows.error(source_file, reason=f"cannot read: {exc.strerror or exc}")
+    except Exception as exc:  # a parser bug must not stop the other folders
+        rows.error(source_file, reason=f"{type(exc).__name__}: {exc}"[:500])
+    return None
+
+
+def _read_meta(path: Path, rows: FolderRows, source: str) -> dict[str, Any] | None:
+    meta, errors = small.parse_meta(path.read_bytes())
+    for err in errors:
+        rows.error(source, err)
+    return meta
+
+
+def _read_cmd(path: Path, rows: FolderRows, source: str) -> cmd_parser.Command | None:
+    command, errors = cmd_parser.parse_cmd(scan.decode(path.read_bytes()))
+    for err in errors:
+        rows.error(source, err)
+    if command is None:
+        return None
+    rows.add("raw_commands", source, command.line, wrapper=command.wrapper, image=command.image,
+             model_path=command.model_path, tp=command.tp, dp=command.dp, pp=command.pp,
+             dcp=command.dcp, pcp=command.pcp, expert_parallel=command.expert_parallel,
+             max_model_len=command.max_model_len, max_num_seqs=command.max_num_seqs,
+             kv_cache_dtype=command.kv_cache_dtype, prefix_caching=command.prefix_caching,
+             command=command.command)
+    for position, flag, value in command.flags:
+        rows.add("raw_command_flags", source, command.line, position=position, flag=flag, value=value)
+    offset = len(command.flags)
+    for n, (name, value, line) in enumerate(command.env, start=1):
+        rows.add("raw_command_flags", source, line, position=offset + n, flag=f"env:{name}", value=value)
+    return command
+
+
+def _read_log(path: Path, rows: FolderRows, source: str, engine: str,
+              block_size: int | None) -> list[scan.Fact]:
+    with path.open("rb") as fh:
+        chunks = scan.read_chunks(fh)
+        if engine == "sglang":
+            parsed = parse_sglang_log(chunks)
+        else:
+            parsed = parse_vllm_log(chunks, block_size=block_size)
+    for f in parsed.facts:
+        rows.add("raw_log_facts", source, f.line, fact=f.fact, value_num=f.value_num,
+                 value_text=f.value_text, detail=f.detail, worker=f.worker, log_time=f.log_time,
+                 excerpt=f.excerpt)
+    for s in parsed.stats:
+        rows.add("raw_log_stats", source, s.line, engine_idx=s.engine_idx, kind=s.kind,
+                 log_time=s.log_time, prompt_tok_s=s.prompt_tok_s, gen_tok_s=s.gen_tok_s,
+                 running_reqs=s.running_reqs, waiting_reqs=s.waiting_reqs,
+                 kv_usage_pct=s.kv_usage_pct, prefix_hit_pct=s.prefix_hit_pct,
+                 new_tokens=s.new_tokens, cached_tokens=s.cached_tokens)
+    for err in parsed.errors:
+        rows.error(source, err)
+    return parsed.facts
+
+
+def _read_launch_out(path: Path, rows: FolderRows, source: str) -> None:
+    pairs, errors = small.parse_launch_out(path.read_bytes())
+    for key, value, line in pairs:
+        rows.add("raw_launch_out", source, line, key=key, value=value)
+    for err in errors:
+        rows.error(source, err)
+
+
+def _read_niah(path: Path, rows: FolderRows, source: str) -> None:
+    probes, gates, errors = small.parse_niah(path.read_bytes())
+    for probe in probes:
+        line = probe.pop("source_line")
+        rows.add("raw_gate_probes", source, line, **probe)
+    for gate, score, line in gates:
+        rows.add("raw_gates", source, line, gate=gate, score=score)
+    for err in errors:
+        rows.error(source, err)
+
+
+def _read_bench(path: Path, base: str, rows: FolderRows, source: str) -> None:
+    point_id = base.rsplit(".", 1)[0]
+    parsed = bench_json.parse_bench(path.read_bytes(), point_id)
+    for point in parsed.points:
+        line = point.pop("source_line")
+        rows.add("raw_bench_points", source, line, **point)
+    for request in parsed.requests:
+        line = request.pop("source_line")
+        rows.add("raw_bench_requests", source, line, **request)
+    for err in parsed.errors:
+        rows.error(source, err)
+
+
+def _read_metrics(path: Path, base: str, rows: FolderRows, source: str) -> None:
+    point_id, _, rest = base.partition(METRICS_MARK)
+    phase = rest.rsplit(".", 1)[0]
+    samples, errors = metrics.parse_metrics(path.read_bytes())
+    for s in samples:
+        rows.add("raw_metrics", source, s.line, point_id=point_id, phase=phase, name=s.name,
+                 labels=s.labels, value=s.value)
+    for err in errors:
+        rows.error(source, err)
+
+
+def _first_text(facts: list[scan.Fact], name: str) -> str | None:
+    return next((f.value_text for f in facts if f.fact == name and f.value_text), None)
+
+
+def _add_run_row(rows: FolderRows, folder: Path, root: Path, files: list[tuple[str, int, int]],
+                 meta: dict[str, Any] | None, command: cmd_parser.Command | None,
+                 rid: small.RunId, log_facts: list[scan.Fact]) -> None:
+    if meta is not None:
+        spec_params = meta.get("spec_params")
+        gpus = meta.get("gpus")
+        rows.add(
+            "raw_runs", relative(folder / "meta.json", root), 1,
+            spec=_text(meta.get("spec")), profile=_text(meta.get("profile")),
+            model=_text(meta.get("model")) or rid.model,
+            layout=_text(meta.get("layout")) or rid.layout,
+            ctx_label=_text(meta.get("ctx_label")) or rid.ctx_label,
+            engine=_text(meta.get("engine")) or rid.engine,
+            engine_version=_text(meta.get("engine_version")) or _first_text(log_facts, "engine_version"),
+            image=_text(meta.get("image")), image_digest=_text(meta.get("image_digest")),
+            executor=_text(meta.get("executor")),
+            gpus=",".join(map(str, gpus)) if isinstance(gpus, list) else _text(gpus),
+            git_sha=_text(meta.get("git_sha")), params_hash=_text(meta.get("params_hash")),
+            started_at=small.parse_time(meta.get("started_at")),
+            finished_at=small.parse_time(meta.get("finished_at")),
+            schema_version=meta.get("schema_version"), recovered=False,
+            spec_json=json.dumps(spec_params if spec_params is not None else meta.get("spec"),
+                                 sort_keys=True, default=str),
+        )
+        return
+    year = datetime.fromtimestamp(min((m for _, _, m in files), default=time.time_ns()) / 1e9,
+                                  tz=timezone.utc).year
+    source = relative(folder / "cmd.sh", root) if command is not None else relative(folder, root)
+    rows.add(
+        "raw_runs", source, command.line if command is not None else 1,
+        spec=None, profile=None, model=rid.model, layout=rid.layout, ctx_label=rid.ctx_label,
+        engine=rid.engine or (command.engine if command else None),
+        engine_version=_first_text(log_facts, "engine_version"),
+        image=command.image if command else None, image_digest=None,
+        executor=("docker" if command and command.wrapper == "docker" else "local") if command else None,
+        gpus=None, git_sha=None, params_hash=None, started_at=rid.started_at(year),
+        finished_at=None, schema_version=None, recovered=True, spec_json=None,
+    )
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+# ---------------------------------------------------------------- the warehouse
+
+def _sql(name: str) -> str:
+    return (INGEST_SQL / name).read_text()
+
+
+def _statements(sql: str) -> list[str]:
+    body = "\n".join(line for line in sql.splitlines() if not line.strip().startswith("--"))
+    return [s.strip() for s in body.split(";") if s.strip()]
+
+
+def _columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
+    out: dict[str, list[tuple[str, str]]] = {}
+    for table, column, dtype in con.execute(_sql("columns.sql")).fetchall():
+        if table in RAW_TABLES:
+            out.setdefault(table, []).append((column, dtype))
+    return out
+
+
+def open_warehouse(warehouse: Path) -> tuple[duckdb.DuckDBPyConnection, bool]:
+    """Connect and make the raw tables match raw.sql; True when they had to be rebuilt."""
+    schema = SCHEMA_SQL.read_text()
+    expected = duckdb.connect()
+    expected.execute(schema)
+    want = _columns(expected)
+    expected.close()
+    warehouse.parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(str(warehouse))
+    have = _columns(con)
+    rebuilt = False
+    if have and have != want:
+        for table in RAW_TABLES:
+            con.execute(f"drop table if exists {table}")
+        rebuilt = True
+    con.execute(schema)
+    return con, rebuilt
+
+
+def _frame(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> pd.DataFrame:
+    data = {}
+    for name, dtype in columns:
+        values = [r.get(name) for r in rows]
+        if dtype in ("INTEGER", "BIGINT"):
+            data[name] = pd.array(values, dtype="Int64")
+        elif dtype == "DOUBLE":
+            data[name] = pd.array(values, dtype="Float64")
+        elif dtype == "BOOLEAN":
+            data[name] = pd.array(values, dtype="boolean")
+        elif dtype.startswith("TIMESTAMP"):
+            data[name] = pd.to_datetime(pd.Series(values, dtype=object), utc=True)
+        else:
+            data[name] = pd.Series(values, dtype=object)
+    return pd.DataFrame(data)
+
+
+def write_folder(con: duckdb.DuckDBPyConnection, columns: dict[str, list[tuple[str, str]]],
+                 rows: FolderRows, folder_row: dict[str, Any]) -> dict[str, int]:
+    """Replace one run's rows in a single transaction; returns rows written per table."""
+    counts = {}
+    con.execute("begin transaction")
+    try:
+        for statement in _statements(_sql("delete_run.sql")):
+            con.execute(statement, {"run_id": rows.run_id})
+        for table in ROW_TABLES:
+            table_rows = rows.tables[table]
+            counts[table] = len(table_rows)
+            if not table_rows:
+                continue
+            frame = _frame(table_rows, columns[table])
+            con.register("ingest_frame", frame)
+            try:
+                con.execute(f"insert into {table} by name select * from ingest_frame")
+            finally:
+                con.unregister("ingest_frame")
+        con.execute(_sql("insert_folder.sql"), folder_row)
+        con.execute("commit")
+    except Exception:
+        con.execute("rollback")
+        raise
+    return counts
+
+
+def remove_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+    con.execute("begin transaction")
+    try:
+        for statement in _statements(_sql("delete_run.sql")):
+            con.execute(statement, {"run_id": run_id})
+        con.execute("commit")
+    except Exception:
+        con.execute("rollback")
+        raise
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def run_folders(runs_dir: Path) -> list[Path]:
+    if not runs_dir.is_dir():
+        return []
+    return sorted(p for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _workers(plans: list[tuple[Path, list, str]]) -> int:
+    """Processes to read folders with: one per core when there is enough to read."""
+    total = sum(size for _, files, _ in plans for _, size, _ in files)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    if len(plans) < 2 or total < PARALLEL_MIN_BYTES or cores < 2:
+        return 1
+    return min(cores, len(plans), MAX_WORKERS)
+
+
+def _read_planned(plan: tuple[Path, list, str], root: Path) -> FolderRows:
+    folder, files, _ = plan
+    return read_folder(folder, root, files)
+
+
+def _plan(runs_dir: Path, known: dict[str, str], version: str) -> tuple[list[Path], list[tuple[Path, list, str]]]:
+    folders = run_folders(runs_dir)
+    plans = []
+    for folder in folders:
+        files = folder_files(folder)
+        fp = fingerprint(files, version)
+        if known.get(folder.name) != fp:
+            plans.append((folder, files, fp))
+    return folders, plans
+
+
+def _known(warehouse: Path) -> tuple[dict[str, str], bool]:
+    """Fingerprints already stored, and whether the raw tables had to be rebuilt first."""
+    con, rebuilt = open_warehouse(warehouse)
+    try:
+        return dict(con.execute(_sql("folders.sql")).fetchall()), rebuilt
+    finally:
+        con.close()
+
+
+def run(*, runs_dir: Path, warehouse: Path, root: Path, progress: Progress | None = None) -> dict:
+    """Read every changed run folder under `runs_dir` into the raw tables of `warehouse`.
+
+    Returns counts: runs_seen, runs_read, runs_skipped, runs_removed, rows (per table, written
+    this time), errors (ingest_errors rows written this time), bytes_read, workers, seconds.
+    """
+    started = time.perf_counter()
+    runs_dir, warehouse, root = Path(runs_dir), Path(warehouse), Path(root)
+    say = progress or (lambda _line: None)
+    version = code_version()
+    known, rebuilt = _known(warehouse)
+    folders, plans = _plan(runs_dir, known, version)
+    workers = _workers(plans)
+    # The worker processes start before the warehouse is opened for writing.
+    pool = (ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+            if workers > 1 else None)
+    try:
+        con, _ = open_warehouse(warehouse)
+        try:
+            summary = _ingest(con, folders, plans, root, say, pool)
+        finally:
+            con.close()
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    summary.update(rebuilt=rebuilt, workers=workers,
+                   seconds=round(time.perf_counter() - started, 3))
+    return summary
+
+
+def _ingest(con: duckdb.DuckDBPyConnection, folders: list[Path], plans: list[tuple[Path, list, str]],
+            root: Path, say: Progress, pool: ProcessPoolExecutor | None) -> dict[str, Any]:
+    columns = _columns(con)
+    known = dict(con.execute(_sql("folders.sql")).fetchall())
+    summary: dict[str, Any] = {
+        "runs_seen": len(folders), "runs_read": 0, "runs_skipped": len(folders) - len(plans),
+        "runs_removed": 0, "rows": {t: 0 for t in ROW_TABLES}, "errors": 0, "bytes_read": 0,
+    }
+    on_disk = {f.name for f in folders}
+    for run_id in sorted(set(known) - on_disk):
+        remove_run(con, run_id)
+        summary["runs_removed"] += 1
+        say(f"ingest removed {run_id} (folder gone)")
+    if pool is not None:
+        results = pool.map(_read_planned, plans, [root] * len(plans))
+    else:
+        results = (_read_planned(plan, root) for plan in plans)
+    for n, ((folder, files, fp), rows) in enumerate(zip(plans, results), start=1):
+        size = sum(s for _, s, _ in files)
+        folder_row = {"run_id": folder.name, "folder": relative(folder, root), "fingerprint": fp,
+                      "files": len(files), "bytes": size, "ingested_at": datetime.now(timezone.utc)}
+        try:
+            counts = write_folder(con, columns, rows, folder_row)
+        except duckdb.Error as exc:
+            failed = FolderRows(folder.name)
+            failed.error(relative(folder, root), reason=f"could not store the folder's rows: {exc}"[:500])
+            counts = write_folder(con, columns, failed, {**folder_row, "fingerprint": "failed"})
+        for table, count in counts.items():
+            summary["rows"][table] += count
+        summary["errors"] += counts.get("ingest_errors", 0)
+        summary["runs_read"] += 1
+        summary["bytes_read"] += size
+        say(f"ingest {n}/{len(plans)} {folder.name} {_size(size)}")
+    con.execute("checkpoint")
+    return summary

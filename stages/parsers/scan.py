@@ -1,0 +1,186 @@
+"""Shared pieces of the parsers: result records, safe decoding, and fast anchored line search.
+
+A log parser never walks every line in Python. It asks `anchored_lines` for the lines that
+contain one of a few literal byte strings (found with `bytes.find`, which runs at memory speed),
+and only those lines are decoded, stripped of their prefixes and matched with regexes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import BinaryIO, Iterable, Iterator, Sequence
+
+# A line longer than this is cut before decoding (the anchor must fall inside the kept part).
+MAX_LINE_BYTES = 64 * 1024
+EXCERPT_CHARS = 500
+CHUNK_BYTES = 32 * 1024 * 1024
+
+Chunk = tuple[int, bytes]  # (1-based number of the chunk's first line, bytes ending at a newline)
+
+
+@dataclass(frozen=True, slots=True)
+class ParseError:
+    line: int | None
+    reason: str
+
+
+@dataclass(slots=True)
+class Fact:
+    fact: str
+    line: int
+    excerpt: str
+    value_num: float | None = None
+    value_text: str | None = None
+    detail: str | None = None
+    worker: str | None = None
+    log_time: str | None = None
+
+
+@dataclass(slots=True)
+class Stat:
+    kind: str
+    line: int
+    engine_idx: int | None = None
+    log_time: str | None = None
+    prompt_tok_s: float | None = None
+    gen_tok_s: float | None = None
+    running_reqs: int | None = None
+    waiting_reqs: int | None = None
+    kv_usage_pct: float | None = None
+    prefix_hit_pct: float | None = None
+    new_tokens: int | None = None
+    cached_tokens: int | None = None
+    extra: dict[str, float | str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class LogParse:
+    facts: list[Fact] = field(default_factory=list)
+    stats: list[Stat] = field(default_factory=list)
+    errors: list[ParseError] = field(default_factory=list)
+
+
+def decode(raw: bytes) -> str:
+    """Bytes to text that any database accepts: invalid UTF-8 replaced, NUL bytes dropped."""
+    text = raw.decode("utf-8", errors="replace")
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    return text
+
+
+def excerpt(text: str) -> str:
+    text = text.rstrip("\r\n")
+    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
+
+
+def as_chunks(data: bytes | Iterable[Chunk]) -> Iterable[Chunk]:
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return [(1, bytes(data))]
+    return data
+
+
+def read_chunks(fh: BinaryIO, size: int = CHUNK_BYTES) -> Iterator[Chunk]:
+    """Read a binary file in pieces that end at a newline, each with its first line number."""
+    line = 1
+    carry = b""
+    while True:
+        block = fh.read(size)
+        if not block:
+            break
+        buf = carry + block if carry else block
+        cut = buf.rfind(b"\n")
+        if cut < 0 and len(buf) < 4 * size:
+            carry = buf
+            continue
+        if cut < 0:
+            cut = len(buf) - 1
+        piece, carry = buf[: cut + 1], buf[cut + 1 :]
+        yield line, piece
+        line += piece.count(b"\n")
+    if carry:
+        yield line, carry
+
+
+def line_span(data: bytes, pos: int) -> tuple[int, int]:
+    start = data.rfind(b"\n", 0, pos) + 1
+    end = data.find(b"\n", pos)
+    return start, len(data) if end < 0 else end
+
+
+def line_text(data: bytes, start: int, end: int) -> str:
+    if end - start > MAX_LINE_BYTES:
+        end = start + MAX_LINE_BYTES
+    return decode(data[start:end])
+
+
+def find_spans(data: bytes, anchors: Sequence[bytes], stop: int | None = None,
+               spans: dict[int, int] | None = None) -> dict[int, int]:
+    """{line start: line end} of each line holding an anchor that begins before `stop`."""
+    spans = {} if spans is None else spans
+    limit = len(data) if stop is None else min(stop, len(data))
+    find = data.find
+    for anchor in anchors:
+        pos = find(anchor, 0, limit)
+        while pos >= 0:
+            start, end = line_span(data, pos)
+            spans[start] = end
+            pos = find(anchor, end, limit)
+    return spans
+
+
+def number_spans(data: bytes, spans: dict[int, int]) -> list[tuple[int, int, int]]:
+    """(line offset within data, start, end) of each span, in file order."""
+    out = []
+    offset = 0
+    last = 0
+    count = data.count
+    for start in sorted(spans):
+        offset += count(b"\n", last, start)
+        last = start
+        out.append((offset, start, spans[start]))
+    return out
+
+
+def anchored_lines(data: bytes, anchors: Sequence[bytes], stop: int | None = None
+                   ) -> list[tuple[int, int, int]]:
+    """(line offset within data, start, end) of each line holding any anchor, in file order."""
+    return number_spans(data, find_spans(data, anchors, stop))
+
+
+_NAME_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def first_valid_line(data: bytes, anchors: Sequence[tuple[bytes, bool, bytes | None]], accept
+                     ) -> tuple[int, int, int, object] | None:
+    """The earliest line holding an anchor for which `accept(text)` returns something truthy.
+
+    anchors are (bytes, must follow a name character, allowed next bytes or None for any). A hit
+    counts only when those byte checks pass; they keep a log full of near misses cheap.
+    Returns (line offset within data, start, end, accept's result) or None.
+    """
+    best: tuple[int, int, object] | None = None
+    n = len(data)
+    for anchor, after_name, next_bytes in anchors:
+        size = len(anchor)
+        pos = data.find(anchor)
+        while pos >= 0 and (best is None or pos < best[0]):
+            after = pos + size
+            if (next_bytes is None or after >= n or data[after] in next_bytes) and (
+                    not after_name or (pos > 0 and data[pos - 1] in _NAME_BYTES)):
+                start, end = line_span(data, pos)
+                result = accept(line_text(data, start, end))
+                if result:
+                    if best is None or start < best[0]:
+                        best = (start, end, result)
+                    break
+            pos = data.find(anchor, after)
+    if best is None:
+        return None
+    start, end, result = best
+    return data.count(b"\n", 0, start), start, end, result
+
+
+def previous_line(data: bytes, start: int) -> str | None:
+    if start <= 0:
+        return None
+    prev_start = data.rfind(b"\n", 0, start - 1) + 1
+    return line_text(data, prev_start, start - 1)

@@ -1,0 +1,14 @@
+-- Remove every raw row of one run folder before it is read again (or after it is gone).
+delete from raw_runs where run_id = $run_id;
+delete from raw_commands where run_id = $run_id;
+delete from raw_command_flags where run_id = $run_id;
+delete from raw_launch_out where run_id = $run_id;
+delete from raw_log_facts where run_id = $run_id;
+delete from raw_log_stats where run_id = $run_id;
+delete from raw_gate_probes where run_id = $run_id;
+delete from raw_gates where run_id = $run_id;
+delete from raw_bench_points where run_id = $run_id;
+delete from raw_bench_requests where run_id = $run_id;
+delete from raw_metrics where run_id = $run_id;
+delete from ingest_errors where run_id = $run_id;
+delete from raw_folders where run_id = $run_id;
