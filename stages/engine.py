@@ -198,9 +198,16 @@ class Engine:
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
     def _stop_group(self) -> None:
+        # The leader first, so the engine shuts its workers down in order; then the whole group.
         pgid = self.proc.pid
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=self.stop_grace_s / 2)
+            except subprocess.TimeoutExpired:
+                pass
         _signal_group(pgid, signal.SIGTERM)
-        deadline = time.monotonic() + self.stop_grace_s
+        deadline = time.monotonic() + self.stop_grace_s / 2
         while time.monotonic() < deadline and _group_alive(pgid):
             try:
                 self.proc.wait(timeout=0.2)

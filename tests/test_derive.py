@@ -493,3 +493,33 @@ def test_every_model_is_a_cte_chain_ending_in_final():
         sql = derive.model_sql(name)
         assert sql.splitlines()[-1] == "select * from final", name
         assert "{" not in sql.replace("{:", ""), name
+
+
+def test_reported_attempt_is_the_latest_complete_one(tmp_path):
+    rows = raw_rows()
+    out_rows = rows.setdefault("raw_launch_out", ({}, []))[1]
+    out_rows[:] = [r for r in out_rows if r.get("key") != "run_status"]
+    out_rows += [
+        {"run_id": BIG_OLD, "key": "run_status", "value": "complete",
+         "source_file": _folder(BIG_OLD, "launch.out"), "source_line": 9},
+        {"run_id": BIG, "key": "run_status", "value": "interrupted",
+         "source_file": _folder(BIG, "launch.out"), "source_line": 9},
+    ]
+    _, out = derive_into(tmp_path, rows=rows)
+    got = {r["run_id"]: r for r in query(out, "select * from runs")}
+    assert (got[BIG]["run_status"], got[BIG]["is_latest"], got[BIG]["is_current"]) == (
+        "interrupted", True, False)
+    assert (got[BIG_OLD]["run_status"], got[BIG_OLD]["is_current"]) == ("complete", True)
+    assert (got[DP]["run_status"], got[DP]["is_current"]) == ("unknown", True)
+
+
+def test_error_logged_after_ready_is_not_a_launch_error(tmp_path):
+    rows = raw_rows()
+    facts = rows["raw_log_facts"][1]
+    facts[:] = [f for f in facts if not (f["run_id"] == BIG and f["fact"] in ("ready", "error"))]
+    facts += [_fact(BIG, "ready", 200, value_num=1),
+              _fact(BIG, "error", 300, value_text="EngineCore encountered an issue.",
+                    detail="EngineDeadError")]
+    _, out = derive_into(tmp_path, rows=rows)
+    [row] = query(out, "select status, error_type from launches where run_id = $r", {"r": BIG})
+    assert row == {"status": "ready", "error_type": None}

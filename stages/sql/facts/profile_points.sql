@@ -3,7 +3,7 @@ with points as (
     select p.run_id, p.point_id
     from bench_points as p
     inner join runs as r on r.run_id = p.run_id
-    where r.profile = $profile and r.is_latest
+    where r.profile = $profile and r.is_current
 ),
 
 final as (

@@ -107,10 +107,17 @@ ready_fact as (
     where fact = 'ready'
 ),
 
+-- A launch error is one logged before the engine became ready: an error after that (such as
+-- EngineDeadError while the engine is being stopped) is not why a launch failed.
 first_error as (
-    select run_id, detail, value_text, worker, source_file, source_line
-    from facts
-    where fact = 'error'
+    select errors.run_id, errors.detail, errors.value_text, errors.worker,
+           errors.source_file, errors.source_line
+    from facts as errors
+    left join facts as ready
+        on ready.run_id = errors.run_id and ready.fact = 'ready'
+        and ready.source_file = errors.source_file
+    where errors.fact = 'error'
+      and (ready.run_id is null or errors.source_line < ready.source_line)
 ),
 
 joined as (

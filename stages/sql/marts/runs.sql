@@ -1,7 +1,17 @@
 -- One row per run folder. attempt numbers the runs of one spec by start time (1-based);
 -- a run without a spec is grouped by model, layout, context and engine instead.
+-- run_status is launch.out's last `run_status=` (complete, interrupted, engine_died, failed),
+-- 'unknown' when the run never wrote one. is_current marks the attempt the articles report for
+-- its spec: the latest complete one, else the latest.
 with runs as (
     select * from stg_runs
+),
+
+run_status as (
+    select run_id, lower(launch_value) as run_status
+    from stg_launch_out
+    where launch_key = 'run_status'
+    qualify row_number() over (partition by run_id order by source_line desc) = 1
 ),
 
 grouped as (
@@ -13,13 +23,20 @@ grouped as (
 
 numbered as (
     select
-        *,
+        grouped.*,
+        coalesce(run_status.run_status, 'unknown') as run_status,
         row_number() over (
             partition by attempt_group
-            order by started_at asc nulls first, run_id asc
+            order by grouped.started_at asc nulls first, grouped.run_id asc
         ) as attempt,
-        count(*) over (partition by attempt_group) as attempts
+        count(*) over (partition by attempt_group) as attempts,
+        row_number() over (
+            partition by attempt_group
+            order by (coalesce(run_status.run_status, '') = 'complete') desc,
+                     grouped.started_at desc nulls last, grouped.run_id desc
+        ) as report_rank
     from grouped
+    left join run_status on run_status.run_id = grouped.run_id
 ),
 
 final as (
@@ -40,6 +57,8 @@ final as (
         git_sha,
         attempt::integer        as attempt,
         attempt = attempts      as is_latest,
+        run_status,
+        report_rank = 1         as is_current,
         recovered,
         source_file,
         source_line

@@ -1,8 +1,8 @@
--- Bench points of the latest attempt of each spec on a profile, labelled by spec for colour.
+-- Bench points of the reported attempt (runs.is_current) of each spec on a profile, labelled by spec for colour.
 with latest as (
     select r.run_id, r.spec
     from runs as r
-    where r.profile = $profile and r.is_latest
+    where r.profile = $profile and r.is_current
 ),
 
 final as (

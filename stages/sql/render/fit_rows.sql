@@ -3,7 +3,7 @@ with latest as (
     select r.run_id, r.spec, r.started_at
     from runs as r
     inner join launches as l on l.run_id = r.run_id
-    where r.profile = $profile and r.is_latest and l.status = 'ready'
+    where r.profile = $profile and r.is_current and l.status = 'ready'
 ),
 
 final as (
