@@ -16,6 +16,8 @@ from pathlib import Path
 
 import httpx
 
+from stages.config import CampaignError
+
 
 @dataclass(frozen=True)
 class Point:
@@ -25,6 +27,7 @@ class Point:
     output_tokens: int
     num_prompts: int
     seed: int
+    prefix_tokens: int = 0      # a prefix shared by every prompt of the point (0: none)
 
     @property
     def point_id(self) -> str:
@@ -33,15 +36,26 @@ class Point:
 
 def points_for(*, workloads: dict, names: list[str], seed_base: int = 1000) -> list[Point]:
     """The sweep of a spec: every concurrency of every named workload, each with its own seed,
-    so no point re-sends another point's prompts (no accidental prefix-cache hits)."""
+    so no point re-sends another point's prompts (no accidental prefix-cache hits).
+
+    A workload with `shared_prefix_tokens` opens every prompt of a point with the same prefix of
+    that many tokens: the prefix cache serves it after the first request, on purpose. That is
+    how the cache rule and the engine's cache counters are exercised on real engine output."""
+    order = {name: i for i, name in enumerate(workloads)}
     out = []
-    for w_idx, name in enumerate(names):
+    for name in names:
+        if name not in workloads:
+            raise CampaignError(f"unknown workload {name!r} (params.yaml workloads: {', '.join(workloads)})")
         w = workloads[name]
+        prompt, prefix = int(w["prompt_tokens"]), int(w.get("shared_prefix_tokens", 0))
+        if not 0 <= prefix < prompt:
+            raise CampaignError(f"workload {name!r}: shared_prefix_tokens must be below prompt_tokens")
         for c in w["concurrency"]:
-            out.append(Point(workload=name, concurrency=int(c), prompt_tokens=int(w["prompt_tokens"]),
+            c = int(c)
+            out.append(Point(workload=name, concurrency=c, prompt_tokens=prompt,
                              output_tokens=int(w["output_tokens"]),
-                             num_prompts=max(int(c) * int(w.get("prompts_per_user", 2)), 2),
-                             seed=seed_base + 100 * w_idx + int(c)))
+                             num_prompts=max(c * int(w.get("prompts_per_user", 2)), 2),
+                             seed=seed_base + 100 * order[name] + c, prefix_tokens=prefix))
     return out
 
 
@@ -49,7 +63,8 @@ def bench_argv(point: Point, *, base_url: str, model: str, tokenizer: str, resul
                run_id: str) -> list[str]:
     return [
         "--backend", "vllm", "--base-url", base_url, "--model", model, "--tokenizer", tokenizer,
-        "--dataset-name", "random", "--random-input-len", str(point.prompt_tokens),
+        "--dataset-name", "random", "--random-prefix-len", str(point.prefix_tokens),
+        "--random-input-len", str(point.prompt_tokens - point.prefix_tokens),
         "--random-output-len", str(point.output_tokens), "--random-range-ratio", "0",
         "--ignore-eos", "--num-prompts", str(point.num_prompts),
         "--max-concurrency", str(point.concurrency), "--seed", str(point.seed),

@@ -79,3 +79,16 @@ def test_cli_unknown_spec_is_one_line():
 def test_every_command_has_help(cmd):
     result = CliRunner().invoke(main, [cmd, "--help"])
     assert result.exit_code == 0 and "Example:" in result.output
+
+
+def test_shared_prefix_workload_splits_the_prompt():
+    workloads = {"long-shared": {"prompt_tokens": 2048, "shared_prefix_tokens": 1920,
+                                 "output_tokens": 64, "concurrency": [4]}}
+    [p] = bench.points_for(workloads=workloads, names=["long-shared"])
+    argv = bench.bench_argv(p, base_url="http://x", model="m", tokenizer="m",
+                            result_dir=Path("."), run_id="r")
+    assert argv[argv.index("--random-prefix-len") + 1] == "1920"
+    assert argv[argv.index("--random-input-len") + 1] == "128"
+    workloads["long-shared"]["shared_prefix_tokens"] = 4096
+    with pytest.raises(CampaignError, match="below prompt_tokens"):
+        bench.points_for(workloads=workloads, names=["long-shared"])
