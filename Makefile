@@ -8,6 +8,7 @@ STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 # Chromium for the browser test of the built site (Debian package).
 CHROMIUM ?= /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup repro test bench serve publish clean-site help
 
@@ -35,8 +36,14 @@ repro: $(STAMP)
 	@echo ""
 	@echo "Site built: $(CURDIR)/data/site/index.html  (browse it with: make serve)"
 
-test: $(STAMP)
+test: $(STAMP) $(CHROMIUM)
 	$(BIN)/python -m pytest -q
+
+# Debian's chromium, for the browser test of the built site.
+$(CHROMIUM):
+	@echo "installing chromium (Debian package) for the browser test"
+	$(SUDO) apt-get update -qq
+	$(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
 
 bench: $(STAMP)
 	$(BIN)/python -m pytest -q tests -m bench -p no:cacheprovider || true

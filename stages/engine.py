@@ -14,6 +14,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Callable
 import httpx
 
 from stages.config import CampaignError
+from stages.secrets import redact_argv, redact_env, scrub, secret_values
 
 _PR_SET_PDEATHSIG = 1
 
@@ -52,9 +54,10 @@ class Launch:
     port: int = 8000
 
     def shell(self) -> str:
-        """The command as one shell line, exactly as run (from `cwd`)."""
-        assigns = [f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
-        return " ".join(assigns + [shlex.quote(a) for a in self.argv])
+        """The command as one shell line, exactly as run (from `cwd`), secrets redacted."""
+        env = redact_env(self.env)
+        assigns = [f"{k}={shlex.quote(v)}" for k, v in sorted(env.items())]
+        return " ".join(assigns + [shlex.quote(a) for a in redact_argv(self.argv)])
 
     def script(self, header: str) -> str:
         return f"#!/bin/sh\n# {header}\n{self.shell()}\n"
@@ -129,11 +132,19 @@ class Engine:
     def __enter__(self) -> "Engine":
         env = {**os.environ, **self.launch.env}
         self._log = open(self.log_path, "ab")
+        self._copier = None
+        secrets = [v.encode() for v in secret_values(self.launch.argv, self.launch.env)]
         self.started_at = time.monotonic()
+        # With secrets about, the engine's output passes through a scrubbing copier on its way
+        # to server.log; otherwise it goes straight to the file.
         self.proc = subprocess.Popen(
-            self.launch.argv, cwd=self.launch.cwd, env=env, stdout=self._log,
-            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-            preexec_fn=_die_with_parent)
+            self.launch.argv, cwd=self.launch.cwd, env=env,
+            stdout=subprocess.PIPE if secrets else self._log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
+        if secrets:
+            self._copier = threading.Thread(target=_copy_scrubbed, daemon=True,
+                                            args=(self.proc.stdout, self._log, secrets))
+            self._copier.start()
         return self
 
     def __exit__(self, *exc) -> None:
@@ -219,7 +230,16 @@ class Engine:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        if self._copier is not None:
+            self._copier.join(timeout=10)
         self._log.close()
+
+
+def _copy_scrubbed(src, dst, secrets: list[bytes]) -> None:
+    """Copy the engine's output line by line with every secret value replaced."""
+    for line in iter(src.readline, b""):
+        dst.write(scrub(line, secrets))
+        dst.flush()
 
 
 def _signal_group(pgid: int, sig: int) -> None:

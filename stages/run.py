@@ -27,6 +27,7 @@ import httpx
 from stages import bench, needle
 from stages.config import CampaignError, Paths, profile as active_profile, spec as get_spec
 from stages.engine import Engine, EngineDied, Launch, LocalExecutor
+from stages.secrets import redact_mapping
 
 SCHEMA_VERSION = 1
 _RUN_ID_FIELD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -161,7 +162,8 @@ def run(*, spec_name: str, params: dict, paths: Paths,
         raise CampaignError(f"run folder {folder} already exists; run ids are never reused") from None
     workloads = {name: params["workloads"][name] for name in spec.get("workloads", [])}
     meta = {
-        "schema_version": SCHEMA_VERSION, "run_id": run_id, "spec": spec_name, "spec_params": spec,
+        "schema_version": SCHEMA_VERSION, "run_id": run_id, "spec": spec_name,
+        "spec_params": {**spec, "args": redact_mapping(args)},
         "profile": params["profile"], "engine": engine_name, "engine_version": engine_version(engine_name),
         "image": prof.get("image"), "image_digest": None, "executor": executor.name, "gpus": None,
         "model": spec["model"], "model_path": model_path, "layout": spec["layout"],
@@ -231,8 +233,33 @@ def run(*, spec_name: str, params: dict, paths: Paths,
         raise
     finally:
         out.add(points=done, run_status=run_status, finished_at=iso(utc_now()))
+        seal(folder)
     say(f"done: {done} benchmark points, run {run_status}")
     return RunResult(run_id, folder, status, run_status, done)
+
+
+MANIFEST = "MANIFEST.sha256"
+
+
+def seal(folder: Path) -> Path:
+    """Make a finished run folder write-once: a manifest of every file's sha256 (the format
+    `sha256sum -c` reads), then every file read-only. Ingest checks the manifest."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
+    lines = [f"{_sha256(p)}  {p.relative_to(folder).as_posix()}\n" for p in files]
+    manifest = folder / MANIFEST
+    with manifest.open("x") as f:
+        f.writelines(lines)
+    for p in files + [manifest]:
+        p.chmod(0o444)
+    return manifest
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def _kv_tokens(log: Path) -> int | None:

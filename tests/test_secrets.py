@@ -1,0 +1,56 @@
+"""Secrets never reach cmd.sh, meta.json or server.log."""
+from __future__ import annotations
+
+import socket
+import sys
+
+from stages.engine import Engine, Launch
+from stages.run import MANIFEST, seal
+from stages.secrets import REDACTED, redact_argv, redact_env, redact_mapping, secret_values
+
+
+def test_redact_flags_env_and_docker_env_args():
+    argv = ["vllm", "serve", "m", "--api-key", "sk-live-123456", "--hf-token=hf_abcdef",
+            "-e", "HF_TOKEN=hf_abcdef", "-eMY_SECRET=xyz12345", "--max-num-seqs", "4"]
+    assert redact_argv(argv) == ["vllm", "serve", "m", "--api-key", REDACTED,
+                                 f"--hf-token={REDACTED}", "-e", f"HF_TOKEN={REDACTED}",
+                                 f"-eMY_SECRET={REDACTED}", "--max-num-seqs", "4"]
+    assert redact_env({"HF_TOKEN": "hf_x", "OPENAI_API_KEY": "k", "NCCL_P2P_LEVEL": "SYS"}) == {
+        "HF_TOKEN": REDACTED, "OPENAI_API_KEY": REDACTED, "NCCL_P2P_LEVEL": "SYS"}
+    assert redact_mapping({"--api-key": "sk-1", "--max-num-seqs": 4}) == {
+        "--api-key": REDACTED, "--max-num-seqs": 4}
+
+
+def test_secret_values_come_from_flags_and_secret_named_env():
+    values = secret_values(["x", "--api-key", "sk-live-123456"], {"HF_TOKEN": "hf_abcdef"},
+                           inherited={"AWS_SECRET_ACCESS_KEY": "aws-secret-value", "HOME": "/root"})
+    assert values == ["aws-secret-value", "sk-live-123456", "hf_abcdef"]
+
+
+def test_engine_output_is_scrubbed_and_cmd_line_redacted(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = ("import os, sys; print('args: --api-key', sys.argv[2]); "
+              "print('env', os.environ['HF_TOKEN']); sys.stdout.flush()")
+    launch = Launch(argv=[sys.executable, "-c", script, "--api-key", "sk-live-123456"],
+                    env={"HF_TOKEN": "hf_abcdef"}, cwd=tmp_path, port=port)
+    log = tmp_path / "server.log"
+    with Engine(launch, log) as eng:
+        eng.proc.wait(timeout=30)
+    text = log.read_text()
+    assert "sk-live-123456" not in text and "hf_abcdef" not in text
+    assert text.count(REDACTED) == 2
+    assert "sk-live-123456" not in launch.shell() and "hf_abcdef" not in launch.shell()
+
+
+def test_seal_writes_a_manifest_and_makes_files_read_only(tmp_path):
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "server.log").write_text("a\n")
+    (tmp_path / "bench" / "p.json").write_text("{}\n")
+    manifest = seal(tmp_path)
+    assert manifest.name == MANIFEST
+    lines = manifest.read_text().splitlines()
+    assert [line.split("  ")[1] for line in lines] == ["bench/p.json", "server.log"]
+    assert all((tmp_path / p).stat().st_mode & 0o222 == 0
+               for p in ("server.log", "bench/p.json", MANIFEST))
