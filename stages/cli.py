@@ -5,6 +5,7 @@
     campaign ingest                raw run folders -> data/warehouse.duckdb
     campaign derive                SQL models, data tests, CSV exports
     campaign render                article series -> mkdocs site
+    campaign trace FACT            a published number back to its run, raw line and command
 """
 from __future__ import annotations
 
@@ -136,6 +137,41 @@ def render(no_build: bool, root: str) -> None:
                                site_dir=paths.site, facts_file=paths.facts, runs_dir=paths.runs,
                                root=paths.root, build=not no_build)
     click.echo(" ".join(f"{k}={v}" for k, v in summary.items() if not isinstance(v, dict)))
+
+
+@main.command()
+@click.argument("fact", required=False)
+@click.option("--value", "value", help="Find the facts printed with this value.")
+@click.option("--verify", is_flag=True, help="Recompute the fact from the raw files now.")
+@root_option
+@user_errors
+def trace(fact: str | None, value: str | None, verify: bool, root: str) -> None:
+    """Follow a published number back to its run, raw file and line, command and stage.
+
+    Examples: campaign trace launch_kv_tokens--<run_id>
+              campaign trace --value 16,384
+              campaign trace --verify launch_kv_tokens--<run_id>
+    """
+    from stages import trace as trace_mod
+
+    params, paths = _load(root)
+    facts = trace_mod.load_facts(paths.facts)
+    if value is not None:
+        hits = trace_mod.find_by_value(facts, value)
+        if not hits:
+            raise CampaignError(f"no published fact has the value {value}")
+        for hit in hits:
+            click.echo(f"{hit['id']}  {hit.get('display')}  ({', '.join(hit.get('pages') or [])})")
+        return
+    if not fact:
+        raise CampaignError("give a fact id, or --value")
+    found = trace_mod.find(facts, fact)
+    click.echo(trace_mod.chain(found, paths))
+    if verify:
+        verdict = trace_mod.verify(found, paths=paths, params=params, progress=progress)
+        click.echo(f"verify    {'OK' if verdict.matches else 'MISMATCH'}: {verdict.detail}")
+        if not verdict.matches:
+            sys.exit(1)
 
 
 if __name__ == "__main__":

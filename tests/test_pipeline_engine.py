@@ -88,6 +88,14 @@ def test_end_to_end(project: Path):
     assert index.exists()
     facts = json.loads((project / "data" / "facts.json").read_text())
     assert any(run_id in (f.get("run_ids") or []) for f in facts)
+    # every fact resolves to a raw file and line that still holds its source text
+    from stages.facts import read_line
+    traced = [f for f in facts if f["source_file"]]
+    assert traced and all(read_line(project, f["source_file"], f["source_line"]) == f["excerpt"]
+                          for f in traced)
+    kv = next(f for f in facts if f["name"] == "launch_kv_tokens")
+    out = invoke("trace", "--verify", kv["id"], "--root", r).output
+    assert "server.log:" in out and "verify    OK" in out
 
 
 def _engine_processes() -> list[str]:
