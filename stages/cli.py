@@ -174,5 +174,34 @@ def trace(fact: str | None, value: str | None, verify: bool, root: str) -> None:
             sys.exit(1)
 
 
+@main.command()
+@click.option("--base", required=True, help="Run set, spec, image (or tag), or git revision.")
+@click.option("--head", required=True, help="Run set, spec, image (or tag), or git revision.")
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json"]),
+              default="table", show_default=True)
+@click.option("--tolerance", default=5.0, show_default=True,
+              help="Changes within this percentage are marked 'same'.")
+@root_option
+@user_errors
+def diff(base: str, head: str, fmt: str, tolerance: float, root: str) -> None:
+    """Compare two run sets point by point: better, worse, new failure, fixed, not comparable.
+
+    Examples: campaign diff --base tiny-seqs4 --head tiny-seqs16
+              campaign diff --base v0.31.0 --head nightly --format markdown
+              campaign diff --base HEAD~3 --head HEAD --format json
+    """
+    import duckdb
+
+    from stages import diff as diff_mod
+
+    params, paths = _load(root)
+    if not paths.campaign_db.exists():
+        raise CampaignError(f"{paths.campaign_db}: not found (run `dvc repro derive` first)")
+    with duckdb.connect(str(paths.campaign_db), read_only=True) as current:
+        sides = [diff_mod.resolve(t, params=params, paths=paths, current=current) for t in (base, head)]
+        result = diff_mod.compare(*sides, tolerance_pct=tolerance)
+    click.echo(diff_mod.render(result, fmt), nl=False)
+
+
 if __name__ == "__main__":
     main()
