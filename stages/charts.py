@@ -28,6 +28,13 @@ NOTE = [
     "their latency mostly measures queueing. Dashed lines and hollow markers: provisional runs.",
 ]
 REQUIRED = ["run_id", "series", "workload", "concurrency", "capacity_limited", "provisional"]
+# The whole chart (axis, facets, legends below) fits the article column of the site: the column
+# is about 690 px wide on a desktop screen and vega-embed adds its action menu on the right.
+CHART_WIDTH = 600
+Y_AXIS_ALLOWANCE = 70
+FACET_SPACING = 16
+MAX_FACET_COLUMNS = 3
+FACET_HEIGHT = 190
 
 
 def prepare(points: pd.DataFrame) -> pd.DataFrame:
@@ -85,13 +92,23 @@ def _layers(y: alt.Y, color: alt.Scale, tooltip: list, detail: str = "run_id:N",
     return [line, measured, provisional, limited, hatch]
 
 
+def facet_layout(workloads: int, total_width: int = CHART_WIDTH) -> tuple[int, int]:
+    """(columns, width of one facet) so that the facets side by side fit total_width."""
+    columns = max(1, min(workloads, MAX_FACET_COLUMNS))
+    inner = total_width - Y_AXIS_ALLOWANCE - FACET_SPACING * (columns - 1)
+    return columns, inner // columns
+
+
 def _facet(layers: list[alt.Chart], df: pd.DataFrame, title: str) -> alt.FacetChart:
+    columns, width = facet_layout(int(df["workload"].nunique()))
     return (
         alt.layer(*layers, data=df)
-        .properties(width=260, height=200)
-        .facet(column=alt.Column("workload:N", title=None))
+        .properties(width=width, height=FACET_HEIGHT)
+        .facet(facet=alt.Facet("workload:N", title=None, header=alt.Header(labelFontWeight="bold")),
+               columns=columns, spacing=FACET_SPACING)
         .properties(title=alt.TitleParams(title, subtitle=NOTE, anchor="start"))
         .resolve_scale(y="shared")
+        .configure_legend(orient="bottom", direction="vertical")
     )
 
 

@@ -49,6 +49,8 @@ ALLOWED_PATTERNS = (
 PLACEHOLDER = re.compile(r"@@M[A-Z]+@@")
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
+RUN_TIME = re.compile(r"__\d{4}-(\d{2})(\d{2})\d{2}$")
+RUN_LINK = re.compile(r'<a class="run-ref" href="#([^"]+)" title="([^"]*)">([^<]*)</a>')
 MD_SPECIALS = {"\\": "&#92;", "`": "&#96;", "*": "&#42;", "_": "&#95;", "[": "&#91;",
                "]": "&#93;", "|": "&#124;", "~": "&#126;", "$": "&#36;"}
 
@@ -119,6 +121,35 @@ def escape_cell(text: str, max_chars: int | None = None) -> str:
     if max_chars and len(flat) > max_chars:
         flat = flat[:max_chars] + "…"
     return escape_text(flat)
+
+
+def run_anchor(run_id: str) -> str:
+    """The HTML id of a run's section on a page: run-<run id>, other characters as '-'."""
+    return "run-" + re.sub(r"[^A-Za-z0-9_-]", "-", run_id)
+
+
+def run_label(run_id: str, spec: str | None = None) -> str:
+    """A short label for a run: its spec (or the run id without its time) and the HH:MM the
+    run id carries, e.g. `tiny-seqs4 · 05:12` for tiny-llama__cpu_seqs4__4k__vllm__1130-051200."""
+    m = RUN_TIME.search(run_id)
+    name = spec or (run_id[: m.start()].rstrip("_") if m else run_id)
+    return f"{name} · {m.group(1)}:{m.group(2)}" if m else name
+
+
+def run_label_link(run_id: str, spec: str | None = None) -> str:
+    """The compact run label, linked to the run's section; the full id is its tooltip."""
+    return (f'<a class="run-ref" href="#{html.escape(run_anchor(run_id))}" '
+            f'title="{html.escape(run_id)}">{escape_text(run_label(run_id, spec))}</a>')
+
+
+def unlink_missing_runs(text: str, anchors: set[str]) -> str:
+    """Run labels whose run has no section on the page keep their tooltip but lose the link."""
+    def fix(m: re.Match) -> str:
+        if m.group(1) in anchors:
+            return m.group(0)
+        return f'<span class="run-ref" title="{m.group(2)}">{m.group(3)}</span>'
+
+    return RUN_LINK.sub(fix, text)
 
 
 def sql_params(sql: str) -> list[str]:
@@ -296,6 +327,7 @@ class PageMacros:
         self.audit_prefix = audit_prefix
         self.outputs: dict[str, str] = {}
         self.tables_used: list[str] = []
+        self.anchors: set[str] = set()
 
     # -- placeholder bookkeeping
     def hold(self, text: str) -> Markup:
@@ -304,7 +336,8 @@ class PageMacros:
         return Markup(token)
 
     def substitute(self, text: str) -> str:
-        return PLACEHOLDER.sub(lambda m: self.outputs[m.group(0)], text)
+        text = PLACEHOLDER.sub(lambda m: self.outputs[m.group(0)], text)
+        return unlink_missing_runs(text, self.anchors)
 
     def _uses(self, sql: str) -> None:
         for t in tables_in(sql):
@@ -332,8 +365,15 @@ class PageMacros:
         self._uses(sql)
         return data
 
-    def run_ref(self, run_id: str) -> Markup:
-        return self.hold(f"<code>{html.escape(str(run_id))}</code>")
+    def run_ref(self, run_id: str, anchor: bool = False) -> Markup:
+        """A run id as code. With anchor=True (a heading), it becomes the run's section, the
+        target of the compact run labels in this page's tables."""
+        code = f"<code>{html.escape(str(run_id))}</code>"
+        if not anchor:
+            return self.hold(code)
+        slug = run_anchor(str(run_id))
+        self.anchors.add(slug)
+        return self.hold(f"{code} {{#{slug}}}")
 
     def text(self, value: Any, max_chars: int | None = None) -> Markup:
         """Data text (an id, a label, an error message) printed escaped; numbers are refused."""
@@ -343,7 +383,8 @@ class PageMacros:
 
     def table(self, name: str, columns: list, **params: Any) -> Markup:
         """A Markdown table from row query `name`. Column specs: [title, spec] or
-        [title, spec, max_chars]; spec is a column name (text), "run:<col>" (a run id),
+        [title, spec, max_chars]; spec is a column name (text), "run:<col>" (a run id, shown
+        as `<spec> · HH:MM` and linked to the run's section when the page has one),
         or "fact:<fact name>" (bound from the row's columns)."""
         sql, data = self.book.rows(name, params)
         self._uses(sql)
@@ -369,7 +410,7 @@ class PageMacros:
             self._uses(fact.sql)
             return self.fact_markup(fact)
         if key.startswith("run:"):
-            return f"<code>{html.escape(str(row[key[4:]]))}</code>"
+            return run_label_link(str(row[key[4:]]), row.get("spec"))
         if key not in row:
             raise FactError(f"{self.page}: column {title!r}: no column {key!r} in the rows")
         value = row[key]

@@ -3,8 +3,9 @@
 Each `site/templates/*.md.j2` is one page (front matter in YAML, body in Jinja2). A page prints
 numbers only through facts (see stages/facts.py), cites sources as [S1], and draws charts by name
 (stages/charts.py). The stage writes the docs folder from scratch: pages, one audit page per fact,
-SOURCES.md, CSV downloads of the public tables each page reads, chart specs and SVGs, the
-site's own Vega bundle; then data/facts.json; then runs `mkdocs build --strict`.
+SOURCES.md, the Warehouse page (stages/warehouse_page.py), CSV downloads of the public tables,
+chart specs with static SVG and PNG, the site's own Vega bundle; then data/facts.json; then runs
+`mkdocs build --strict`.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import pandas as pd
 import yaml
 
 from stages import charts as chart_lib
+from stages import warehouse_page
 from stages.config import CampaignError
 from stages.facts import (PUBLIC_TABLES, Fact, FactBook, FactError, PageMacros, check_digits,
                           escape_text, git_sha, render_evidence)
@@ -36,6 +38,7 @@ SOURCE_FIELDS = ("id", "title", "publisher", "url", "accessed")
 ASSET_FILES = {"charts.js": "assets/javascripts/charts.js",
                "campaign.css": "assets/stylesheets/campaign.css"}
 VEGA_BUNDLE = "assets/javascripts/vega-bundle.js"
+PNG_SCALE = 2  # pixels per chart unit: sharp on high-density screens and in slides
 EXTERNAL_LOAD = re.compile(
     r"<(?:script|link|img|iframe|source|video|audio|embed)\b[^>]*?\b(?:src|href)\s*=\s*[\"']?(?:https?:)?//",
     re.I)
@@ -169,7 +172,7 @@ def sources_page(sources: dict[str, dict], pages: list[RenderedPage]) -> str:
 # ---------------------------------------------------------------- charts
 
 class ChartWriter:
-    """Writes a chart's Vega-Lite spec and static SVG under assets/charts/<page>/."""
+    """Writes a chart's Vega-Lite spec, static SVG and PNG under assets/charts/<page>/."""
 
     def __init__(self, docs_dir: Path, book: FactBook):
         self.docs_dir = docs_dir
@@ -207,6 +210,7 @@ class ChartWriter:
         spec_json = json.dumps(spec, separators=(",", ":"), default=str)
         (out.parent / f"{name}.vl.json").write_text(spec_json)
         (out.parent / f"{name}.svg").write_text(vlc.vegalite_to_svg(spec))
+        (out.parent / f"{name}.png").write_bytes(vlc.vegalite_to_png(spec, scale=PNG_SCALE))
         self.written.append(rel)
         element = f"spec-{page_stem}-{name}".replace("_", "-")
         inline = spec_json.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
@@ -215,7 +219,8 @@ class ChartWriter:
             f'<div class="vega-chart" data-spec="{element}" markdown>', "",
             f"![{alt_text}]({rel}.svg)", "", "</div>", "",
             f'<script type="application/json" id="{element}">{inline}</script>', "",
-            f"[Static SVG]({rel}.svg) · [Vega-Lite spec]({rel}.vl.json)",
+            f'<p class="chart-downloads" markdown>Download: [SVG]({rel}.svg) · [PNG]({rel}.png) · '
+            f"[Vega-Lite spec]({rel}.vl.json)</p>",
         ])
 
 
@@ -431,7 +436,8 @@ def build_site(config: Path, docs_dir: Path, site_dir: Path) -> Path:
 
 def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, runs_dir: Path,
         root: Path, build: bool = True, templates_dir: Path | None = None,
-        sources_file: Path | None = None, mkdocs_config: Path | None = None) -> dict[str, Any]:
+        sources_file: Path | None = None, mkdocs_config: Path | None = None,
+        warehouse_file: Path | None = None) -> dict[str, Any]:
     """Render the article series from campaign.duckdb and (when build) build the site.
 
     Example: run(campaign_db=p.campaign_db, docs_dir=p.docs, site_dir=p.site,
@@ -441,6 +447,7 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
     templates_dir = templates_dir or root / "site" / "templates"
     sources_file = sources_file or root / "site" / "sources.yaml"
     mkdocs_config = mkdocs_config or root / "mkdocs.yml"
+    warehouse_file = warehouse_file or templates_dir.parent / "warehouse.yaml"
     if not Path(campaign_db).is_file():
         raise CampaignError(f"{campaign_db}: not found (run the derive stage first)")
     sources = load_sources(sources_file)
@@ -469,8 +476,10 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
             (audit / f"{fact.id}.md").write_text(
                 audit_page(fact, runs_dir=runs_dir, root=root, titles=titles))
         (audit / "index.md").write_text(audit_index(facts, titles))
-        tables = list(dict.fromkeys(t for p in rendered for t in p.tables))
-        downloads = write_csv_downloads(con, tables, docs_dir)
+        downloads = write_csv_downloads(con, list(PUBLIC_TABLES), docs_dir)
+        (docs_dir / warehouse_page.PAGE_NAME).write_text(warehouse_page.build(
+            con=con, descriptions_file=warehouse_file,
+            downloads={Path(d).stem: d for d in downloads}))
     finally:
         con.close()
     interactive = write_assets(templates_dir.parent / "assets", docs_dir)
@@ -478,7 +487,7 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
     facts_file.write_text(json.dumps(book.records(), indent=1, default=str) + "\n")
     site_index = build_site(mkdocs_config, docs_dir, site_dir) if build else None
     return {
-        "pages": [p.name for p in rendered] + ["SOURCES.md"],
+        "pages": [p.name for p in rendered] + ["SOURCES.md", warehouse_page.PAGE_NAME],
         "facts": len(facts),
         "charts": [c for p in rendered for c in p.charts],
         "downloads": downloads,

@@ -31,7 +31,7 @@ create table launches (run_id varchar, status varchar, ready_s double, kv_tokens
   kv_cache_gib double, weights_gib double, load_s double, init_s double, max_model_len bigint,
   max_num_seqs integer, seq_cap integer, engines integer, tp integer, moe_backend varchar,
   attention_backend varchar, error_type varchar, error_message varchar, error_worker varchar,
-  command varchar, kv_source_file varchar, kv_source_line integer, error_source_file varchar,
+  kv_cache_dtype varchar, command varchar, kv_source_file varchar, kv_source_line integer, error_source_file varchar,
   error_source_line integer, source_file varchar, source_line integer);
 create table gates (run_id varchar, gate varchar, score double, probes integer,
   passed_probes integer, provisional boolean, source_file varchar, source_line integer);
@@ -54,7 +54,7 @@ create table sequences_fit (run_id varchar, workload varchar, prompt_tokens inte
   output_tokens integer, context_tokens integer, kv_tokens bigint, engines integer,
   seq_cap integer, fit_by_kv integer, sequences integer, beyond_max_context boolean,
   kv_source_file varchar, kv_source_line integer);
-create table ingest_errors (file varchar, line integer, reason varchar);
+create table ingest_errors (run_id varchar, source_file varchar, source_line integer, reason varchar);
 """
 
 
@@ -137,14 +137,14 @@ def build_campaign(root: Path) -> Path:
             ready_s = 71.3 if seqs == 4 else 68.9
             con.execute(
                 "insert into launches values (?, 'ready', ?, ?, 1.0, 0.01, 0.11, 32.75, 4096, ?, ?, 1, 1,"
-                " null, null, null, null, null, ?, ?, ?, null, null, ?, ?)",
+                " null, null, null, null, null, 'auto', ?, ?, ?, null, null, ?, ?)",
                 [run_id, ready_s, KV_TOKENS, seqs, seqs, "python -m vllm.entrypoints.openai.api_server",
                  rel(d / "server.log"), kv_line, rel(d / "launch.out"), 2])
         else:
             err_line = _line_of(d / "server.log", "ValueError")
             con.execute(
                 "insert into launches values (?, 'failed', null, null, null, null, null, null, 4096, ?, ?,"
-                " 1, 1, null, null, 'ValueError', ?, 'EngineCore', ?, null, null, ?, ?, ?, ?)",
+                " 1, 1, null, null, 'ValueError', ?, 'EngineCore', 'auto', ?, null, null, ?, ?, ?, ?)",
                 [run_id, seqs, seqs, "max_num_seqs (16) exceeds available <cache> blocks",
                  "python -m vllm.entrypoints.openai.api_server", rel(d / "server.log"), err_line,
                  rel(d / "cmd.sh"), cmd_line])

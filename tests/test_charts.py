@@ -23,7 +23,7 @@ def points() -> pd.DataFrame:
 def layers(chart: alt.TopLevelMixin) -> list[dict]:
     spec = chart.to_dict()
     assert "facet" in spec, "charts are faceted by workload"
-    assert spec["facet"]["column"]["field"] == "workload"
+    assert spec["facet"]["field"] == "workload"
     return spec["spec"]["layer"]
 
 
@@ -101,3 +101,19 @@ def test_missing_columns_are_refused():
 def test_unknown_chart_name():
     with pytest.raises(KeyError, match="unknown chart"):
         charts.chart_by_name("pie_chart")
+
+
+@pytest.mark.parametrize("workloads,columns", [(1, 1), (2, 2), (3, 3), (5, 3)])
+def test_facets_share_the_article_width(workloads, columns):
+    cols, width = charts.facet_layout(workloads)
+    assert cols == columns
+    used = charts.Y_AXIS_ALLOWANCE + cols * width + (cols - 1) * charts.FACET_SPACING
+    assert charts.CHART_WIDTH - cols < used <= charts.CHART_WIDTH
+
+
+def test_chart_width_and_wrapping_follow_the_workloads():
+    df = pd.concat([points().assign(workload=w) for w in ("long", "chat", "agent", "rag")])
+    spec = charts.decode_chart(df).to_dict()
+    assert spec["columns"] == charts.MAX_FACET_COLUMNS
+    assert spec["spec"]["width"] == charts.facet_layout(4)[1]
+    assert spec["config"]["legend"]["orient"] == "bottom"

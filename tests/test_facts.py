@@ -151,3 +151,23 @@ def test_trace_prints_the_chain(campaign, tmp_path):
     out = facts.trace(fact.id, path)
     assert f"data/runs/{RUN4}/launch.out:2" in out and "ready_s=71.3" in out
     assert "dvc repro derive" in out
+
+
+@pytest.mark.parametrize("run_id,spec,label", [
+    ("tiny-llama__cpu_seqs4__4k__vllm__1130-051200", "tiny-seqs4", "tiny-seqs4 · 05:12"),
+    ("glm53__tp8_dcp8__1024k__vllm__1010-053939", None, "glm53__tp8_dcp8__1024k__vllm · 05:39"),
+    ("odd-name", "spec-a", "spec-a"),
+])
+def test_run_label_is_spec_and_start_time(run_id, spec, label):
+    assert facts.run_label(run_id, spec) == label
+
+
+def test_table_run_labels_link_only_to_sections_on_the_page(macros):
+    columns = [["Run", "run:run_id"], ["Workload", "workload"]]
+    without = macros.substitute(str(macros.table("fit_rows", profile="local-cpu", columns=columns)))
+    assert f'<span class="run-ref" title="{RUN4}">tiny-seqs4 · 05:12</span>' in without
+    assert 'href="#run-' not in without
+    heading = macros.substitute(str(macros.run_ref(RUN4, anchor=True)))
+    assert heading == f"<code>{RUN4}</code> {{#run-{RUN4}}}"
+    linked = macros.substitute(str(macros.table("fit_rows", profile="local-cpu", columns=columns)))
+    assert f'<a class="run-ref" href="#run-{RUN4}" title="{RUN4}">tiny-seqs4 · 05:12</a>' in linked

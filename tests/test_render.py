@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from render_helpers import PROJECT, RUN4, RUN16, build_campaign, render_kwargs
-from stages import render
+from stages import charts, render
 from stages.config import CampaignError
 from stages.facts import FactCheckError
 
@@ -40,7 +40,7 @@ def test_article_prints_facts_that_link_to_audit_pages(rendered):
     assert (root / "data" / "docs" / "audit" / f"launch_ready_s--{RUN4}.md").is_file()
     for target in set(re.findall(r"\]\((audit/[^ )]+\.md)", text)):
         assert (root / "data" / "docs" / target).is_file(), target
-    assert summary["pages"] == ["index.md", "part-local-cpu.md", "SOURCES.md"]
+    assert summary["pages"] == ["index.md", "part-local-cpu.md", "SOURCES.md", "warehouse.md"]
     assert summary["facts"] == len(json.loads((root / "data" / "facts.json").read_text()))
 
 
@@ -78,6 +78,8 @@ def test_article_content_launches_gate_fit_and_charts(rendered):
     for rel in summary["charts"]:
         assert (root / "data" / "docs" / f"{rel}.svg").read_text().startswith("<svg")
         assert json.loads((root / "data" / "docs" / f"{rel}.vl.json").read_text())["facet"]
+        assert (root / "data" / "docs" / f"{rel}.png").read_bytes().startswith(b"\x89PNG\r\n")
+        assert f"Download: [SVG]({rel}.svg) · [PNG]({rel}.png) · [Vega-Lite spec]({rel}.vl.json)" in text
     assert (root / "data" / "docs" / "downloads" / "bench_points.csv").is_file()
     assert "(downloads/launches.csv)" in text
 
@@ -154,3 +156,38 @@ def test_mkdocs_strict_build_works_offline(tmp_path):
     assert bundle.startswith("(function () {") and "vegaEmbed" in bundle
     assert 'src="assets/javascripts/vega-bundle.js"' in html
     assert render.external_loads(site) == []
+
+
+def test_charts_fit_the_article_column(rendered):
+    root, summary = rendered
+    for rel in summary["charts"]:
+        svg = (root / "data" / "docs" / f"{rel}.svg").read_text()
+        width = float(re.search(r'<svg[^>]*\bwidth="([\d.]+)"', svg).group(1))
+        assert width <= charts.CHART_WIDTH + 20, (rel, width)
+        png = (root / "data" / "docs" / f"{rel}.png").read_bytes()
+        png_width = int.from_bytes(png[16:20], "big")
+        assert png_width == round(width * render.PNG_SCALE), (rel, png_width)
+
+
+def test_table_runs_show_spec_and_time_linked_to_their_section(rendered):
+    root, _ = rendered
+    text = page(root)
+    anchor = "run-" + RUN4
+    assert f"### <code>{RUN4}</code> {{#{anchor}}}" in text  # the full id stays on the page
+    launches = text.split("| Run | Status |", 1)[1].split("\n\n", 1)[0]
+    assert f'<a class="run-ref" href="#{anchor}" title="{RUN4}">tiny-seqs4 · 05:12</a>' in launches
+    assert f"<code>{RUN4}</code>" not in launches  # no long ids wrapping in narrow columns
+    fit = text.split("| Run | Workload |", 1)[1].split("\n\n", 1)[0]
+    assert f'title="{RUN16}">tiny-seqs16 · 05:24</a>' in fit
+
+
+def test_warehouse_page_documents_every_public_column(rendered):
+    root, _ = rendered
+    text = page(root, "warehouse.md")
+    assert "### `bench_points` {#table-bench_points}" in text
+    assert "| <code>decode_tok_s_per_user</code> | <code>double</code> | Decode speed" in text
+    assert "Download: [bench_requests.csv](downloads/bench_requests.csv)" in text
+    assert (root / "data" / "docs" / "downloads" / "bench_requests.csv").is_file()
+    assert '??? note "one&#95;latest&#95;attempt&#95;per&#95;spec"' in text
+    assert "- Unique key: <code>run_id</code>" in text and "where finished_at < started_at" in text
+    assert "### `raw_log_facts`" in text and "### `stg_runs`" in text

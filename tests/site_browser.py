@@ -1,0 +1,257 @@
+"""Headless Chromium driven over the DevTools protocol (pipe transport), and a local site server.
+
+No extra dependency: Chromium talks JSON messages separated by NUL bytes on file descriptors 3
+(commands in) and 4 (replies and events out) when started with --remote-debugging-pipe.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--no-first-run", "--disable-component-update", "--disable-sync",
+         "--disable-extensions", "--disable-default-apps", "--no-default-browser-check",
+         "--mute-audio", "--remote-debugging-pipe")
+
+WIRE_FDS = ("import os, sys; r, w = int(sys.argv[1]), int(sys.argv[2]); "
+            "os.dup2(r, 3); os.dup2(w, 4); os.execv(sys.argv[3], sys.argv[3:])")
+
+
+def find_chromium() -> str | None:
+    """$CHROMIUM, else chromium or chromium-browser on PATH, else Debian's path."""
+    for candidate in (os.environ.get("CHROMIUM"), shutil.which("chromium"),
+                      shutil.which("chromium-browser"), "/usr/bin/chromium"):
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+
+class SiteServer:
+    """Serves a folder on 127.0.0.1 at a free port, from a thread."""
+
+    def __init__(self, directory: Path):
+        handler = functools.partial(_QuietHandler, directory=str(directory))
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+
+    def __enter__(self) -> "SiteServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class CdpError(RuntimeError):
+    pass
+
+
+class Browser:
+    """One headless Chromium; `page()` opens a tab with its own session and event log."""
+
+    def __init__(self, binary: str, *, timeout: float = 20.0):
+        self.timeout = timeout
+        self.profile = tempfile.mkdtemp(prefix="chromium-profile-")
+        cmd_r, cmd_w = os.pipe()
+        out_r, out_w = os.pipe()
+
+        # A small launcher moves the pipe ends to descriptors 3 and 4 and execs the browser
+        # (preexec_fn is unsafe once the test process has threads; dash cannot name fds > 9).
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", WIRE_FDS, str(cmd_r), str(out_w),
+             binary, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            pass_fds=(cmd_r, out_w))
+        os.close(cmd_r)
+        os.close(out_w)
+        self._out = os.fdopen(cmd_w, "wb", buffering=0)
+        self._in = os.fdopen(out_r, "rb", buffering=0)
+        self._lock = threading.Lock()
+        self._next_id = 0
+        self._replies: dict[int, queue.Queue] = {}
+        self.events: list[dict[str, Any]] = []
+        self._event_added = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    # -- transport
+    def _read(self) -> None:
+        buf = b""
+        while True:
+            try:
+                chunk = self._in.read(65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                for q in list(self._replies.values()):
+                    q.put({"error": {"message": "browser closed the pipe"}})
+                return
+            buf += chunk
+            while b"\0" in buf:
+                raw, buf = buf.split(b"\0", 1)
+                self._dispatch(json.loads(raw))
+
+    def _dispatch(self, msg: dict[str, Any]) -> None:
+        if "id" in msg:
+            q = self._replies.pop(msg["id"], None)
+            if q is not None:
+                q.put(msg)
+            return
+        if msg.get("method") == "Page.javascriptDialogOpening":
+            # Never leave a page blocked on alert(); the test still sees the event.
+            self._post("Page.handleJavaScriptDialog", {"accept": False}, msg.get("sessionId"))
+        with self._event_added:
+            self.events.append(msg)
+            self._event_added.notify_all()
+
+    def _post(self, method: str, params: dict | None, session: str | None) -> queue.Queue:
+        with self._lock:
+            self._next_id += 1
+            mid = self._next_id
+            q: queue.Queue = queue.Queue()
+            self._replies[mid] = q
+            msg: dict[str, Any] = {"id": mid, "method": method, "params": params or {}}
+            if session:
+                msg["sessionId"] = session
+            self._out.write(json.dumps(msg).encode() + b"\0")
+        return q
+
+    def call(self, method: str, params: dict | None = None, session: str | None = None) -> dict:
+        try:
+            reply = self._post(method, params, session).get(timeout=self.timeout)
+        except queue.Empty:
+            raise CdpError(f"{method}: no reply within {self.timeout} s") from None
+        if "error" in reply:
+            raise CdpError(f"{method}: {reply['error'].get('message')}")
+        return reply.get("result", {})
+
+    def wait_event(self, method: str, session: str, since: int, timeout: float | None = None) -> dict:
+        deadline = time.monotonic() + (timeout or self.timeout)
+        with self._event_added:
+            while True:
+                for ev in self.events[since:]:
+                    if ev.get("method") == method and ev.get("sessionId") == session:
+                        return ev
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise CdpError(f"no {method} within {timeout or self.timeout} s")
+                self._event_added.wait(left)
+
+    # -- pages
+    def page(self, width: int = 1280, height: int = 900) -> "Page":
+        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            self.call(f"{domain}.enable", {}, session)
+        self.call("Emulation.setDeviceMetricsOverride",
+                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, session)
+        return Page(self, session)
+
+    def close(self) -> None:
+        try:
+            self.call("Browser.close")
+        except CdpError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._out.close()
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+    def __enter__(self) -> "Browser":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Page:
+    def __init__(self, browser: Browser, session: str):
+        self.browser = browser
+        self.session = session
+        self.start = len(browser.events)
+
+    def call(self, method: str, params: dict | None = None) -> dict:
+        return self.browser.call(method, params, self.session)
+
+    def events(self, method: str) -> list[dict[str, Any]]:
+        return [e for e in self.browser.events[self.start:]
+                if e.get("sessionId") == self.session and e.get("method") == method]
+
+    def goto(self, url: str) -> None:
+        mark = len(self.browser.events)
+        reply = self.call("Page.navigate", {"url": url})
+        if reply.get("errorText"):
+            raise CdpError(f"{url}: {reply['errorText']}")
+        self.browser.wait_event("Page.loadEventFired", self.session, mark)
+
+    def js(self, expression: str) -> Any:
+        reply = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True,
+                                               "awaitPromise": True})
+        if "exceptionDetails" in reply:
+            raise CdpError(f"{expression[:60]}: {reply['exceptionDetails'].get('text')}")
+        return reply["result"].get("value")
+
+    def wait_for(self, expression: str, timeout: float = 15.0) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            value = self.js(expression)
+            if value or time.monotonic() > deadline:
+                return value
+            time.sleep(0.1)
+
+    def screenshot(self, path: Path) -> None:
+        import base64
+
+        data = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
+        path.write_bytes(base64.b64decode(data["data"]))
+
+    # -- what the page did
+    def console_errors(self) -> list[str]:
+        errors = []
+        for ev in self.events("Runtime.consoleAPICalled"):
+            if ev["params"]["type"] in ("error", "assert"):
+                args = ev["params"].get("args", [])
+                errors.append("console: " + " ".join(str(a.get("value", a.get("description", "")))
+                                                     for a in args))
+        for ev in self.events("Runtime.exceptionThrown"):
+            details = ev["params"]["exceptionDetails"]
+            errors.append("exception: " + str(details.get("exception", {}).get("description")
+                                              or details.get("text")))
+        for ev in self.events("Log.entryAdded"):
+            entry = ev["params"]["entry"]
+            if entry["level"] == "error":
+                errors.append(f"log: {entry.get('text')} {entry.get('url', '')}".strip())
+        for ev in self.events("Network.loadingFailed"):
+            if not ev["params"].get("canceled"):
+                errors.append(f"network: {ev['params'].get('errorText')}")
+        return errors
+
+    def requested_urls(self) -> list[str]:
+        return [ev["params"]["request"]["url"] for ev in self.events("Network.requestWillBeSent")]
+
+    def dialogs(self) -> list[str]:
+        return [ev["params"].get("message", "") for ev in self.events("Page.javascriptDialogOpening")]
