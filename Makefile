@@ -10,13 +10,14 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup repro test bench serve publish clean-site help
+.PHONY: setup repro test bench serve publish help
 
 help:
 	@echo "make repro   set up .venv, run the campaign (dvc repro), print where the site is"
 	@echo "make test    set up .venv, run the test suite"
 	@echo "make bench   run the benchmarks and write data/bench/report.md"
 	@echo "make serve   serve the built site on http://127.0.0.1:8000"
+	@echo "make publish pack the built site into data/publish/site-<version>.tar.gz"
 
 setup: $(STAMP)
 
@@ -47,6 +48,10 @@ $(CHROMIUM):
 
 bench: $(STAMP)
 	$(BIN)/python -m pytest -q tests -m bench -p no:cacheprovider || true
+
+publish: $(STAMP)
+	@test -f data/site/index.html || { echo "no site yet: run make repro first"; exit 1; }
+	$(BIN)/campaign publish
 
 serve: $(STAMP)
 	@test -f data/site/index.html || { echo "no site yet: run make repro first"; exit 1; }

@@ -6,6 +6,8 @@
     campaign derive                SQL models, data tests, CSV exports
     campaign render                article series -> mkdocs site
     campaign trace FACT            a published number back to its run, raw line and command
+    campaign diff --base A --head B    two run sets (specs, images, revisions) point by point
+    campaign archive               track the raw run folders with DVC and push them
 """
 from __future__ import annotations
 
@@ -172,6 +174,37 @@ def trace(fact: str | None, value: str | None, verify: bool, root: str) -> None:
         click.echo(f"verify    {'OK' if verdict.matches else 'MISMATCH'}: {verdict.detail}")
         if not verdict.matches:
             sys.exit(1)
+
+
+@main.command()
+@root_option
+@user_errors
+def publish(root: str) -> None:
+    """Pack the built site into one versioned, reproducible archive with a sha256 MANIFEST.
+
+    Example: campaign publish   (writes data/publish/site-<version>-<date>.tar.gz)
+    """
+    from stages import publish as publish_mod
+
+    _, paths = _load(root)
+    archive_file = publish_mod.run(site_dir=paths.site, out_dir=paths.publish, root=paths.root)
+    click.echo(str(archive_file))
+
+
+@main.command()
+@click.option("--no-push", is_flag=True, help="Only record the run folders; do not push.")
+@root_option
+@user_errors
+def archive(no_push: bool, root: str) -> None:
+    """Track the raw run folders with DVC and push them (and stage outputs) to the DVC remote.
+
+    Example: campaign archive   (then: git add data/runs.dvc dvc.lock && git commit)
+    """
+    from stages import archive as archive_mod
+
+    _, paths = _load(root)
+    summary = archive_mod.run(paths=paths, push=not no_push, progress=progress)
+    click.echo(" ".join(f"{k}={v}" for k, v in summary.items()))
 
 
 @main.command()

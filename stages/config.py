@@ -40,6 +40,7 @@ class Paths:
     facts: Path
     docs: Path
     site: Path
+    publish: Path
 
     @classmethod
     def from_params(cls, params: dict[str, Any], root: Path | str = ".") -> "Paths":

@@ -1,24 +1,38 @@
-"""End to end on the real local engine: model, run (launch, gate, two points), ingest, derive, render.
+"""End to end on the real local engine, as a user and an auditor would do it.
 
-Kept short: one spec, one workload, two concurrency levels. It takes about two minutes on 2 cores.
+A copy of the project (its tracked and untracked files) in a temporary folder, with one spec,
+one workload and two concurrency levels: `dvc repro` runs model, run, ingest, derive and render;
+every fact in the article resolves to a raw line holding its source text; `campaign archive`
+pushes the run folders to a local DVC remote, and from a fresh clone `dvc pull` followed by
+`campaign trace --verify` recomputes a fact from the raw files. About two minutes on 2 cores.
 """
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from stages.cli import main
-from stages.engine import group_members
+from stages.facts import read_line
 
 ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
 
 pytestmark = pytest.mark.engine
+
+
+def sh(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    out = subprocess.run(list(args), cwd=cwd, env=env, capture_output=True, text=True)
+    if check and out.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} exited {out.returncode}:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+    return out
 
 
 def small_params() -> dict:
@@ -30,31 +44,37 @@ def small_params() -> dict:
     return params
 
 
+def copy_project(dest: Path) -> None:
+    listed = sh("git", "ls-files", "--cached", "--others", "--exclude-standard", "-z", cwd=ROOT).stdout
+    for rel in filter(None, listed.split("\0")):
+        if rel.startswith("data/") and rel != "data/.gitkeep":
+            continue                     # what a campaign generated stays behind
+        src = ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("project")
+    copy_project(root)
     (root / "params.yaml").write_text(yaml.safe_dump(small_params(), sort_keys=False))
-    shutil.copy(ROOT / "mkdocs.yml", root / "mkdocs.yml")
-    shutil.copytree(ROOT / "site", root / "site")
+    sh("git", "init", "-q", cwd=root)
+    sh("git", "add", "-A", cwd=root)
+    sh("git", "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", "project", cwd=root)
+    out = sh("dvc", "repro", cwd=root)
+    assert "Running stage 'render'" in out.stdout
     return root
 
 
-def invoke(*args: str):
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result
-
-
-def test_end_to_end(project: Path):
-    r = str(project)
-    invoke("model", "--root", r)
-    out = invoke("run", "tiny-seqs4", "--root", r).output
-    run_id, status, run_status, points = out.split()[-4:]
-    assert (status, run_status, points) == ("ready", "complete", "points=2")
-
+def test_repro_runs_the_engine_and_builds_the_site(project: Path):
+    ledger = json.loads((project / "data" / "ledger" / "tiny-seqs4.json").read_text())
+    run_id = ledger["run_id"]
+    assert (ledger["status"], ledger["run_status"], ledger["points"]) == ("ready", "complete", 2)
     folder = project / "data" / "runs" / run_id
-    assert {p.name for p in folder.iterdir()} >= {"cmd.sh", "server.log", "launch.out",
-                                                   "meta.json", "niah.log", "bench"}
+    assert {p.name for p in folder.iterdir()} >= {"cmd.sh", "server.log", "launch.out", "meta.json",
+                                                   "niah.log", "bench", "MANIFEST.sha256"}
     launch = dict(line.split("=", 1) for line in (folder / "launch.out").read_text().splitlines())
     assert launch["status"] == "ready" and int(launch["engine_kv_tokens"]) > 0
     assert "Application startup complete" in (folder / "server.log").read_text()
@@ -65,13 +85,8 @@ def test_end_to_end(project: Path):
     result = json.loads((folder / "bench" / "chat__c04.json").read_text())
     assert result["completed"] == 8 and len(result["ttfts"]) == 8
     assert (folder / "bench" / "chat__c04.metrics.after.txt").read_text().count("vllm:") > 10
-    ledger = json.loads((project / "data" / "ledger" / "tiny-seqs4.json").read_text())
-    assert ledger["run_id"] == run_id
-    # nothing of the engine is left running
-    assert not [p for p in _engine_processes() if "8019" in p]
+    assert not [p for p in _engine_processes() if "8019" in p]      # nothing left running
 
-    invoke("ingest", "--root", r)
-    invoke("derive", "--root", r)
     with duckdb.connect(str(project / "data" / "campaign.duckdb"), read_only=True) as db:
         launches = db.sql("select status, kv_tokens from launches").fetchall()
         points = db.sql("select concurrency, sent, completed, ttft_median_s, capacity_limited "
@@ -82,20 +97,36 @@ def test_end_to_end(project: Path):
     assert all(t > 0 for *_, t, _ in points)
     assert [cap for *_, cap in points] == [False, False]   # cap 4: concurrency 4 still fits
     assert gate == [(0.0, True)]                          # dummy weights miss the needle
+    assert (project / "data" / "site" / "index.html").exists()
 
-    invoke("render", "--root", r)
-    index = project / "data" / "site" / "index.html"
-    assert index.exists()
+    again = sh("dvc", "repro", cwd=project).stdout
+    assert "Data and pipelines are up to date" in again
+
+
+def test_every_fact_resolves_to_its_raw_line(project: Path):
     facts = json.loads((project / "data" / "facts.json").read_text())
-    assert any(run_id in (f.get("run_ids") or []) for f in facts)
-    # every fact resolves to a raw file and line that still holds its source text
-    from stages.facts import read_line
     traced = [f for f in facts if f["source_file"]]
-    assert traced and all(read_line(project, f["source_file"], f["source_line"]) == f["excerpt"]
-                          for f in traced)
+    assert len(traced) > 10
+    assert all(read_line(project, f["source_file"], f["source_line"]) == f["excerpt"] for f in traced)
+    out = sh("campaign", "trace", traced[0]["id"], cwd=project).stdout
+    assert f"{traced[0]['source_file']}:{traced[0]['source_line']}" in out
+
+
+def test_auditor_pulls_the_raw_runs_and_verifies_a_fact(project: Path, tmp_path):
+    remote = tmp_path / "remote"
+    sh("dvc", "remote", "add", "-d", "audit", str(remote), cwd=project)
+    summary = sh("campaign", "archive", cwd=project).stdout
+    assert "pushed=True" in summary
+    sh("git", "add", "-A", cwd=project)
+    sh("git", "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", "campaign", cwd=project)
+
+    clone = tmp_path / "clone"
+    sh("git", "clone", "-q", str(project), str(clone), cwd=tmp_path)
+    sh("dvc", "pull", "-q", cwd=clone)
+    facts = json.loads((clone / "data" / "facts.json").read_text())
     kv = next(f for f in facts if f["name"] == "launch_kv_tokens")
-    out = invoke("trace", "--verify", kv["id"], "--root", r).output
-    assert "server.log:" in out and "verify    OK" in out
+    out = sh("campaign", "trace", "--verify", kv["id"], cwd=clone)
+    assert "verify    OK" in out.stdout
 
 
 def _engine_processes() -> list[str]:
