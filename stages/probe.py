@@ -251,7 +251,9 @@ def _git_sha(root: Path) -> str | None:
                              timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return out.stdout.strip() or None
+    sha = out.stdout.strip()
+    # A copy of the tree without its history answers with the literal "HEAD": no sha then.
+    return sha if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", sha) else None
 
 
 # ---------------------------------------------------------------- measurements (torch)
