@@ -13,7 +13,6 @@ ParseError; `read_node_folder` reads a whole folder and adds `source_file` to ev
 from __future__ import annotations
 
 import csv
-import io
 import json
 import re
 from dataclasses import dataclass, field
@@ -63,12 +62,17 @@ def _cell(value: str, unit: str | None) -> Any:
 
 def parse_gpus_csv(data: bytes) -> tuple[list[dict[str, Any]], list[ParseError]]:
     """One row per GPU line of `nvidia-smi --query-gpu=... --format=csv`."""
-    lines = decode(data).split("\n")
     rows: list[dict[str, Any]] = []
     errors: list[ParseError] = []
-    reader = csv.reader(io.StringIO("\n".join(lines)), skipinitialspace=True)
     columns: list[tuple[str, str | None]] | None = None
-    for number, cells in enumerate(reader, start=1):
+    # One physical line at a time: line numbers stay true, and a line the csv module refuses
+    # (an over-long field, a stray quote) becomes an error row instead of an exception.
+    for number, line in enumerate(decode(data).split("\n"), start=1):
+        try:
+            cells = next(csv.reader([line], skipinitialspace=True), [])
+        except csv.Error as exc:
+            errors.append(ParseError(number, f"gpus.csv: unreadable line ({exc})"))
+            continue
         if not cells or not "".join(cells).strip():
             continue
         if columns is None:
