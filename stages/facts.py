@@ -186,7 +186,9 @@ def fact_id(name: str, params: dict[str, Any]) -> str:
 
 
 def read_line(root: Path, source_file: str, line: int) -> str:
-    path = root / source_file
+    path = (root / source_file).resolve()
+    if not path.is_relative_to(root.resolve()):
+        raise FactError(f"{source_file}: outside the project; a fact's source must be a raw file in it")
     try:
         with path.open(encoding="utf-8", errors="replace") as fh:
             for i, text in enumerate(fh, start=1):

@@ -62,3 +62,12 @@ def test_chain_reads_the_raw_line_now_and_names_command_and_stage(tmp_path):
     assert "re-run: dvc repro derive" in text and "warning" not in text
     (run / "launch.out").write_text("status=ready\nready_s=1.0\n")
     assert "warning   the line differs" in chain(FACTS[0], paths)
+
+
+def test_a_source_outside_the_project_is_refused(tmp_path):
+    from stages.facts import FactError, read_line
+
+    (tmp_path / "inside.txt").write_text("a\nb\n")
+    assert read_line(tmp_path, "inside.txt", 2) == "b"
+    with pytest.raises(FactError, match="outside the project"):
+        read_line(tmp_path, "../../etc/passwd", 1)
