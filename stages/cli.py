@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from stages.config import CampaignError, Paths, load_params
+from stages.config import CampaignError, Paths, load_params, profile_workloads
 
 
 def progress(msg: str) -> None:
@@ -35,6 +35,18 @@ def user_errors(fn):
             click.echo(f"campaign: error: {exc}", err=True)
             sys.exit(2)
     return wrapper
+
+
+def parse_gpus(text: str) -> list[int]:
+    """'0-3' -> [0, 1, 2, 3]; '4,5,6,7' -> [4, 5, 6, 7]."""
+    out: list[int] = []
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.partition("-")
+            out += list(range(int(lo), int(hi or lo) + 1))
+    except ValueError:
+        raise CampaignError(f"--gpus {text!r}: expected a list like 0-3 or 4,5,6,7") from None
+    return out
 
 
 def _load(root: str) -> tuple[dict, Paths]:
@@ -71,9 +83,10 @@ def model(root: str) -> None:
 @main.command("run")
 @click.argument("spec")
 @click.option("--dry-run", is_flag=True, help="Print the engine command and exit.")
+@click.option("--gpus", default=None, help="GPU set, e.g. 0-3 or 4,5,6,7 (default: the spec's).")
 @root_option
 @user_errors
-def run_cmd(spec: str, dry_run: bool, root: str) -> None:
+def run_cmd(spec: str, dry_run: bool, gpus: str | None, root: str) -> None:
     """Launch SPEC's engine, gate it with the needle, run its benchmarks, stop it.
 
     Example: campaign run tiny-seqs4
@@ -82,12 +95,39 @@ def run_cmd(spec: str, dry_run: bool, root: str) -> None:
 
     params, paths = _load(root)
     result = run_stage.run(spec_name=spec, params=params, paths=paths, progress=progress,
-                           dry_run=dry_run)
+                           dry_run=dry_run, gpus=parse_gpus(gpus) if gpus else None)
     if dry_run:
         click.echo(result.shell())
         return
     run_stage.write_ledger(paths.ledger / f"{spec}.json", result, spec)
     click.echo(f"{result.run_id} {result.status} {result.run_status} points={result.points}")
+
+
+@main.command()
+@click.argument("specs", nargs=-1)
+@click.option("--dry-run", is_flag=True, help="Print the timeline and the commands; run nothing.")
+@root_option
+@user_errors
+def schedule(specs: tuple[str, ...], dry_run: bool, root: str) -> None:
+    """Run specs over GPU sets: quad-sized ones two at a time, 8-GPU ones on the whole node.
+
+    Example: campaign schedule --dry-run qwen3-235b-tp4 qwen3-235b-sglang-tp4 glm53-tp8-dcp8
+    (no SPECS: the run_specs of params.yaml)
+    """
+    from stages import schedule as sched
+
+    params, paths = _load(root)
+    jobs = sched.jobs_from(params, list(specs) or list(params.get("run_specs") or []))
+    if dry_run:
+        slots = sched.plan(jobs)
+        click.echo(sched.timeline(slots))
+        for s in slots:
+            click.echo(f"at {s.start_min:5.0f} min: campaign run {s.spec} --gpus {s.gpus[0]}-{s.gpus[-1]}")
+        return
+    results = sched.execute(jobs, root=paths.root, progress=progress)
+    failed = [k for k, v in results.items() if v != 0]
+    if failed:
+        raise CampaignError(f"runs that did not finish: {', '.join(failed)}")
 
 
 @main.command()
@@ -119,7 +159,7 @@ def derive(root: str) -> None:
     params, paths = _load(root)
     summary = derive_stage.run(warehouse=paths.warehouse, campaign_db=paths.campaign_db,
                                derived_dir=paths.derived, metrics_file=paths.metrics,
-                               rules=params["rules"], workloads=params["workloads"])
+                               rules=params["rules"], workloads=profile_workloads(params))
     click.echo(" ".join(f"{k}={v}" for k, v in summary.items() if not isinstance(v, dict)))
 
 

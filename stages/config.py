@@ -52,7 +52,7 @@ class Paths:
         return cls(root=root, **{k: root / v for k, v in p.items() if k in cls.__dataclass_fields__})
 
 
-def spec(params: dict[str, Any], name: str) -> dict[str, Any]:
+def spec(params: dict[str, Any], name: str, *, check_profile: bool = True) -> dict[str, Any]:
     """The run spec `name`, checked against the active profile."""
     specs = params.get("specs") or {}
     if name not in specs:
@@ -60,15 +60,24 @@ def spec(params: dict[str, Any], name: str) -> dict[str, Any]:
         raise CampaignError(f"unknown spec {name!r} (params.yaml specs: {known})")
     s = specs[name]
     active = params.get("profile")
-    if s.get("profile") != active:
+    if check_profile and s.get("profile") != active:
         raise CampaignError(
             f"spec {name!r} is for profile {s.get('profile')!r}, but the active profile is {active!r}")
     return s
 
 
-def profile(params: dict[str, Any]) -> dict[str, Any]:
-    name = params.get("profile")
+def profile(params: dict[str, Any], name: str | None = None) -> dict[str, Any]:
+    name = name or params.get("profile")
     profiles = params.get("profiles") or {}
     if name not in profiles:
         raise CampaignError(f"unknown profile {name!r} (params.yaml profiles: {', '.join(profiles)})")
     return profiles[name]
+
+
+def profile_workloads(params: dict[str, Any]) -> dict[str, Any]:
+    """The workloads the active profile's specs use (all of them if no spec names any)."""
+    active = params.get("profile")
+    used = {w for s in (params.get("specs") or {}).values() if s.get("profile") == active
+            for w in s.get("workloads") or []}
+    workloads = params.get("workloads") or {}
+    return {k: v for k, v in workloads.items() if k in used} or dict(workloads)

@@ -52,6 +52,7 @@ class Launch:
     env: dict[str, str] = field(default_factory=dict)   # additions to the inherited environment
     cwd: Path = Path(".")
     port: int = 8000
+    cleanup: tuple[tuple[str, ...], ...] = ()            # commands run on every exit path
 
     def shell(self) -> str:
         """The command as one shell line, exactly as run (from `cwd`), secrets redacted."""
@@ -72,14 +73,102 @@ class LocalExecutor:
         self.root = root
         self.python = python or _relative_python(root)
 
-    def launch(self, *, engine: str, model_path: str, args: dict, env: dict, port: int) -> Launch:
+    def launch(self, *, run_id: str, engine: str, model_path: str, args: dict, env: dict,
+               port: int, gpus: list[int] | None = None) -> Launch:
         if engine != "vllm":
             raise CampaignError(f"the local executor runs vllm only, not {engine!r}")
         argv = [self.python, "-m", "vllm.entrypoints.openai.api_server",
                 "--model", model_path, "--host", "127.0.0.1", "--port", str(port)]
         argv += flag_args(args)
-        return Launch(argv=argv, env={k: str(v) for k, v in (env or {}).items()}, cwd=self.root,
-                      port=port)
+        env = {k: str(v) for k, v in (env or {}).items()}
+        if gpus:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
+        return Launch(argv=argv, env=env, cwd=self.root, port=port)
+
+    def image_digest(self, image: str | None) -> str | None:
+        return None
+
+    def cross_p2p(self, gpus: list[int]) -> str | None:
+        return None
+
+
+class DockerExecutor:
+    """Runs the engine from an image: `docker run` in the foreground, so the client process lives
+    exactly as long as the container, which is named after the run and removed on every exit path.
+
+    The GPU set, shared memory, host network, the model folder mounted read-only and the NCCL and
+    engine environment all come from the profile and the spec."""
+
+    name = "docker"
+    ENTRYPOINTS = {
+        "vllm": (["--entrypoint", "vllm"], lambda model, port: ["serve", model, "--host", "0.0.0.0",
+                                                                 "--port", str(port)]),
+        "sglang": (["--entrypoint", "python3"], lambda model, port: [
+            "-m", "sglang.launch_server", "--model-path", model, "--host", "0.0.0.0",
+            "--port", str(port)]),
+    }
+
+    def __init__(self, *, root: Path, image: str, docker: dict | None = None, docker_bin: str = "docker"):
+        self.root = root
+        self.image = image
+        self.cfg = docker or {}
+        self.docker = docker_bin
+
+    def launch(self, *, run_id: str, engine: str, model_path: str, args: dict, env: dict,
+               port: int, gpus: list[int] | None = None) -> Launch:
+        if engine not in self.ENTRYPOINTS:
+            raise CampaignError(f"the docker executor runs {', '.join(self.ENTRYPOINTS)}, not {engine!r}")
+        entry, head = self.ENTRYPOINTS[engine]
+        argv = [self.docker, "run", "--rm", "--name", run_id]
+        argv += ["--gpus", f'"device={",".join(map(str, gpus))}"'] if gpus else []
+        argv += ["--ipc", "host", "--shm-size", str(self.cfg.get("shm_size", "32g")),
+                 "--network", "host"]
+        for mount in self.cfg.get("mounts") or []:
+            argv += ["-v", f"{mount}:{mount}:ro"]        # model folders, read-only
+        for k, v in sorted((env or {}).items()):
+            argv += ["-e", f"{k}={v}"]
+        argv += [str(a) for a in self.cfg.get("extra_args") or []]
+        argv += entry + [self.image] + head(model_path, port) + flag_args(args)
+        return Launch(argv=argv, cwd=self.root, port=port,
+                      cleanup=((self.docker, "rm", "-f", run_id),))
+
+    def image_digest(self, image: str | None) -> str | None:
+        """The repo digest of the image the engine ran (what a tag pointed at that day)."""
+        if not image:
+            return None
+        try:
+            out = subprocess.run([self.docker, "image", "inspect", "--format",
+                                  "{{index .RepoDigests 0}}", image],
+                                 capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        digest = out.stdout.strip()
+        return digest if out.returncode == 0 and digest else None
+
+    def cross_p2p(self, gpus: list[int]) -> str | None:
+        """For a run spanning both quads: can every GPU reach every other one (peer access)?"""
+        code = ("import torch, itertools; n = torch.cuda.device_count(); "
+                "print('ok' if all(torch.cuda.can_device_access_peer(a, b) "
+                "for a, b in itertools.permutations(range(n), 2)) else 'no')")
+        try:
+            out = subprocess.run([self.docker, "run", "--rm", "--gpus",
+                                  f'"device={",".join(map(str, gpus))}"', "--entrypoint", "python3",
+                                  self.image, "-c", code], capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"error {type(exc).__name__}"
+        last = (out.stdout.strip().splitlines() or ["error"])[-1]
+        return last if out.returncode == 0 else f"error exit {out.returncode}"
+
+
+def executor_for(profile: dict, *, root: Path):
+    kind = profile.get("executor")
+    if kind == "local":
+        return LocalExecutor(root=root)
+    if kind == "docker":
+        if not profile.get("image"):
+            raise CampaignError("the docker executor needs an image in the profile (or the spec)")
+        return DockerExecutor(root=root, image=profile["image"], docker=profile.get("docker"))
+    raise CampaignError(f"unknown executor {kind!r} (local or docker)")
 
 
 def flag_args(args: dict) -> list[str]:
@@ -232,6 +321,11 @@ class Engine:
             pass
         if self._copier is not None:
             self._copier.join(timeout=10)
+        for cmd in self.launch.cleanup:           # e.g. docker rm -f <run_id>
+            try:
+                subprocess.run(list(cmd), capture_output=True, timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
         self._log.close()
 
 

@@ -26,12 +26,13 @@ import httpx
 
 from stages import bench, needle
 from stages.config import CampaignError, Paths, profile as active_profile, spec as get_spec
-from stages.engine import Engine, EngineDied, Launch, LocalExecutor
+from stages.engine import Engine, EngineDied, Launch, executor_for
 from stages.secrets import redact_mapping
 
 SCHEMA_VERSION = 1
 _RUN_ID_FIELD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_KV_TOKENS = re.compile(r"KV cache size: ([\d,]+) tokens")
+_KV_TOKENS = re.compile(r"KV cache size: ([\d,]+) tokens|max_total_num_tokens=(\d+)")
+QUADS = ((0, 1, 2, 3), (4, 5, 6, 7))
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,20 @@ class RunResult:
     status: str        # ready | failed
     run_status: str    # complete | failed | engine_died
     points: int
+
+
+def default_gpus(spec: dict) -> list[int] | None:
+    """A spec's GPU set when no scheduler gave one: `gpus` as a count (the first N GPUs) or a list."""
+    g = spec.get("gpus")
+    if g is None:
+        return None
+    if isinstance(g, int):
+        return list(range(g))
+    return [int(x) for x in g]
+
+
+def spans_quads(gpus: list[int]) -> bool:
+    return all(any(g in quad for g in gpus) for quad in QUADS)
 
 
 def ctx_label(max_model_len: int) -> str:
@@ -133,28 +148,31 @@ class _Interrupts:
 
 
 def run(*, spec_name: str, params: dict, paths: Paths,
-        progress: Callable[[str], None] = lambda s: None, dry_run: bool = False) -> RunResult | Launch:
-    spec = get_spec(params, spec_name)
-    prof = active_profile(params)
+        progress: Callable[[str], None] = lambda s: None, dry_run: bool = False,
+        gpus: list[int] | None = None) -> RunResult | Launch:
+    # A dry run may show any spec's command, on the profile the spec is written for.
+    spec = get_spec(params, spec_name, check_profile=not dry_run)
+    prof = {**active_profile(params, spec.get("profile") if dry_run else None)}
+    prof["image"] = spec.get("image") or prof.get("image")
     args = spec.get("args") or {}
     max_model_len = int(args.get("--max-model-len") or args.get("--context-length") or 0)
     if not max_model_len:
-        raise CampaignError(f"spec {spec_name!r}: args must set --max-model-len")
-    engine_name = prof["engine"]
+        raise CampaignError(f"spec {spec_name!r}: args must set --max-model-len (or --context-length)")
+    engine_name = spec.get("engine") or prof["engine"]
     model_path = str(spec.get("model_path") or (paths.models / spec["model"]).relative_to(paths.root))
-    if prof["executor"] != "local":
-        raise CampaignError(f"executor {prof['executor']!r} is not available in this build")
-    executor = LocalExecutor(root=paths.root)
-    launch = executor.launch(engine=engine_name, model_path=model_path, args=args,
-                             env=prof.get("env") or {}, port=int(prof["port"]))
+    gpu_set = gpus if gpus is not None else default_gpus(spec)
+    executor = executor_for(prof, root=paths.root)
+    started = utc_now()
+    run_id = make_run_id(model=spec["model"], layout=spec["layout"], max_model_len=max_model_len,
+                         engine=engine_name, now=started)
+    env = {**(prof.get("env") or {}), **(spec.get("env") or {})}
+    launch = executor.launch(run_id=run_id, engine=engine_name, model_path=model_path, args=args,
+                             env=env, port=int(prof["port"]), gpus=gpu_set)
     if dry_run:
         return launch
     if not (paths.root / model_path).exists():
         raise CampaignError(f"model folder {model_path} not found (run `dvc repro model` first)")
 
-    started = utc_now()
-    run_id = make_run_id(model=spec["model"], layout=spec["layout"], max_model_len=max_model_len,
-                         engine=engine_name, now=started)
     folder = paths.runs / run_id
     try:
         folder.mkdir(parents=True)
@@ -164,8 +182,11 @@ def run(*, spec_name: str, params: dict, paths: Paths,
     meta = {
         "schema_version": SCHEMA_VERSION, "run_id": run_id, "spec": spec_name,
         "spec_params": {**spec, "args": redact_mapping(args)},
-        "profile": params["profile"], "engine": engine_name, "engine_version": engine_version(engine_name),
-        "image": prof.get("image"), "image_digest": None, "executor": executor.name, "gpus": None,
+        "profile": params["profile"], "engine": engine_name, "engine_version": engine_version(engine_name)
+        if executor.name == "local" else None,
+        "image": prof.get("image") if executor.name != "local" else None,
+        "image_digest": executor.image_digest(prof.get("image")), "executor": executor.name,
+        "gpus": ",".join(map(str, gpu_set)) if gpu_set else None,
         "model": spec["model"], "model_path": model_path, "layout": spec["layout"],
         "ctx_label": ctx_label(max_model_len), "max_model_len": max_model_len,
         "workloads": workloads, "gate": params.get("gate"),
@@ -178,6 +199,11 @@ def run(*, spec_name: str, params: dict, paths: Paths,
     (folder / "cmd.sh").open("x").write(launch.script(f"engine command of run {run_id}, run from the project root"))
     out = LaunchOut(folder / "launch.out")
     say = lambda msg: progress(f"[{spec_name}] {msg}")  # noqa: E731
+    if gpu_set and spans_quads(gpu_set):
+        p2p = executor.cross_p2p(gpu_set)
+        if p2p is not None:
+            out.add(cross_p2p=p2p)
+            say(f"GPUs {gpu_set} span both quads: peer access {p2p}")
     say(f"run {run_id}: starting {engine_name} ({folder})")
 
     status, run_status, done = "failed", "failed", 0
@@ -267,7 +293,7 @@ def _kv_tokens(log: Path) -> int | None:
         for raw in f:
             m = _KV_TOKENS.search(raw.decode("utf-8", "replace"))
             if m:
-                return int(m.group(1).replace(",", ""))
+                return int((m.group(1) or m.group(2)).replace(",", ""))
     return None
 
 

@@ -84,7 +84,7 @@ def test_flag_args():
 
 def test_local_launch_shell_line_is_exact(tmp_path):
     launch = LocalExecutor(root=tmp_path, python=".venv/bin/python").launch(
-        engine="vllm", model_path="data/models/m", args={"--max-num-seqs": 4},
+        run_id="r", engine="vllm", model_path="data/models/m", args={"--max-num-seqs": 4},
         env={"VLLM_CPU_KVCACHE_SPACE": "1"}, port=8011)
     assert launch.shell() == (
         "VLLM_CPU_KVCACHE_SPACE=1 .venv/bin/python -m vllm.entrypoints.openai.api_server "

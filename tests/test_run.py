@@ -71,11 +71,13 @@ def test_cli_dry_run_prints_the_engine_command():
 def test_cli_unknown_spec_is_one_line():
     result = CliRunner().invoke(main, ["run", "nope", "--root", str(ROOT)])
     assert result.exit_code == 2
-    assert result.output.strip().splitlines() == [
-        "campaign: error: unknown spec 'nope' (params.yaml specs: tiny-seqs16, tiny-seqs4)"]
+    [line] = result.output.strip().splitlines()
+    assert line.startswith("campaign: error: unknown spec 'nope' (params.yaml specs: ")
+    assert "tiny-seqs4" in line
 
 
-@pytest.mark.parametrize("cmd", ["model", "run", "ingest", "derive", "render"])
+@pytest.mark.parametrize("cmd", ["model", "run", "schedule", "ingest", "derive", "render", "trace",
+                                 "diff", "archive", "publish"])
 def test_every_command_has_help(cmd):
     result = CliRunner().invoke(main, [cmd, "--help"])
     assert result.exit_code == 0 and "Example:" in result.output

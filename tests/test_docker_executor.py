@@ -1,0 +1,87 @@
+"""The docker executor: commands checked against golden files, and a real run through a stand-in
+docker that records its arguments and starts the local engine instead of a container."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from stages import schedule
+from stages.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).parent / "golden"
+FAKE = Path(__file__).parent / "fixtures" / "fake_docker"
+STAMP = re.compile(r"__\d{4}-\d{6}\b")
+
+
+@pytest.mark.parametrize("spec", ["glm53-tp8-dcp8", "minimax-m3-tep8", "dsv4-pro-tep8",
+                                  "qwen3-235b-sglang-tp4"])
+def test_dry_run_prints_the_docker_command(spec):
+    result = CliRunner().invoke(main, ["run", spec, "--dry-run", "--root", str(ROOT)])
+    assert result.exit_code == 0, result.output
+    got = STAMP.sub("__MMDD-HHMMSS", result.output)
+    assert got == (GOLDEN / f"dryrun_{spec}.txt").read_text()
+
+
+def test_timeline_runs_two_quads_at_once_and_the_node_spec_waits():
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    jobs = schedule.jobs_from(params, ["qwen3-235b-tp4", "qwen3-235b-sglang-tp4", "glm53-tp8-dcp8"])
+    a, b, big = schedule.plan(jobs)
+    assert (a.gpus, b.gpus) == ((0, 1, 2, 3), (4, 5, 6, 7))
+    assert a.start_min == b.start_min == 0
+    assert big.gpus == tuple(range(8)) and big.start_min == max(a.end_min, b.end_min)
+    text = schedule.timeline([a, b, big])
+    assert re.search(r"glm53-tp8-dcp8 +0-7 +45 +135", text)
+
+
+def test_a_waiting_node_spec_is_not_overtaken():
+    jobs = [schedule.Job("q1", 4, 10), schedule.Job("node", 8, 10), schedule.Job("q2", 4, 1)]
+    slots = {s.spec: s for s in schedule.plan(jobs)}
+    assert slots["node"].start_min == 10 and slots["q2"].start_min == 20
+
+
+@pytest.mark.engine
+def test_docker_executor_runs_the_engine_and_removes_the_container(tmp_path):
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["profile"] = "docker-test"
+    params["profiles"]["docker-test"] = {
+        "executor": "docker", "engine": "vllm", "image": "vllm/vllm-openai:v0.32.0", "port": 8025,
+        "docker": {"shm_size": "1g", "mounts": []}, "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
+        "ready_timeout_s": 600}
+    spec = params["specs"]["tiny-seqs4"]
+    spec.update(profile="docker-test", gpus=[0], workloads=["chat"])
+    params["workloads"]["chat"]["concurrency"] = [1]
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    log = tmp_path / "docker.log"
+    env = {**os.environ, "PATH": f"{FAKE}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "FAKE_DOCKER_LOG": str(log), "FAKE_DOCKER_PYTHON": sys.executable}
+    subprocess.run(["campaign", "model"], cwd=tmp_path, env=env, check=True, capture_output=True)
+    out = subprocess.run(["campaign", "run", "tiny-seqs4"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    run_id, status, run_status, points = out.stdout.split()[-4:]
+    assert (status, run_status, points) == ("ready", "complete", "points=1")
+
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    runs = [c for c in calls if c[0] == "run"]
+    assert len(runs) == 1
+    assert runs[0][:4] == ["run", "--rm", "--name", run_id]
+    assert runs[0][runs[0].index("--gpus") + 1] == '"device=0"'
+    assert ["rm", "-f", run_id] in calls                        # removed on the way out
+    assert calls.index(["rm", "-f", run_id]) > calls.index(runs[0])
+    folder = tmp_path / "data" / "runs" / run_id
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["executor"] == "docker" and meta["image"] == "vllm/vllm-openai:v0.32.0"
+    assert meta["image_digest"].startswith("vllm/vllm-openai@sha256:")
+    assert (folder / "cmd.sh").read_text().splitlines()[-1].startswith("docker run --rm --name " + run_id)
+    assert (folder / "bench" / "chat__c01.json").exists()
+    leftover = subprocess.run(["pgrep", "-f", "port 8025"], capture_output=True, text=True).stdout
+    assert leftover.strip() == ""
