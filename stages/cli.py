@@ -190,7 +190,7 @@ def render(no_build: bool, root: str) -> None:
 def trace(fact: str | None, value: str | None, verify: bool, root: str) -> None:
     """Follow a published number back to its run, raw file and line, command and stage.
 
-    Examples: campaign trace launch_kv_tokens--<run_id>
+    Example: campaign trace launch_kv_tokens--<run_id>
               campaign trace --value 16,384
               campaign trace --verify launch_kv_tokens--<run_id>
     """
@@ -259,7 +259,7 @@ def archive(no_push: bool, root: str) -> None:
 def diff(base: str, head: str, fmt: str, tolerance: float, root: str) -> None:
     """Compare two run sets point by point: better, worse, new failure, fixed, not comparable.
 
-    Examples: campaign diff --base tiny-seqs4 --head tiny-seqs16
+    Example: campaign diff --base tiny-seqs4 --head tiny-seqs16
               campaign diff --base v0.31.0 --head nightly --format markdown
               campaign diff --base HEAD~3 --head HEAD --format json
     """
