@@ -254,20 +254,27 @@ def archive(no_push: bool, root: str) -> None:
               default="table", show_default=True)
 @click.option("--tolerance", default=5.0, show_default=True,
               help="Changes within this percentage are marked 'same'.")
+@click.option("--facts", "facts_mode", is_flag=True,
+              help="Compare the published numbers of two git revisions ('workspace': as now).")
 @root_option
 @user_errors
-def diff(base: str, head: str, fmt: str, tolerance: float, root: str) -> None:
+def diff(base: str, head: str, fmt: str, tolerance: float, facts_mode: bool, root: str) -> None:
     """Compare two run sets point by point: better, worse, new failure, fixed, not comparable.
 
     Example: campaign diff --base tiny-seqs4 --head tiny-seqs16
               campaign diff --base v0.31.0 --head nightly --format markdown
               campaign diff --base HEAD~3 --head HEAD --format json
+              campaign diff --facts --base HEAD~1 --head workspace
     """
     import duckdb
 
     from stages import diff as diff_mod
 
     params, paths = _load(root)
+    if facts_mode:
+        rows = diff_mod.diff_facts(diff_mod.facts_at(paths, base), diff_mod.facts_at(paths, head))
+        click.echo(diff_mod.render_facts(rows, fmt, base, head), nl=False)
+        return
     if not paths.campaign_db.exists():
         raise CampaignError(f"{paths.campaign_db}: not found (run `dvc repro derive` first)")
     with duckdb.connect(str(paths.campaign_db), read_only=True) as current:

@@ -207,3 +207,65 @@ def render(result: Result, fmt: str) -> str:
     tail = "matched on " + (", ".join(result.key_attrs + ["workload", "concurrency"]))
     tail += "; " + ", ".join(f"{n} {m}" for m, n in sorted(summary.items()))
     return "\n\n".join(blocks) + "\n\n" + tail + "\n"
+
+
+# ---------------------------------------------------------------- facts between revisions
+
+def facts_at(paths: Paths, rev: str) -> dict[str, dict]:
+    """The published facts at a git revision (data/facts.json through DVC), by id.
+    `rev` "workspace" reads the file as it is now."""
+    import dvc.api
+
+    rel = paths.facts.relative_to(paths.root).as_posix()
+    if rev == "workspace":
+        text = paths.facts.read_text() if paths.facts.exists() else None
+    else:
+        try:
+            text = dvc.api.read(rel, repo=str(paths.root), rev=rev)
+        except Exception as exc:  # DVC raises many types; one line is what the user needs
+            raise CampaignError(f"revision {rev}: cannot read {rel} through DVC "
+                                f"({type(exc).__name__}); was dvc.lock committed there?") from None
+    if text is None:
+        raise CampaignError(f"{rel}: not found (run `dvc repro render` first)")
+    return {f["id"]: f for f in json.loads(text)}
+
+
+def diff_facts(base: dict[str, dict], head: dict[str, dict]) -> list[dict]:
+    """Every published number that changed, appeared or went away between two fact sets."""
+    rows = []
+    for fid in sorted(set(base) | set(head)):
+        b, h = base.get(fid), head.get(fid)
+        if b and h and b.get("value") == h.get("value"):
+            continue
+        rows.append({
+            "fact": fid,
+            "change": "changed" if b and h else ("new" if h else "removed"),
+            "base_value": b.get("display") if b else None,
+            "head_value": h.get("display") if h else None,
+            "base_runs": ", ".join(b.get("run_ids") or []) if b else None,
+            "head_runs": ", ".join(h.get("run_ids") or []) if h else None,
+            "pages": ", ".join(sorted(set((b or {}).get("pages") or []) | set((h or {}).get("pages") or []))),
+        })
+    return rows
+
+
+def render_facts(rows: list[dict], fmt: str, base: str, head: str) -> str:
+    if fmt == "json":
+        return json.dumps({"base": base, "head": head, "facts": rows}, indent=2)
+    cols = ["fact", "change", "base_value", "head_value", "base_runs", "head_runs", "pages"]
+    if fmt == "csv":
+        out = io.StringIO()
+        w = csv.DictWriter(out, fieldnames=cols)
+        w.writeheader()
+        w.writerows(rows)
+        return out.getvalue()
+    body = [[_fmt(r[c]) for c in cols] for r in rows]
+    heads = ["fact", "change", f"base ({base})", f"head ({head})", "base runs", "head runs", "pages"]
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(heads) + " |", "| " + " | ".join("---" for _ in heads) + " |"]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in body]
+    else:
+        widths = [max(len(h), *(len(row[i]) for row in body)) if body else len(h) for i, h in enumerate(heads)]
+        lines = ["  ".join(h.ljust(w) for h, w in zip(heads, widths)), "  ".join("-" * w for w in widths)]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in body]
+    return "\n".join(lines) + f"\n\n{len(rows)} published numbers differ between {base} and {head}\n"

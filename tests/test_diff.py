@@ -133,3 +133,18 @@ def test_empty_side_is_an_error(tmp_path):
         side = diff.Side("x", [], "current", db)
         with pytest.raises(CampaignError, match="selects no runs"):
             diff.compare(side, side)
+
+
+def test_facts_diff_lists_changed_new_and_removed_numbers():
+    base = {"a": {"id": "a", "value": 627.5, "display": "627.5", "run_ids": ["r1"], "pages": ["p5.md"]},
+            "b": {"id": "b", "value": 6, "display": "6", "run_ids": ["r1"], "pages": ["p5.md"]},
+            "gone": {"id": "gone", "value": 1, "display": "1", "run_ids": [], "pages": []}}
+    head = {"a": {"id": "a", "value": 508.0, "display": "508", "run_ids": ["r2"], "pages": ["p5.md"]},
+            "b": {"id": "b", "value": 6, "display": "6", "run_ids": ["r2"], "pages": ["p5.md"]},
+            "new": {"id": "new", "value": 3, "display": "3", "run_ids": ["r2"], "pages": []}}
+    rows = {r["fact"]: r for r in diff.diff_facts(base, head)}
+    assert set(rows) == {"a", "gone", "new"}
+    assert (rows["a"]["change"], rows["a"]["base_value"], rows["a"]["head_value"]) == ("changed", "627.5", "508")
+    assert (rows["a"]["base_runs"], rows["a"]["head_runs"]) == ("r1", "r2")
+    assert rows["gone"]["change"] == "removed" and rows["new"]["change"] == "new"
+    assert "3 published numbers differ" in diff.render_facts(list(rows.values()), "table", "v1", "v2")

@@ -120,6 +120,9 @@ def test_auditor_pulls_the_raw_runs_and_verifies_a_fact(project: Path, tmp_path)
     sh("git", "add", "-A", cwd=project)
     sh("git", "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", "campaign", cwd=project)
 
+    same = sh("campaign", "diff", "--facts", "--base", "HEAD", "--head", "workspace", cwd=project)
+    assert "0 published numbers differ between HEAD and workspace" in same.stdout
+
     clone = tmp_path / "clone"
     sh("git", "clone", "-q", str(project), str(clone), cwd=tmp_path)
     sh("dvc", "pull", "-q", cwd=clone)
