@@ -59,10 +59,16 @@ def points_for(*, workloads: dict, names: list[str], seed_base: int = 1000) -> l
     return out
 
 
+# vllm bench serve's client for each engine: vLLM's own, and SGLang through its OpenAI endpoint.
+BACKENDS = {"vllm": "vllm", "sglang": "openai"}
+# How each engine empties its prefix cache between points, where it offers one.
+CACHE_RESET = {"vllm": "/reset_prefix_cache", "sglang": "/flush_cache"}
+
+
 def bench_argv(point: Point, *, base_url: str, model: str, tokenizer: str, result_dir: Path,
-               run_id: str) -> list[str]:
+               run_id: str, engine: str = "vllm") -> list[str]:
     return [
-        "--backend", "vllm", "--base-url", base_url, "--model", model, "--tokenizer", tokenizer,
+        "--backend", BACKENDS[engine], "--base-url", base_url, "--model", model, "--tokenizer", tokenizer,
         "--dataset-name", "random", "--random-prefix-len", str(point.prefix_tokens),
         "--random-input-len", str(point.prompt_tokens - point.prefix_tokens),
         "--random-output-len", str(point.output_tokens), "--random-range-ratio", "0",
@@ -83,13 +89,24 @@ def scrape_metrics(client: httpx.Client, base_url: str, path: Path) -> None:
         f.write(resp.text)
 
 
+def reset_prefix_cache(client: httpx.Client, base_url: str, engine: str) -> bool:
+    """Empty the engine's prefix cache if it offers a way (vLLM needs VLLM_SERVER_DEV_MODE=1)."""
+    path = CACHE_RESET.get(engine)
+    if not path:
+        return False
+    try:
+        return client.post(f"{base_url}{path}").status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 def run_point(point: Point, *, base_url: str, model: str, tokenizer: str, bench_dir: Path,
-              run_id: str, client: httpx.Client) -> Path:
+              run_id: str, client: httpx.Client, engine: str = "vllm") -> Path:
     """One benchmark point; returns its result file. Files are created, never overwritten."""
     from vllm.benchmarks.serve import add_cli_args, main
 
     argv = bench_argv(point, base_url=base_url, model=model, tokenizer=tokenizer,
-                      result_dir=bench_dir, run_id=run_id)
+                      result_dir=bench_dir, run_id=run_id, engine=engine)
     (bench_dir / f"{point.point_id}.cmd").open("x").write(
         "vllm bench serve " + " ".join(shlex.quote(a) for a in argv) + "\n")
     parser = argparse.ArgumentParser(prog="vllm bench serve")

@@ -232,7 +232,7 @@ def run(*, spec_name: str, params: dict, paths: Paths,
             bench_dir = folder / "bench"
             bench_dir.mkdir()
             points = bench.points_for(workloads=params["workloads"], names=list(workloads))
-            run_status = "complete"
+            run_status, resets = "complete", 0
             with httpx.Client(timeout=30.0) as client:
                 for i, point in enumerate(points, 1):
                     interrupts.check()
@@ -242,10 +242,12 @@ def run(*, spec_name: str, params: dict, paths: Paths,
                         continue
                     say(f"bench {i}/{len(points)} {point.point_id}: {point.num_prompts} prompts "
                         f"of {point.prompt_tokens} tokens at concurrency {point.concurrency}")
+                    if bench.reset_prefix_cache(client, eng.base_url, engine_name):
+                        resets += 1
                     try:
                         bench.run_point(point, base_url=eng.base_url, model=model_path,
                                         tokenizer=model_path, bench_dir=bench_dir, run_id=run_id,
-                                        client=client)
+                                        client=client, engine=engine_name)
                         done += 1
                         interrupts.check()
                     except (httpx.HTTPError, OSError, RuntimeError, ValueError) as exc:
@@ -253,6 +255,7 @@ def run(*, spec_name: str, params: dict, paths: Paths,
                         say(f"{point.point_id} failed: {exc}")
                         if not eng.alive():
                             run_status = "engine_died"
+            out.add(prefix_cache_resets=resets)
     except KeyboardInterrupt:
         run_status = "interrupted"
         say("interrupted: stopping the engine")

@@ -77,6 +77,7 @@ def test_repro_runs_the_engine_and_builds_the_site(project: Path):
                                                    "niah.log", "bench", "MANIFEST.sha256"}
     launch = dict(line.split("=", 1) for line in (folder / "launch.out").read_text().splitlines())
     assert launch["status"] == "ready" and int(launch["engine_kv_tokens"]) > 0
+    assert launch["prefix_cache_resets"] == "2"           # the cache was emptied before each point
     assert "Application startup complete" in (folder / "server.log").read_text()
     # the gate ran at three depths, each prompt near 90% of the 4,096-token context
     probes = [json.loads(line) for line in (folder / "niah.log").read_text().splitlines()[:-1]]
