@@ -1,8 +1,11 @@
-"""Scaling charts: named functions that take bench points and return Altair charts.
+"""Charts: named functions that take rows of a public table and return Altair charts.
 
-Input: one row per benchmark point (the public `bench_points` columns) plus `series`, the run spec
-that names the run's colour. Every chart is faceted by workload, with concurrent users on a log2
-axis. Two markings are shared by all of them:
+The node chart, `allreduce_chart`, takes node_allreduce rows of one probe (see CHART_ROWS): bus
+bandwidth against message size on a log2 axis, one line per GPU group.
+
+The scaling charts take one row per benchmark point (the public `bench_points` columns) plus
+`series`, the run spec that names the run's colour. Every scaling chart is faceted by workload,
+with concurrent users on a log2 axis. Two markings are shared by all of them:
 
 - capacity-limited points (more users than the engine can hold) are drawn as grey squares with a
   diagonal hatch glyph on top, never hidden;
@@ -160,11 +163,90 @@ def completed_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = N
     return _facet(layers, df, "Requests completed of sent")
 
 
+# ---------------------------------------------------------------- node probes
+
+ALLREDUCE_REQUIRED = ["gpu_group", "ranks", "message_bytes", "busbw_gbs", "algbw_gbs", "time_us",
+                      "spans_islands"]
+ALLREDUCE_NOTE = [
+    "Bus bandwidth = algorithm bandwidth (message bytes / time) x 2(n-1)/n for n GPUs, as nccl-tests",
+    "defines it; comparable across group sizes. Dashed lines: groups whose GPUs span NVLink islands.",
+]
+ISLAND_KINDS = ["one NVLink island", "spans islands", "topology unknown"]
+# Axis labels of a byte count in binary units (KiB, MiB, GiB), for a log2 axis of powers of two.
+BYTES_LABEL = ("datum.value >= 1073741824 ? format(datum.value / 1073741824, '~g') + ' GiB' : "
+               "datum.value >= 1048576 ? format(datum.value / 1048576, '~g') + ' MiB' : "
+               "datum.value >= 1024 ? format(datum.value / 1024, '~g') + ' KiB' : "
+               "format(datum.value, '~g') + ' B'")
+ALLREDUCE_HEIGHT = 260
+
+
+def size_label(nbytes: int) -> str:
+    """4294967296 -> '4 GiB'; 1048576 -> '1 MiB'; 1536 -> '1.5 KiB'."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= size:
+            return f"{nbytes / size:g} {unit}"
+    return f"{nbytes} B"
+
+
+def prepare_allreduce(sweeps: pd.DataFrame) -> pd.DataFrame:
+    """All-reduce rows with the helper columns the chart encodes (size label, island kind)."""
+    missing = [c for c in ALLREDUCE_REQUIRED if c not in sweeps.columns]
+    if missing:
+        raise ValueError(f"all-reduce rows lack columns: {', '.join(missing)}")
+    df = sweeps.copy()
+    df["message_bytes"] = df["message_bytes"].astype("int64")
+    df["size"] = [size_label(int(b)) for b in df["message_bytes"]]
+    df["islands"] = [ISLAND_KINDS[2] if pd.isna(v) else ISLAND_KINDS[1] if v else ISLAND_KINDS[0]
+                     for v in df["spans_islands"]]
+    df["group"] = [f"GPUs {g} ({int(n)} ranks)" for g, n in zip(df["gpu_group"], df["ranks"])]
+    return df[df["busbw_gbs"].notna() & (df["message_bytes"] > 0)]
+
+
+def allreduce_chart(sweeps: pd.DataFrame) -> alt.LayerChart:
+    """All-reduce bus bandwidth (GB/s) against message size, one line per GPU group."""
+    df = prepare_allreduce(sweeps)
+    groups = list(dict.fromkeys(df.sort_values(["ranks", "gpu_group"])["group"]))
+    colour = alt.Color("group:N", title="GPU group", sort=groups,
+                       scale=alt.Scale(domain=groups, range=[PALETTE[i % len(PALETTE)]
+                                                             for i in range(len(groups))]))
+    x = alt.X("message_bytes:Q", title="Message size per GPU (log2 scale)",
+              scale=alt.Scale(type="log", base=2),
+              axis=alt.Axis(labelExpr=BYTES_LABEL, values=sorted(df["message_bytes"].unique().tolist()),
+                            labelAngle=-40, labelOverlap="parity"))
+    y = alt.Y("busbw_gbs:Q", title="Bus bandwidth (GB/s)")
+    tooltip = [
+        alt.Tooltip("group:N", title="GPU group"),
+        alt.Tooltip("size:N", title="message"),
+        alt.Tooltip("busbw_gbs:Q", title="bus GB/s", format=".1f"),
+        alt.Tooltip("algbw_gbs:Q", title="algorithm GB/s", format=".1f"),
+        alt.Tooltip("time_us:Q", title="time (us)", format=".1f"),
+        alt.Tooltip("islands:N", title="NVLink"),
+    ]
+    dash = alt.StrokeDash("islands:N", title="NVLink", legend=alt.Legend(),
+                          scale=alt.Scale(domain=ISLAND_KINDS, range=[[1, 0], [5, 3], [2, 2]]))
+    base = alt.Chart(df).encode(x=x, y=y, tooltip=tooltip)
+    line = base.mark_line(strokeWidth=1.8).encode(color=colour, strokeDash=dash, detail="gpu_group:N")
+    points = base.mark_point(filled=True, size=45, opacity=1).encode(color=colour)
+    return (
+        alt.layer(line, points)
+        .properties(width=CHART_WIDTH - Y_AXIS_ALLOWANCE, height=ALLREDUCE_HEIGHT,
+                    title=alt.TitleParams("All-reduce bus bandwidth by message size",
+                                          subtitle=ALLREDUCE_NOTE, anchor="start"))
+        .configure_legend(orient="bottom", direction="vertical")
+    )
+
+
 CHARTS: dict[str, Callable[..., alt.TopLevelMixin]] = {
     "ttft_chart": ttft_chart,
     "decode_chart": decode_chart,
     "throughput_chart": throughput_chart,
     "completed_chart": completed_chart,
+    "allreduce_chart": allreduce_chart,
+}
+# Charts drawn from a named row query (stages/sql/render/<query>.sql) rather than from the bench
+# points of a profile; the page passes the query's parameters to the chart macro.
+CHART_ROWS: dict[str, str] = {
+    "allreduce_chart": "allreduce_points",
 }
 
 

@@ -134,16 +134,20 @@ def schedule(specs: tuple[str, ...], dry_run: bool, root: str) -> None:
 @root_option
 @user_errors
 def ingest(root: str) -> None:
-    """Read every raw run folder into the warehouse (only folders that changed).
+    """Read every raw run folder (only those that changed) and node probe into the warehouse.
 
     Example: campaign ingest
     """
     from stages import ingest as ingest_stage
+    from stages import ingest_nodes
 
     _, paths = _load(root)
     summary = ingest_stage.run(runs_dir=paths.runs, warehouse=paths.warehouse, root=paths.root,
                                progress=progress)
     click.echo(" ".join(f"{k}={v}" for k, v in summary.items() if not isinstance(v, dict)))
+    nodes = ingest_nodes.run(nodes_dir=paths.nodes, warehouse=paths.warehouse, root=paths.root,
+                             progress=progress)
+    click.echo(" ".join(f"{k}={v}" for k, v in nodes.items() if not isinstance(v, dict)))
 
 
 @main.command()
@@ -177,7 +181,7 @@ def render(no_build: bool, root: str) -> None:
     _, paths = _load(root)
     summary = render_stage.run(campaign_db=paths.campaign_db, docs_dir=paths.docs,
                                site_dir=paths.site, facts_file=paths.facts, runs_dir=paths.runs,
-                               root=paths.root, build=not no_build)
+                               nodes_dir=paths.nodes, root=paths.root, build=not no_build)
     click.echo(" ".join(f"{k}={v}" for k, v in summary.items() if not isinstance(v, dict)))
 
 

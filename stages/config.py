@@ -32,6 +32,7 @@ class Paths:
     root: Path
     models: Path
     runs: Path
+    nodes: Path
     ledger: Path
     warehouse: Path
     campaign_db: Path

@@ -43,8 +43,18 @@ STAGING_MODELS: dict[str, str] = {
     "stg_bench_requests": "raw_bench_requests",
     "stg_metrics": "raw_metrics",
     "stg_ingest_errors": "ingest_errors",
+    "stg_nodes": "raw_nodes",
+    "stg_node_groups": "raw_node_groups",
+    "stg_node_env": "raw_node_env",
+    "stg_node_env_vars": "raw_node_env_vars",
+    "stg_node_gpus": "raw_node_gpus",
+    "stg_node_links": "raw_node_links",
+    "stg_node_affinity": "raw_node_affinity",
+    "stg_node_nvlinks": "raw_node_nvlinks",
+    "stg_node_p2p": "raw_node_p2p",
+    "stg_node_allreduce": "raw_node_allreduce",
 }
-INTERMEDIATE_MODELS: tuple[str, ...] = ("int_requests", "int_point_cache")
+INTERMEDIATE_MODELS: tuple[str, ...] = ("int_requests", "int_point_cache", "int_node_islands")
 # Dependency order: each mart reads only staging, intermediate and marts listed before it.
 MART_MODELS: tuple[str, ...] = (
     "runs",
@@ -56,6 +66,12 @@ MART_MODELS: tuple[str, ...] = (
     "bench_requests",
     "bench_points",
     "ingest_errors",
+    "nodes",
+    "node_gpus",
+    "node_topology",
+    "node_p2p",
+    "node_allreduce",
+    "node_allreduce_peak",
 )
 PUBLIC_TABLES: tuple[str, ...] = (
     "runs",
@@ -67,6 +83,12 @@ PUBLIC_TABLES: tuple[str, ...] = (
     "invalid_rows",
     "sequences_fit",
     "ingest_errors",
+    "nodes",
+    "node_gpus",
+    "node_topology",
+    "node_p2p",
+    "node_allreduce",
+    "node_allreduce_peak",
 )
 RULE_KEYS: tuple[str, ...] = (
     "prefix_cache_tok_s",
@@ -277,6 +299,8 @@ HEADLINE_SQL: dict[str, str] = {
     "best_output_tok_s": "select max(output_tok_s)::double from bench_points",
     "min_ttft_median_s": "select min(ttft_median_s)::double from bench_points",
     "max_sequences_fit": "select max(sequences)::bigint from sequences_fit",
+    "nodes": "select count(*) from nodes",
+    "node_busbw_peak_gbs": "select max(busbw_gbs)::double from node_allreduce_peak",
 }
 
 

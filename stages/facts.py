@@ -2,7 +2,8 @@
 
 A template asks for a number by name, `{{ fact("launch_ready_s", run_id=r) }}`. The name is a query
 `stages/sql/facts/<name>.sql` with `$name` bound parameters; it returns one row with columns value,
-run_id, source_file, source_line (and optionally unit). The value is formatted, linked to its audit
+run_id, source_file, source_line (and optionally unit, and display: the printed form of the value
+when the query knows it better, e.g. 4 GiB for a size in bytes). The value is formatted, linked to its audit
 page and recorded. Tables whose numeric cells are facts, evidence blocks (a command run on a raw
 file at build time) and run references work the same way.
 
@@ -34,7 +35,8 @@ FACTS_SQL = SQL_DIR / "facts"
 ROWS_SQL = SQL_DIR / "render"
 STAGE = "derive"  # the stage whose tables the fact queries read
 PUBLIC_TABLES = ("runs", "launches", "gates", "gate_probes", "bench_requests", "bench_points",
-                 "invalid_rows", "sequences_fit", "ingest_errors")
+                 "invalid_rows", "sequences_fit", "ingest_errors", "nodes", "node_gpus",
+                 "node_topology", "node_p2p", "node_allreduce", "node_allreduce_peak")
 REQUIRED_COLUMNS = ("value", "run_id", "source_file", "source_line")
 EXCERPT_MAX = 400
 # Digits a template may type itself: part numbers, a few hardware tokens, citation ids.
@@ -45,6 +47,7 @@ ALLOWED_PATTERNS = (
     r"\bH200\b",
     r"\bp90\b",
     r"\[S\d+\]",
+    r"\b2\(n-1\)/n",  # the all-reduce bus factor, as nccl-tests writes it
 )
 PLACEHOLDER = re.compile(r"@@M[A-Z]+@@")
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -280,9 +283,11 @@ class FactBook:
         source_file, source_line = row["source_file"], row["source_line"]
         excerpt = read_line(self.root, source_file, int(source_line)) if source_file else None
         value = _plain(row["value"])
+        display = row.get("display")
         return Fact(
             id=fid, name=name, params=params, value=value, unit=row.get("unit"),
-            display=format_value(value), sql=sql, run_ids=_run_ids(row["run_id"]),
+            display=format_value(value) if display is None else str(display), sql=sql,
+            run_ids=_run_ids(row["run_id"]),
             source_file=source_file, source_line=int(source_line) if source_line else None,
             excerpt=excerpt, stage=STAGE, git_sha=self.sha)
 
@@ -321,10 +326,11 @@ class PageMacros:
     """The macros one page's template may call; outputs are held behind placeholders."""
 
     def __init__(self, book: FactBook, *, page: str, runs_dir: Path, root: Path,
-                 audit_prefix: str = "audit/"):
+                 audit_prefix: str = "audit/", nodes_dir: Path | None = None):
         self.book = book
         self.page = page
         self.runs_dir = runs_dir
+        self.nodes_dir = nodes_dir
         self.root = root
         self.audit_prefix = audit_prefix
         self.outputs: dict[str, str] = {}
@@ -430,6 +436,14 @@ class PageMacros:
         return self.hold(render_evidence(command, run_id, file, runs_dir=self.runs_dir,
                                          root=self.root, pattern=pattern, lines=lines, cut=cut))
 
+    def node_evidence(self, command: str, node_id: str, file: str, pattern: str | None = None,
+                      lines: int | None = None, cut: int | None = None) -> Markup:
+        """An evidence block on a file of a node probe folder (nodes_dir/<node_id>/<file>)."""
+        if self.nodes_dir is None:
+            raise FactError(f"{self.page}: node_evidence needs the nodes folder (render nodes_dir)")
+        return self.hold(render_evidence(command, node_id, file, runs_dir=self.nodes_dir,
+                                         root=self.root, pattern=pattern, lines=lines, cut=cut))
+
 
 def _shown(path: Path, root: Path) -> str:
     try:
@@ -452,10 +466,31 @@ def evidence_output(command: str, text: str, pattern: str | None, lines: int | N
     raise FactError(f"unknown evidence command {command!r} (known: cat, head, grep -m1)")
 
 
+def cat_v(data: bytes) -> str:
+    """The bytes as `cat -v` shows them: control characters as ^X (tab and newline kept), bytes
+    above 127 as M- and the character below."""
+    out = []
+    for b in data:
+        prefix = ""
+        if b >= 128:
+            prefix, b = "M-", b - 128
+        if b in (9, 10) and not prefix:
+            out.append(chr(b))
+        elif b < 32:
+            out.append(f"{prefix}^{chr(b + 64)}")
+        elif b == 127:
+            out.append(f"{prefix}^?")
+        else:
+            out.append(prefix + chr(b))
+    return "".join(out)
+
+
 def render_evidence(command: str, run_id: str, file: str, *, runs_dir: Path, root: Path,
                     pattern: str | None = None, lines: int | None = None,
                     cut: int | None = None) -> str:
-    """`$ command path` and its output, computed from the raw file now, HTML-escaped."""
+    """`$ command path` and its output, computed from the raw file now, HTML-escaped.
+    `runs_dir` is the folder that holds `run_id` (run folders, or node probe folders); `cat -v`
+    shows control characters (a terminal's escape codes) as visible text."""
     if "/" in str(run_id) or ".." in Path(file).parts:
         raise FactError(f"evidence: bad run id or file {run_id!r} {file!r}")
     path = runs_dir / run_id / file
@@ -470,12 +505,16 @@ def render_evidence(command: str, run_id: str, file: str, *, runs_dir: Path, roo
     if cut:
         shell += f" | cut -c1-{int(cut)}"
     if path.is_file():
-        out = evidence_output(command, path.read_text(encoding="utf-8", errors="replace"),
-                              pattern, lines)
+        if command == "cat -v":
+            out = cat_v(path.read_bytes()).splitlines()
+        else:
+            out = evidence_output(command, path.read_text(encoding="utf-8", errors="replace"),
+                                  pattern, lines)
         if cut:
             out = [line[: int(cut)] for line in out]
     else:
-        evidence_output(command, "", pattern, lines)  # still reject unknown commands
+        if command != "cat -v":
+            evidence_output(command, "", pattern, lines)  # still reject unknown commands
         out = [f"{command.split()[0]}: {_shown(path, root)}: No such file or directory"]
     body = "\n".join(html.escape(line, quote=False) for line in out)
     return (f'<pre class="evidence"><code><span class="evidence-cmd">$ {html.escape(shell, quote=False)}'

@@ -2,7 +2,9 @@
 
 Each `site/templates/*.md.j2` is one page (front matter in YAML, body in Jinja2). A page prints
 numbers only through facts (see stages/facts.py), cites sources as [S1], and draws charts by name
-(stages/charts.py). The stage writes the docs folder from scratch: pages, one audit page per fact,
+(stages/charts.py). A page whose front matter names a row query under `needs:` is left out of the
+series (index, navigation, prev/next links) while that query returns no rows, e.g. the node article
+before any node was probed. The stage writes the docs folder from scratch: pages, one audit page per fact,
 SOURCES.md, the Warehouse page (stages/warehouse_page.py), CSV downloads of the public tables,
 chart specs with static SVG and PNG, the site's own Vega bundle; then data/facts.json; then runs
 `mkdocs build --strict`.
@@ -193,26 +195,41 @@ class ChartWriter:
             self._domain = [r["spec"] for r in rows]
         return self._domain
 
-    def write(self, page_stem: str, name: str, profile: str) -> str:
+    def write(self, page_stem: str, name: str, profile: str | None = None,
+              params: dict[str, Any] | None = None) -> str:
+        """A chart of the bench points of `profile`, or (charts listed in charts.CHART_ROWS) of
+        its row query bound with `params`; each set of params gets its own files."""
         try:
             fn = chart_lib.chart_by_name(name)
         except KeyError as exc:
             raise FactError(str(exc.args[0])) from None
-        df = self.points(profile)
-        if df.empty:
-            return "*No benchmark points for this profile yet.*"
+        params = dict(params or {})
+        if name in chart_lib.CHART_ROWS:
+            _, rows = self.book.rows(chart_lib.CHART_ROWS[name], params)
+            df = pd.DataFrame(rows)
+            if df.empty:
+                return "*No measurements for this chart yet.*"
+            chart = fn(df)
+        else:
+            if not profile:
+                raise FactError(f"chart {name!r}: no profile (front matter `profile:` or argument)")
+            df = self.points(profile)
+            if df.empty:
+                return "*No benchmark points for this profile yet.*"
+            chart = fn(df, self.domain())
         import vl_convert as vlc
 
-        spec = fn(df, self.domain()).to_dict()
-        rel = f"assets/charts/{page_stem}/{name}"
+        spec = chart.to_dict()
+        suffix = "".join(f"-{re.sub(r'[^A-Za-z0-9_.-]', '-', str(v))}" for _, v in sorted(params.items()))
+        rel = f"assets/charts/{page_stem}/{name}{suffix}"
         out = self.docs_dir / rel
         out.parent.mkdir(parents=True, exist_ok=True)
         spec_json = json.dumps(spec, separators=(",", ":"), default=str)
-        (out.parent / f"{name}.vl.json").write_text(spec_json)
-        (out.parent / f"{name}.svg").write_text(vlc.vegalite_to_svg(spec))
-        (out.parent / f"{name}.png").write_bytes(vlc.vegalite_to_png(spec, scale=PNG_SCALE))
+        (out.parent / f"{out.name}.vl.json").write_text(spec_json)
+        (out.parent / f"{out.name}.svg").write_text(vlc.vegalite_to_svg(spec))
+        (out.parent / f"{out.name}.png").write_bytes(vlc.vegalite_to_png(spec, scale=PNG_SCALE))
         self.written.append(rel)
-        element = f"spec-{page_stem}-{name}".replace("_", "-")
+        element = re.sub(r"[^A-Za-z0-9-]", "-", f"spec-{page_stem}-{name}{suffix}")
         inline = spec_json.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
         alt_text = escape_text(fn.__doc__.strip().splitlines()[0] if fn.__doc__ else name)
         return "\n".join([
@@ -235,11 +252,8 @@ def page_globals(macros: PageMacros, spec: PageSpec, parts: list[PageSpec],
     meta = spec.meta
     stem = spec.name[: -len(".md")]
 
-    def chart(name: str, profile: str | None = None):
-        prof = profile or meta.get("profile")
-        if not prof:
-            raise FactError(f"chart {name!r}: no profile (front matter `profile:` or argument)")
-        return macros.hold(writer.write(stem, name, prof))
+    def chart(name: str, profile: str | None = None, **params: Any):
+        return macros.hold(writer.write(stem, name, profile or meta.get("profile"), params))
 
     def nav():
         names = [p.name for p in parts]
@@ -264,7 +278,8 @@ def page_globals(macros: PageMacros, spec: PageSpec, parts: list[PageSpec],
 
     return {
         "page": meta, "fact": macros.fact, "value": macros.value, "table": macros.table,
-        "rows": macros.rows, "evidence": macros.evidence, "run_ref": macros.run_ref,
+        "rows": macros.rows, "evidence": macros.evidence, "node_evidence": macros.node_evidence,
+        "run_ref": macros.run_ref,
         "text": macros.text, "chart": chart, "nav": nav, "byline": byline,
         "parts_list": parts_list,
     }
@@ -280,8 +295,8 @@ def downloads_section(tables: list[str]) -> str:
 
 def render_page(spec: PageSpec, *, env: jinja2.Environment, book: FactBook, parts: list[PageSpec],
                 writer: ChartWriter, sources: dict[str, dict], runs_dir: Path,
-                root: Path) -> RenderedPage:
-    macros = PageMacros(book, page=spec.name, runs_dir=runs_dir, root=root)
+                root: Path, nodes_dir: Path | None = None) -> RenderedPage:
+    macros = PageMacros(book, page=spec.name, runs_dir=runs_dir, root=root, nodes_dir=nodes_dir)
     charts_before = len(writer.written)
     try:
         template = env.from_string(spec.body)
@@ -413,13 +428,25 @@ def external_loads(site_dir: Path) -> list[str]:
     return found
 
 
-def build_site(config: Path, docs_dir: Path, site_dir: Path) -> Path:
+def site_nav(pages: list[str], config: Path) -> list[str] | None:
+    """The navigation in series order (index, the parts by number, then the rest), unless the
+    mkdocs config sets its own."""
+    try:
+        own = yaml.load(config.read_text(), Loader=yaml.BaseLoader) or {}
+    except (OSError, yaml.YAMLError):
+        own = {}
+    return None if "nav" in own else pages
+
+
+def build_site(config: Path, docs_dir: Path, site_dir: Path, nav: list[str] | None = None) -> Path:
     """`mkdocs build --strict` on docs_dir into site_dir; the config's other settings apply."""
     with tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp) / "mkdocs.yml"
-        cfg.write_text(yaml.safe_dump({"INHERIT": str(config.resolve()),
-                                       "docs_dir": str(docs_dir.resolve()),
-                                       "site_dir": str(site_dir.resolve())}))
+        settings: dict[str, Any] = {"INHERIT": str(config.resolve()), "docs_dir": str(docs_dir.resolve()),
+                                    "site_dir": str(site_dir.resolve())}
+        if nav:
+            settings["nav"] = nav
+        cfg.write_text(yaml.safe_dump(settings))
         proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--clean",
                                "--config-file", str(cfg)], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -434,14 +461,27 @@ def build_site(config: Path, docs_dir: Path, site_dir: Path) -> Path:
 
 # ---------------------------------------------------------------- entry point
 
+def page_shown(spec: PageSpec, book: FactBook) -> bool:
+    """False when the page's `needs:` row query returns no rows (nothing to write about yet)."""
+    needs = spec.meta.get("needs")
+    if not needs:
+        return True
+    try:
+        _, rows = book.rows(str(needs), {})
+    except FactError as exc:
+        raise FactError(f"{spec.template.name}: needs: {exc}") from None
+    return bool(rows)
+
+
 def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, runs_dir: Path,
         root: Path, build: bool = True, templates_dir: Path | None = None,
         sources_file: Path | None = None, mkdocs_config: Path | None = None,
-        warehouse_file: Path | None = None) -> dict[str, Any]:
+        warehouse_file: Path | None = None, nodes_dir: Path | None = None) -> dict[str, Any]:
     """Render the article series from campaign.duckdb and (when build) build the site.
+    `nodes_dir` holds the node probe folders that node evidence blocks read.
 
     Example: run(campaign_db=p.campaign_db, docs_dir=p.docs, site_dir=p.site,
-                 facts_file=p.facts, runs_dir=p.runs, root=p.root)
+                 facts_file=p.facts, runs_dir=p.runs, root=p.root, nodes_dir=p.nodes)
     """
     root = Path(root)
     templates_dir = templates_dir or root / "site" / "templates"
@@ -459,9 +499,10 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
     con = duckdb.connect(str(campaign_db), read_only=True)
     try:
         book = FactBook(con, root=root, sha=git_sha(root))
+        parts = [p for p in parts if page_shown(p, book)]
         writer = ChartWriter(docs_dir, book)
         kwargs = dict(env=env, book=book, parts=parts, writer=writer, sources=sources,
-                      runs_dir=runs_dir, root=root)
+                      runs_dir=runs_dir, root=root, nodes_dir=nodes_dir)
         rendered = [render_page(p, **kwargs) for p in parts]
         if index is not None:
             rendered.insert(0, render_page(index, **kwargs))
@@ -485,7 +526,8 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
     interactive = write_assets(templates_dir.parent / "assets", docs_dir)
     facts_file.parent.mkdir(parents=True, exist_ok=True)
     facts_file.write_text(json.dumps(book.records(), indent=1, default=str) + "\n")
-    site_index = build_site(mkdocs_config, docs_dir, site_dir) if build else None
+    nav = site_nav([p.name for p in rendered] + ["SOURCES.md", warehouse_page.PAGE_NAME], mkdocs_config)
+    site_index = build_site(mkdocs_config, docs_dir, site_dir, nav) if build else None
     return {
         "pages": [p.name for p in rendered] + ["SOURCES.md", warehouse_page.PAGE_NAME],
         "facts": len(facts),

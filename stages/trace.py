@@ -152,12 +152,13 @@ def chain(fact: dict, paths: Paths) -> str:
 
 def verify(fact: dict, *, paths: Paths, params: dict, progress=lambda s: None) -> Verdict:
     """Recompute `fact` from the raw run folders now, by the published SQL."""
-    from stages import derive, ingest
+    from stages import derive, ingest, ingest_nodes
 
     with tempfile.TemporaryDirectory(prefix="campaign-verify-") as tmp:
         tmp = Path(tmp)
         progress(f"re-reading the raw run folders into {tmp}")
         ingest.run(runs_dir=paths.runs, warehouse=tmp / "warehouse.duckdb", root=paths.root)
+        ingest_nodes.run(nodes_dir=paths.nodes, warehouse=tmp / "warehouse.duckdb", root=paths.root)
         progress("re-deriving the public tables")
         derive.run(warehouse=tmp / "warehouse.duckdb", campaign_db=tmp / "campaign.duckdb",
                    derived_dir=tmp / "derived", metrics_file=tmp / "metrics.json",

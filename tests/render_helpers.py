@@ -55,6 +55,30 @@ create table sequences_fit (run_id varchar, workload varchar, prompt_tokens inte
   seq_cap integer, fit_by_kv integer, sequences integer, beyond_max_context boolean,
   kv_source_file varchar, kv_source_line integer);
 create table ingest_errors (run_id varchar, source_file varchar, source_line integer, reason varchar);
+create table nodes (node_id varchar, node_kind varchar, status varchar, backend varchar, device varchar,
+  gpu_count integer, gpu_name varchar, gpu_memory_total_mib double, driver_version varchar,
+  cuda_version varchar, torch_version varchar, nccl_version varchar, nvlink_islands integer,
+  nvlink_island_labels varchar, nccl_nvls_enable varchar, started_at timestamptz,
+  finished_at timestamptz, git_sha varchar, is_latest boolean, source_file varchar, source_line integer);
+create table node_gpus (node_id varchar, gpu_index integer, name varchar, uuid varchar,
+  pci_bus_id varchar, memory_total_mib double, power_limit_w double, clocks_max_sm_mhz double,
+  driver_version varchar, cpu_affinity varchar, numa_affinity varchar, nvlink_island varchar,
+  active_nvlinks integer, nvlink_link_gbs double, source_file varchar, source_line integer);
+create table node_topology (node_id varchar, device varchar, peer varchar, gpu_index integer,
+  peer_gpu_index integer, link varchar, link_kind varchar, nvlinks integer, same_island boolean,
+  source_file varchar, source_line integer);
+create table node_p2p (node_id varchar, src_gpu integer, dst_gpu integer, can_access_peer boolean,
+  copy_bytes bigint, repeats integer, time_us_median double, copy_gbs double, copy_gbs_max double,
+  link varchar, link_kind varchar, same_island boolean, source_file varchar, source_line integer);
+create table node_allreduce (node_id varchar, gpu_group varchar, gpus varchar, ranks integer,
+  backend varchar, device varchar, dtype varchar, message_bytes bigint, elements bigint,
+  iters integer, warmup integer, time_us double, time_us_min double, time_us_max double,
+  algbw_gbs double, busbw_gbs double, bus_factor double, correct boolean, spans_islands boolean,
+  source_file varchar, source_line integer);
+create table node_allreduce_peak (node_id varchar, gpu_group varchar, gpus varchar, ranks integer,
+  spans_islands boolean, busbw_gbs double, algbw_gbs double, message_bytes bigint, time_us double,
+  sizes_measured integer, min_message_bytes bigint, max_message_bytes bigint, all_correct boolean,
+  source_file varchar, source_line integer);
 """
 
 

@@ -106,7 +106,7 @@ def test_sources_numbered_in_order_of_first_citation(rendered):
 def test_index_lists_the_parts(rendered):
     root, _ = rendered
     index = page(root, "index.md")
-    assert "[Part 1: A dress rehearsal on a CPU](part-local-cpu.md)" in index
+    assert "[Part 2: A dress rehearsal on a CPU](part-local-cpu.md)" in index
     assert "2026-11-30" in index
 
 

@@ -203,3 +203,158 @@ create table if not exists ingest_errors (
     source_line integer,
     reason      varchar not null
 );
+
+-- ---------------------------------------------------------------- node probes
+-- Written by the node ingest (stages/ingest_nodes.py) from the node folders the probe writes
+-- (data/nodes/<node_kind>__<MMDD-HHMMSS>/), reloaded whole each time. Same conventions: every row
+-- carries source_file (relative to the project root) and source_line; what cannot be read goes to
+-- ingest_errors with a null run_id.
+
+-- One row per node folder: meta.json, flattened (a folder without it still gets a row).
+create table if not exists raw_nodes (
+    node_id        varchar not null,       -- the folder's name, <node_kind>__<MMDD-HHMMSS>
+    folder         varchar not null,       -- data/nodes/<node_id>
+    node_kind      varchar,
+    status         varchar,                -- complete | partial | interrupted | failed
+    backend        varchar,                -- nccl | gloo
+    device         varchar,                -- cuda | cpu
+    device_count   integer,
+    groups_asked   varchar,                -- auto, or the groups given, as JSON
+    iters          integer,
+    warmup         integer,
+    sizes          varchar,                -- message sizes of the sweep in bytes, comma separated
+    p2p_bytes      bigint,
+    p2p_repeats    integer,
+    skipped        varchar,                -- JSON list of the parts left out and why
+    error          varchar,
+    git_sha        varchar,
+    started_at     timestamptz,
+    finished_at    timestamptz,
+    schema_version integer,
+    source_file    varchar not null,
+    source_line    integer not null
+);
+
+-- meta.json groups: each all-reduce group the probe swept and how it ended.
+create table if not exists raw_node_groups (
+    node_id        varchar not null,
+    group_label    varchar not null,       -- e.g. 0-3, or 0,2 for a group that is not a range
+    gpus           varchar,                -- comma separated GPU indices
+    status         varchar,                -- ok | failed
+    sizes_measured integer,
+    error          varchar,
+    source_file    varchar not null,
+    source_line    integer not null
+);
+
+-- env.json: versions of the software stack.
+create table if not exists raw_node_env (
+    node_id     varchar not null,
+    driver      varchar,
+    cuda        varchar,
+    torch       varchar,
+    nccl        varchar,
+    python      varchar,
+    platform    varchar,
+    gpu_count   integer,
+    source_file varchar not null,
+    source_line integer not null
+);
+
+-- env.json: every NCCL_*, CUDA_* and multicast variable the probe saw.
+create table if not exists raw_node_env_vars (
+    node_id     varchar not null,
+    name        varchar not null,
+    value       varchar,
+    forced      boolean not null,          -- true when the probe set it (NVLink multicast off)
+    source_file varchar not null,
+    source_line integer not null
+);
+
+-- gpus.csv (nvidia-smi --query-gpu): one row per GPU, units from the header.
+create table if not exists raw_node_gpus (
+    node_id           varchar not null,
+    gpu_index         integer not null,
+    name              varchar,
+    uuid              varchar,
+    pci_bus_id        varchar,
+    memory_total_mib  double,
+    driver_version    varchar,
+    power_limit_w     double,
+    clocks_max_sm_mhz double,
+    source_file       varchar not null,
+    source_line       integer not null
+);
+
+-- topo.txt (nvidia-smi topo -m): one row per cell of the matrix.
+create table if not exists raw_node_links (
+    node_id     varchar not null,
+    device      varchar not null,          -- the row: GPU0, NIC0, ...
+    peer        varchar not null,          -- the column
+    link        varchar not null,          -- the cell as printed: X, NV18, SYS, PIX, ...
+    link_kind   varchar,                   -- self | nvlink | pcie (null: a code not known)
+    nvlinks     integer,                   -- bonded NVLinks of an NV# cell
+    source_file varchar not null,
+    source_line integer not null
+);
+
+-- topo.txt: the affinity columns of each row of the matrix.
+create table if not exists raw_node_affinity (
+    node_id       varchar not null,
+    device        varchar not null,
+    cpu_affinity  varchar,
+    numa_affinity varchar,
+    gpu_numa_id   varchar,
+    source_file   varchar not null,
+    source_line   integer not null
+);
+
+-- nvlink.txt (nvidia-smi nvlink --status): one row per link of each GPU.
+create table if not exists raw_node_nvlinks (
+    node_id     varchar not null,
+    gpu_index   integer not null,
+    link        integer not null,
+    link_gb_s   double,                    -- the speed printed for the link (null when inactive)
+    active      boolean not null,
+    state       varchar,                   -- the text after the colon, as printed
+    source_file varchar not null,
+    source_line integer not null
+);
+
+-- p2p.jsonl: one row per ordered GPU pair.
+create table if not exists raw_node_p2p (
+    node_id         varchar not null,
+    src             integer not null,
+    dst             integer not null,
+    can_access_peer boolean not null,
+    bytes           bigint,
+    repeats         integer,
+    time_us_median  double,
+    copy_gbs        double,                -- GB/s, 1e9 bytes per second, median of the repeats
+    copy_gbs_max    double,
+    source_file     varchar not null,
+    source_line     integer not null
+);
+
+-- allreduce.jsonl: one row per (group, message size), nccl-tests' definitions of algbw and busbw.
+create table if not exists raw_node_allreduce (
+    node_id     varchar not null,
+    group_label varchar not null,
+    gpus        varchar not null,          -- comma separated GPU indices
+    ranks       integer,
+    backend     varchar,
+    device      varchar,
+    dtype       varchar,
+    bytes       bigint not null,
+    count       bigint,                    -- elements of dtype
+    iters       integer,
+    warmup      integer,
+    time_us     double not null,
+    time_us_min double,
+    time_us_max double,
+    algbw_gbs   double not null,
+    busbw_gbs   double not null,
+    correct     boolean,                   -- the sum came out as expected on every rank
+    source_file varchar not null,
+    source_line integer not null
+);

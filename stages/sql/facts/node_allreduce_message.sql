@@ -1,0 +1,27 @@
+-- Message size of one all-reduce measurement: bytes, printed in binary units.
+with measurement as (
+    select *
+    from node_allreduce
+    where node_id = $node_id and gpu_group = $gpu_group and message_bytes = $message_bytes
+),
+
+final as (
+    select
+        message_bytes as value,
+        case
+            when message_bytes >= 1073741824 and message_bytes % 1073741824 = 0
+                then (message_bytes // 1073741824)::varchar || ' GiB'
+            when message_bytes >= 1048576 and message_bytes % 1048576 = 0
+                then (message_bytes // 1048576)::varchar || ' MiB'
+            when message_bytes >= 1024 and message_bytes % 1024 = 0
+                then (message_bytes // 1024)::varchar || ' KiB'
+            else message_bytes::varchar || ' B'
+        end as display,
+        cast(null as varchar) as unit,  -- the display carries the unit
+        cast(null as varchar) as run_id,
+        source_file,
+        source_line
+    from measurement
+)
+
+select * from final

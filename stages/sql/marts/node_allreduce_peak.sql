@@ -1,0 +1,47 @@
+-- The best bus bandwidth each GPU group of a probed node reached over its message-size sweep,
+-- with the message size and line where it did (the larger message wins a tie).
+with sweeps as (
+    select * from node_allreduce
+),
+
+peak as (
+    select *
+    from sweeps
+    qualify row_number() over (partition by node_id, gpu_group
+                               order by busbw_gbs desc, message_bytes desc) = 1
+),
+
+per_group as (
+    select
+        node_id,
+        gpu_group,
+        count(*)                            as sizes_measured,
+        bool_and(coalesce(correct, false))  as all_correct,
+        min(message_bytes)                  as min_message_bytes,
+        max(message_bytes)                  as max_message_bytes
+    from sweeps
+    group by node_id, gpu_group
+),
+
+final as (
+    select
+        peak.node_id,
+        peak.gpu_group,
+        peak.gpus,
+        peak.ranks,
+        peak.spans_islands,
+        peak.busbw_gbs,
+        peak.algbw_gbs,
+        peak.message_bytes,
+        peak.time_us,
+        per_group.sizes_measured::integer   as sizes_measured,
+        per_group.min_message_bytes,
+        per_group.max_message_bytes,
+        per_group.all_correct,
+        peak.source_file,
+        peak.source_line
+    from peak
+    join per_group on per_group.node_id = peak.node_id and per_group.gpu_group = peak.gpu_group
+)
+
+select * from final

@@ -1,0 +1,22 @@
+-- GPUs of one node probe, in index order, with the text columns the inventory table prints.
+with gpus as (
+    select *
+    from node_gpus
+    where node_id = $node_id
+),
+
+final as (
+    select
+        node_id,
+        gpu_index,
+        'GPU' || gpu_index::varchar         as gpu_label,
+        name,
+        pci_bus_id,
+        cpu_affinity,
+        numa_affinity,
+        nvlink_island
+    from gpus
+    order by gpu_index
+)
+
+select * from final

@@ -1,0 +1,161 @@
+"""Part 1, the node: rendered from the committed probe of a two-GPU H200 machine, or left out."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+from render_helpers import PROJECT, build_campaign, render_kwargs
+from stages import charts, derive, ingest_nodes, render
+from stages.facts import FactError, PageMacros, cat_v
+
+NODE = "h200x2__1130-054711"
+REAL_NODE = PROJECT / "data" / "nodes" / NODE
+NODE_TABLES = ("nodes", "node_gpus", "node_topology", "node_p2p", "node_allreduce", "node_allreduce_peak")
+RULES = {"prefix_cache_tok_s": 60000, "gate_min_score": 1.0, "cached_share_max_pct": 20,
+         "default_max_num_seqs": 1024}
+
+
+def add_node(root: Path) -> None:
+    """The render fixture's campaign plus the node tables derive builds from the real probe."""
+    nodes = root / "data" / "nodes"
+    shutil.copytree(REAL_NODE, nodes / NODE)
+    scratch = root / "scratch"
+    ingest_nodes.run(nodes_dir=nodes, warehouse=scratch / "warehouse.duckdb", root=root)
+    derive.run(warehouse=scratch / "warehouse.duckdb", campaign_db=scratch / "campaign.duckdb",
+               derived_dir=scratch / "derived", metrics_file=scratch / "metrics.json",
+               rules=RULES, workloads={})
+    con = duckdb.connect(str(root / "data" / "campaign.duckdb"))
+    try:
+        con.execute("attach $path as derived (read_only)", {"path": str(scratch / "campaign.duckdb")})
+        for table in NODE_TABLES:
+            con.execute(f"insert into {table} by name select * from derived.{table}")
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    root = tmp_path_factory.mktemp("node-campaign")
+    build_campaign(root)
+    add_node(root)
+    summary = render.run(**render_kwargs(root, nodes_dir=root / "data" / "nodes", build=True))
+    return root, summary
+
+
+def page(root: Path, name: str = "part-node.md") -> str:
+    return (root / "data" / "docs" / name).read_text()
+
+
+def test_node_part_comes_first_in_the_series(rendered):
+    root, summary = rendered
+    assert summary["pages"][:3] == ["index.md", "part-node.md", "part-local-cpu.md"]
+    index = page(root, "index.md")
+    assert index.index("[Part 1: The node](part-node.md)") < index.index(
+        "[Part 2: A dress rehearsal on a CPU](part-local-cpu.md)")
+    assert "[Part 2: A dress rehearsal on a CPU](part-local-cpu.md) →" in page(root)
+    assert "← [Part 1: The node](part-node.md)" in page(root, "part-local-cpu.md")
+    html = (root / "data" / "site" / "index.html").read_text()
+    assert html.index('href="part-node.html"') < html.index('href="part-local-cpu.html"')  # site nav
+
+
+def test_numbers_are_facts_with_their_raw_lines(rendered):
+    root, _ = rendered
+    text = page(root)
+    assert f'[347.6](audit/node_busbw_peak_gbs--0-1--{NODE}.md "audit trail"){{.fact}}' in text
+    assert f'[4 GiB](audit/node_busbw_peak_message--0-1--{NODE}.md "audit trail"){{.fact}}' in text
+    assert f'[382.9](audit/node_p2p_copy_gbs--1--{NODE}--0.md "audit trail"){{.fact}}' in text
+    assert f'[18](audit/node_link_nvlinks--GPU0--{NODE}--GPU1.md' in text
+    records = {r["id"]: r for r in json.loads((root / "data" / "facts.json").read_text())}
+    peak = records[f"node_busbw_peak_gbs--0-1--{NODE}"]
+    assert peak["value"] == pytest.approx(347.635) and peak["unit"] == "GB/s"
+    assert (peak["source_file"], peak["source_line"]) == (f"data/nodes/{NODE}/allreduce.jsonl", 13)
+    assert '"busbw_gbs": 347.635' in peak["excerpt"] and peak["run_ids"] == []
+    size = records[f"node_busbw_peak_message--0-1--{NODE}"]
+    assert size["value"] == 4 * 2**30 and size["display"] == "4 GiB"
+    audit = page(root, f"audit/node_busbw_peak_gbs--0-1--{NODE}.md")
+    assert f"<code>data/nodes/{NODE}/allreduce.jsonl</code>, line 13" in audit
+
+
+def test_inventory_matrix_p2p_and_sweep_tables(rendered):
+    root, _ = rendered
+    text = page(root)
+    assert "| Device | GPU0 | GPU1 |" in text
+    assert "| **GPU0** | X | NV18 |" in text and "| **GPU1** | NV18 | X |" in text
+    assert f"| GPU0 | GPU1 | NV18 | yes | [382.9](audit/node_p2p_copy_gbs" in text
+    assert f"| GPU1 | [140.4](audit/node_gpu_memory_gib--1--{NODE}.md" in text
+    sweep = text.split("| Message per GPU |", 1)[1].split("\n\n", 1)[0]
+    assert sweep.count("\n| [") == 13 and "[1 MiB](" in sweep and "[4 GiB](" in sweep
+    for table in NODE_TABLES:
+        assert f"(downloads/{table}.csv)" in text
+
+
+def test_evidence_blocks_read_the_node_folder(rendered):
+    root, _ = rendered
+    text = page(root)
+    assert f"$ cat -v data/nodes/{NODE}/topo.txt</span>\n\t^[[4mGPU0\tGPU1" in text
+    assert "\x1b" not in text
+    assert f"$ head -n 4 data/nodes/{NODE}/nvlink.txt" in text and "Link 0: 26.562 GB/s" in text
+    assert f"$ cat data/nodes/{NODE}/gpus.csv" in text and "143771 MiB" in text
+    assert "busbw 347.64 GB/s" in text  # probe.log
+
+
+def test_layout_section_says_the_quad_comparison_waits(rendered):
+    root, _ = rendered
+    text = page(root)
+    layouts = text.split("## What this means for layouts", 1)[1]
+    assert "same NVLink island" in layouts
+    assert "waits for a probe of the 8-GPU node" in layouts
+    assert "GB/s" not in layouts  # no figure for the comparison it cannot make
+
+
+def test_allreduce_chart_files_fit_the_column(rendered):
+    root, summary = rendered
+    rel = f"assets/charts/part-node/allreduce_chart-{NODE}"
+    assert rel in summary["charts"]
+    docs = root / "data" / "docs"
+    spec = json.loads((docs / f"{rel}.vl.json").read_text())
+    assert spec["layer"][0]["encoding"]["x"]["scale"] == {"base": 2, "type": "log"}
+    svg = (docs / f"{rel}.svg").read_text()
+    width = float(re.search(r'<svg[^>]*\bwidth="([\d.]+)"', svg).group(1))
+    assert width <= charts.CHART_WIDTH + 20
+    assert (docs / f"{rel}.png").read_bytes().startswith(b"\x89PNG\r\n")
+    assert f"Download: [SVG]({rel}.svg) · [PNG]({rel}.png) · [Vega-Lite spec]({rel}.vl.json)" in page(root)
+    html = (root / "data" / "site" / "part-node.html").read_text()
+    assert 'class="vega-chart"' in html and "spec-part-node-allreduce-chart-h200x2--1130-054711" in html
+
+
+def test_without_node_data_the_part_is_left_out(tmp_path):
+    build_campaign(tmp_path)
+    summary = render.run(**render_kwargs(tmp_path))
+    assert "part-node.md" not in summary["pages"]
+    assert not (tmp_path / "data" / "docs" / "part-node.md").exists()
+    index = page(tmp_path, "index.md")
+    assert "Part 1" not in index and "[Part 2: A dress rehearsal on a CPU](part-local-cpu.md)" in index
+
+
+def test_allreduce_chart_one_line_per_group_dashed_across_islands():
+    rows = pd.DataFrame([
+        {"gpu_group": g, "ranks": n, "spans_islands": s, "message_bytes": b, "time_us": 10.0,
+         "algbw_gbs": 1.0, "busbw_gbs": v}
+        for g, n, s in (("0-3", 4, False), ("0-7", 8, True)) for b, v in ((2**20, 30.0), (2**30, 300.0))
+    ])
+    spec = charts.allreduce_chart(rows).to_dict()
+    colour = spec["layer"][0]["encoding"]["color"]
+    assert colour["scale"]["domain"] == ["GPUs 0-3 (4 ranks)", "GPUs 0-7 (8 ranks)"]
+    data = next(iter(spec["datasets"].values()))
+    assert {(d["group"], d["islands"]) for d in data} == {
+        ("GPUs 0-3 (4 ranks)", "one NVLink island"), ("GPUs 0-7 (8 ranks)", "spans islands")}
+    assert charts.size_label(2**30) == "1 GiB" and charts.size_label(1536) == "1.5 KiB"
+
+
+def test_cat_v_and_node_evidence_needs_the_nodes_folder(tmp_path):
+    assert cat_v(b"\x1b[4mGPU0\tX\x1b[0m\n\x7f\xe9") == "^[[4mGPU0\tX^[[0m\n^?M-i"
+    macros = PageMacros(book=None, page="p.md", runs_dir=tmp_path, root=tmp_path)  # type: ignore[arg-type]
+    with pytest.raises(FactError, match="node_evidence needs the nodes folder"):
+        macros.node_evidence("cat", NODE, "topo.txt")
