@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup repro test bench serve publish help
+.PHONY: setup repro test bench reliability serve publish help
 
 help:
 	@echo "make repro   set up .venv, run the campaign (dvc repro), print where the site is"
@@ -18,6 +18,7 @@ help:
 	@echo "make bench   run the benchmarks and write data/bench/report.md"
 	@echo "make serve   serve the built site on http://127.0.0.1:8000"
 	@echo "make publish pack the built site into data/publish/site-<version>.tar.gz"
+	@echo "make reliability  inject faults and write data/reliability/report.md"
 
 setup: $(STAMP)
 
@@ -48,6 +49,9 @@ $(CHROMIUM):
 
 bench: $(STAMP)
 	$(BIN)/python -m pytest -q tests -m bench -p no:cacheprovider || true
+
+reliability: $(STAMP)
+	$(BIN)/campaign reliability
 
 publish: $(STAMP)
 	@test -f data/site/index.html || { echo "no site yet: run make repro first"; exit 1; }

@@ -236,6 +236,22 @@ def publish(root: str) -> None:
 
 
 @main.command()
+@root_option
+@user_errors
+def reliability(root: str) -> None:
+    """Inject faults (damaged run folders, a killed engine, bad input) and report what happened.
+
+    Example: campaign reliability   (writes data/reliability/report.md)
+    """
+    from stages import reliability as rel
+
+    _, paths = _load(root)
+    report = rel.run(root=paths.root, out_dir=paths.root / "data" / "reliability", progress=progress)
+    click.echo(report.read_text().split("## Summary", 1)[1].strip())
+    click.echo(f"report: {report}")
+
+
+@main.command()
 @click.option("--no-push", is_flag=True, help="Only record the run folders; do not push.")
 @root_option
 @user_errors
