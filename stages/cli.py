@@ -178,10 +178,11 @@ def render(no_build: bool, root: str) -> None:
     """
     from stages import render as render_stage
 
-    _, paths = _load(root)
+    params, paths = _load(root)
     summary = render_stage.run(campaign_db=paths.campaign_db, docs_dir=paths.docs,
                                site_dir=paths.site, facts_file=paths.facts, runs_dir=paths.runs,
-                               nodes_dir=paths.nodes, root=paths.root, build=not no_build)
+                               nodes_dir=paths.nodes, root=paths.root, build=not no_build,
+                               compare=params.get("compare"), run_sets=params.get("run_sets"))
     click.echo(" ".join(f"{k}={v}" for k, v in summary.items() if not isinstance(v, dict)))
 
 

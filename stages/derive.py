@@ -59,6 +59,7 @@ INTERMEDIATE_MODELS: tuple[str, ...] = ("int_requests", "int_point_cache", "int_
 MART_MODELS: tuple[str, ...] = (
     "runs",
     "launches",
+    "run_events",
     "gates",
     "gate_probes",
     "sequences_fit",
@@ -76,6 +77,7 @@ MART_MODELS: tuple[str, ...] = (
 PUBLIC_TABLES: tuple[str, ...] = (
     "runs",
     "launches",
+    "run_events",
     "gates",
     "gate_probes",
     "bench_requests",
@@ -287,6 +289,7 @@ HEADLINE_SQL: dict[str, str] = {
     "launches_ready": "select count(*) from launches where status = 'ready'",
     "launches_failed": "select count(*) from launches where status = 'failed'",
     "launches_interrupted": "select count(*) from launches where status = 'interrupted'",
+    "run_events": "select count(*) from run_events",
     "gates_passed": "select count(*) from gates where not provisional",
     "gates_provisional": "select count(*) from gates where provisional",
     "bench_points": "select count(*) from bench_points",

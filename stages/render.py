@@ -4,7 +4,8 @@ Each `site/templates/*.md.j2` is one page (front matter in YAML, body in Jinja2)
 numbers only through facts (see stages/facts.py), cites sources as [S1], and draws charts by name
 (stages/charts.py). A page whose front matter names a row query under `needs:` is left out of the
 series (index, navigation, prev/next links) while that query returns no rows, e.g. the node article
-before any node was probed. The stage writes the docs folder from scratch: pages, one audit page per fact,
+before any node was probed. `compare.md.j2` is not a part: it is the Compare page, which draws the
+pairs of run sets listed under params `compare:` (stages/compare_page.py). The stage writes the docs folder from scratch: pages, one audit page per fact,
 SOURCES.md, the Warehouse page (stages/warehouse_page.py), CSV downloads of the public tables,
 chart specs with static SVG and PNG, the site's own Vega bundle; then data/facts.json; then runs
 `mkdocs build --strict`.
@@ -20,7 +21,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import duckdb
 import jinja2
@@ -28,7 +29,7 @@ import pandas as pd
 import yaml
 
 from stages import charts as chart_lib
-from stages import warehouse_page
+from stages import compare_page, warehouse_page
 from stages.config import CampaignError
 from stages.facts import (PUBLIC_TABLES, Fact, FactBook, FactError, PageMacros, check_digits,
                           escape_text, git_sha, render_evidence)
@@ -84,11 +85,14 @@ def split_front_matter(text: str, origin: str) -> tuple[dict[str, Any], str]:
 
 
 def load_pages(templates_dir: Path) -> tuple[PageSpec | None, list[PageSpec]]:
-    """The index page and the Parts, ordered by their `part` number."""
+    """The index page and the Parts, ordered by their `part` number (the Compare page, which is
+    not a part, is read by `load_page`)."""
     if not templates_dir.is_dir():
         raise CampaignError(f"{templates_dir}: no templates folder")
     index, parts = None, []
     for path in sorted(templates_dir.glob(f"*{TEMPLATE_SUFFIX}")):
+        if path.name == compare_page.TEMPLATE:
+            continue
         meta, body = split_front_matter(path.read_text(), path.name)
         spec = PageSpec(path, path.name[: -len(".j2")], meta, body)
         if path.name == INDEX_TEMPLATE:
@@ -100,6 +104,16 @@ def load_pages(templates_dir: Path) -> tuple[PageSpec | None, list[PageSpec]]:
             parts.append(spec)
     parts.sort(key=lambda p: (p.meta["part"], p.name))
     return index, parts
+
+
+def load_page(path: Path) -> PageSpec | None:
+    """A page outside the series of parts (front matter needs a title), or None when absent."""
+    if not path.is_file():
+        return None
+    meta, body = split_front_matter(path.read_text(), path.name)
+    if "title" not in meta:
+        raise CampaignError(f"{path.name}: front matter lacks 'title'")
+    return PageSpec(path, path.name[: -len(".j2")], meta, body)
 
 
 def dump_front_matter(meta: dict[str, Any]) -> str:
@@ -295,12 +309,17 @@ def downloads_section(tables: list[str]) -> str:
 
 def render_page(spec: PageSpec, *, env: jinja2.Environment, book: FactBook, parts: list[PageSpec],
                 writer: ChartWriter, sources: dict[str, dict], runs_dir: Path,
-                root: Path, nodes_dir: Path | None = None) -> RenderedPage:
+                root: Path, nodes_dir: Path | None = None,
+                extra_globals: Callable[[PageMacros], dict[str, Any]] | None = None) -> RenderedPage:
+    """One page. `extra_globals` gives a page macros of its own, built on its PageMacros."""
     macros = PageMacros(book, page=spec.name, runs_dir=runs_dir, root=root, nodes_dir=nodes_dir)
     charts_before = len(writer.written)
     try:
         template = env.from_string(spec.body)
-        text = template.render(**page_globals(macros, spec, parts, writer))
+        names = page_globals(macros, spec, parts, writer)
+        if extra_globals is not None:
+            names.update(extra_globals(macros))
+        text = template.render(**names)
     except FactError as exc:
         raise FactError(f"{spec.template.name}: {exc}") from None
     except jinja2.TemplateError as exc:
@@ -476,9 +495,12 @@ def page_shown(spec: PageSpec, book: FactBook) -> bool:
 def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, runs_dir: Path,
         root: Path, build: bool = True, templates_dir: Path | None = None,
         sources_file: Path | None = None, mkdocs_config: Path | None = None,
-        warehouse_file: Path | None = None, nodes_dir: Path | None = None) -> dict[str, Any]:
+        warehouse_file: Path | None = None, nodes_dir: Path | None = None,
+        compare: list[dict] | None = None, run_sets: dict | None = None) -> dict[str, Any]:
     """Render the article series from campaign.duckdb and (when build) build the site.
-    `nodes_dir` holds the node probe folders that node evidence blocks read.
+    `nodes_dir` holds the node probe folders that node evidence blocks read. `compare` is
+    params.yaml's list of {base, head, title} pairs for the Compare page; `run_sets` the run sets
+    a side may name (stages/compare_page.py).
 
     Example: run(campaign_db=p.campaign_db, docs_dir=p.docs, site_dir=p.site,
                  facts_file=p.facts, runs_dir=p.runs, root=p.root, nodes_dir=p.nodes)
@@ -492,6 +514,7 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
         raise CampaignError(f"{campaign_db}: not found (run the derive stage first)")
     sources = load_sources(sources_file)
     index, parts = load_pages(templates_dir)
+    compare_spec = load_page(templates_dir / compare_page.TEMPLATE)
     clear_dir(docs_dir, root)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir)), autoescape=True,
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
@@ -506,6 +529,11 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
         rendered = [render_page(p, **kwargs) for p in parts]
         if index is not None:
             rendered.insert(0, render_page(index, **kwargs))
+        if compare_spec is not None:
+            comparisons = compare_page.resolve_pairs(compare or [], con=con, run_sets=run_sets)
+            rendered.append(render_page(
+                compare_spec, **kwargs,
+                extra_globals=lambda macros: compare_page.page_globals(macros, comparisons)))
         for page in rendered:
             (docs_dir / page.name).write_text(page.text)
         (docs_dir / "SOURCES.md").write_text(sources_page(sources, rendered))

@@ -20,6 +20,7 @@ RUN16_FAILED = "tiny-llama__cpu_seqs16__4k__vllm__1130-050100"
 KV_TOKENS = 8192
 WORKLOADS = {"long": (2048, 64), "chat": (256, 64)}
 CONCURRENCY = [1, 2, 4, 8, 16]
+POINT_ERROR_LINE = "point_error=long__c16 ReadTimeout: <timed out>\n"
 SCRIPT_ANSWER = "<script>alert('x')</script> the code is 42"
 
 PUBLIC_DDL = """
@@ -33,6 +34,8 @@ create table launches (run_id varchar, status varchar, ready_s double, kv_tokens
   attention_backend varchar, error_type varchar, error_message varchar, error_worker varchar,
   kv_cache_dtype varchar, command varchar, kv_source_file varchar, kv_source_line integer, error_source_file varchar,
   error_source_line integer, source_file varchar, source_line integer);
+create table run_events (run_id varchar, event varchar, point_id varchar, detail varchar,
+  source_file varchar, source_line integer);
 create table gates (run_id varchar, gate varchar, score double, probes integer,
   passed_probes integer, provisional boolean, source_file varchar, source_line integer);
 create table gate_probes (run_id varchar, probe_idx integer, depth double, prompt_tokens integer,
@@ -110,7 +113,8 @@ def _write_runs(root: Path) -> dict[str, Path]:
         if ok:
             shutil.copy(FIXTURES / "server.log", d / "server.log")
             (d / "launch.out").write_text(
-                f"status=ready\nready_s={71.3 if seqs == 4 else 68.9}\nengine_kv_tokens={KV_TOKENS}\n")
+                f"status=ready\nready_s={71.3 if seqs == 4 else 68.9}\nengine_kv_tokens={KV_TOKENS}\n"
+                + (POINT_ERROR_LINE if seqs == 4 else ""))
             probes = [
                 {"key": 0, "depth": depth, "prompt_tokens": 3686, "ok": False,
                  "latency_s": 4.2 + i, "answer": SCRIPT_ANSWER if i == 1 else "Powopo 417 juquloba"}
@@ -142,6 +146,12 @@ def build_campaign(root: Path) -> Path:
     db = root / "data" / "campaign.duckdb"
     con = duckdb.connect(str(db))
     con.execute(PUBLIC_DDL)
+    con.executemany("insert into run_events values (?, ?, ?, ?, ?, ?)", [
+        [RUN16_FAILED, "launch_failed", None, "the engine did not become ready (status=failed)",
+         rel(folders[RUN16_FAILED] / "launch.out"), 1],
+        [RUN4, "point_failed", "long__c16", "ReadTimeout: <timed out>",
+         rel(folders[RUN4] / "launch.out"), 4],
+    ])
     for run_id, layout, attempt, latest, status, seqs in (
         (RUN16_FAILED, "cpu_seqs16", 1, False, "failed", 16),
         (RUN4, "cpu_seqs4", 1, True, "ready", 4),

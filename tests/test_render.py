@@ -40,7 +40,8 @@ def test_article_prints_facts_that_link_to_audit_pages(rendered):
     assert (root / "data" / "docs" / "audit" / f"launch_ready_s--{RUN4}.md").is_file()
     for target in set(re.findall(r"\]\((audit/[^ )]+\.md)", text)):
         assert (root / "data" / "docs" / target).is_file(), target
-    assert summary["pages"] == ["index.md", "part-local-cpu.md", "SOURCES.md", "warehouse.md"]
+    assert summary["pages"] == ["index.md", "part-local-cpu.md", "compare.md", "SOURCES.md",
+                                "warehouse.md"]
     assert summary["facts"] == len(json.loads((root / "data" / "facts.json").read_text()))
 
 

@@ -1,0 +1,88 @@
+-- What happened to each run, one row per launch.out line that records something going wrong:
+--   point_error=<point_id> <ExceptionType>: <message>  -> point_failed (the point in flight)
+--   point_skipped=<point_id> <why>                     -> point_skipped
+--   run_status=interrupted | engine_died | failed      -> run_interrupted | engine_died | run_failed
+--   error=<message> (or status=failed without one)     -> launch_failed
+-- run_status=failed after a launch that failed is the same event as launch_failed and is not
+-- repeated; after a ready launch it means the run stopped before its benchmarks (run_failed).
+-- Run-level statuses use the run's last run_status line, as runs.run_status does.
+with launch_out as (
+    select * from stg_launch_out
+),
+
+points_written as (
+    select run_id, launch_value as points
+    from launch_out
+    where launch_key = 'points'
+    qualify row_number() over (partition by run_id order by source_line desc) = 1
+),
+
+point_lines as (
+    select
+        run_id,
+        case launch_key when 'point_error' then 'point_failed' else 'point_skipped' end as event,
+        nullif(split_part(launch_value, ' ', 1), '')                                 as point_id,
+        nullif(trim(substr(launch_value, length(split_part(launch_value, ' ', 1)) + 1)), '')
+                                                                                     as detail,
+        source_file,
+        source_line
+    from launch_out
+    where launch_key in ('point_error', 'point_skipped')
+),
+
+launch_failures as (
+    select
+        run_id,
+        'launch_failed'                                                        as event,
+        cast(null as varchar)                                                  as point_id,
+        case when launch_key = 'error' then nullif(launch_value, '')
+             else 'the engine did not become ready (status=failed)' end        as detail,
+        source_file,
+        source_line
+    from launch_out
+    where launch_key = 'error' or (launch_key = 'status' and lower(launch_value) = 'failed')
+    -- one per run: the error line when there is one, else the status line
+    qualify row_number() over (
+        partition by run_id order by (launch_key = 'error') desc, source_line
+    ) = 1
+),
+
+last_status as (
+    select run_id, lower(launch_value) as run_status, source_file, source_line
+    from launch_out
+    where launch_key = 'run_status'
+    qualify row_number() over (partition by run_id order by source_line desc) = 1
+),
+
+run_lines as (
+    select
+        s.run_id,
+        case s.run_status
+            when 'interrupted' then 'run_interrupted'
+            when 'engine_died' then 'engine_died'
+            else 'run_failed'
+        end                                                                    as event,
+        cast(null as varchar)                                                  as point_id,
+        case s.run_status
+            when 'interrupted' then 'interrupted; the engine was stopped'
+            when 'engine_died' then 'the engine stopped running during the benchmarks'
+            else 'the run stopped before its benchmarks finished'
+        end || coalesce('; benchmark points written: ' || p.points, '')        as detail,
+        s.source_file,
+        s.source_line
+    from last_status as s
+    left join points_written as p on p.run_id = s.run_id
+    where s.run_status in ('interrupted', 'engine_died', 'failed')
+      and not (s.run_status = 'failed' and s.run_id in (select run_id from launch_failures))
+),
+
+final as (
+    select run_id, event, point_id, detail, source_file, source_line from point_lines
+    union all
+    select run_id, event, point_id, detail, source_file, source_line from launch_failures
+    union all
+    select run_id, event, point_id, detail, source_file, source_line from run_lines
+    order by run_id, source_line
+)
+
+select * from final

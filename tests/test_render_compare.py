@@ -1,0 +1,111 @@
+"""The Compare page: pairs from params drawn with stages/diff.py, every printed number a fact."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from render_helpers import RUN4, RUN16, build_campaign, render_kwargs
+from stages import compare_page, render
+from stages.config import CampaignError
+from stages.facts import FactBook, FactError, PageMacros
+
+PAIR = {"base": "tiny-seqs4", "head": "tiny-seqs16",
+        "title": "Sequence cap 4 against 16 on the CPU rehearsal"}
+
+
+def docs(root: Path, name: str) -> str:
+    return (root / "data" / "docs" / name).read_text()
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    root = tmp_path_factory.mktemp("compare")
+    build_campaign(root)
+    summary = render.run(**render_kwargs(root, compare=[PAIR, {"base": "HEAD", "head": "tiny-seqs16"}]))
+    return root, summary
+
+
+def test_pair_is_drawn_with_facts_marks_and_both_runs(compared):
+    root, summary = compared
+    text = docs(root, "compare.md")
+    assert "compare.md" in summary["pages"]
+    assert "## Sequence cap 4 against 16 on the CPU rehearsal" in text
+    # base and head values are the point facts the articles use, linked to their audit pages
+    chat16 = [l for l in text.splitlines() if f"point_ttft_median_s--16--{RUN4}--chat.md" in l]
+    assert len(chat16) == 1
+    row = chat16[0]
+    assert f"point_ttft_median_s--16--{RUN16}--chat.md" in row
+    # seqs4 queues at 16 chat users (12 over its cap): 0.2 s * 13 = 2.6 s against 0.2 s
+    assert "[2.60](" in row and "[0.2](" in row and "[-92.3%](" in row
+    assert "| better |" in row and "capacity-limited, provisional" in row
+    assert "| Ready (s) |" in text and "[71.3](audit/launch_ready_s--" in text
+    assert "[-3.4%](audit/compare_launch_change_pct--" in text
+    assert "every row below is tiny-llama / 4k" in text
+    for target in set(re.findall(r"\]\((audit/[^ )]+\.md)", text)):
+        assert (root / "data" / "docs" / target).is_file(), target
+
+
+def test_change_facts_record_both_runs_and_the_head_result_file(compared):
+    root, _ = compared
+    records = {r["id"]: r for r in json.loads((root / "data" / "facts.json").read_text())}
+    [rec] = [r for r in records.values() if r["name"] == "compare_point_change_pct"
+             and r["params"] == {"base_run_id": RUN4, "head_run_id": RUN16, "workload": "chat",
+                                 "concurrency": 16, "metric": "ttft_median_s"}]
+    assert rec["run_ids"] == [RUN4, RUN16]
+    assert rec["source_file"] == f"data/runs/{RUN16}/bench/chat__c16.json"
+    assert rec["display"] == "-92.3%" and rec["pages"] == ["compare.md"]
+    assert round(rec["value"], 3) == -92.308
+
+
+def test_a_revision_side_is_named_with_its_reason_not_drawn(compared):
+    root, _ = compared
+    text = docs(root, "compare.md")
+    section = text.split("## HEAD against tiny-seqs16", 1)[1]
+    assert "Not drawn:" in section and "campaign diff" in section
+    assert "None of the comparisons" not in text  # the first pair was drawn
+
+
+def test_no_pair_resolves_and_the_strict_build_still_passes(tmp_path):
+    build_campaign(tmp_path)
+    render.run(**render_kwargs(tmp_path, build=True,
+                               compare=[{"base": "v9.9.9", "head": "tiny-seqs16", "title": "Nothing"}]))
+    text = docs(tmp_path, "compare.md")
+    assert "None of the comparisons listed in `params.yaml` can be drawn" in text
+    assert "&#x27;v9.9.9&#x27; is not a run set" in text
+    assert (tmp_path / "data" / "site" / "compare.html").is_file()
+    assert "[Compare images](compare.md)" in docs(tmp_path, "index.md")
+
+
+def test_without_pairs_the_page_says_so(tmp_path):
+    build_campaign(tmp_path)
+    render.run(**render_kwargs(tmp_path))
+    assert "No comparison is listed in `params.yaml`" in docs(tmp_path, "compare.md")
+
+
+def test_a_value_that_disagrees_with_its_fact_fails(tmp_path):
+    db = build_campaign(tmp_path)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        [c] = compare_page.resolve_pairs([PAIR], con=con)
+        macros = PageMacros(FactBook(con, root=tmp_path, sha=None), page="compare.md",
+                            runs_dir=tmp_path / "data" / "runs", root=tmp_path)
+        tables = compare_page.CompareTables(macros)
+        tables.points(c, "long")  # agrees
+        next(r for r in c.result.points if r["workload"] == "long")["head_value"] += 1.0
+        with pytest.raises(FactError, match="in the comparison but"):
+            tables.points(c, "long")
+    finally:
+        con.close()
+
+
+def test_compare_params_are_checked():
+    assert compare_page.check_pairs(None) == []
+    assert compare_page.check_pairs([{"base": "a", "head": "b"}])[0]["title"] == "a against b"
+    with pytest.raises(CampaignError, match="compare item 1 needs base and head"):
+        compare_page.check_pairs([{"base": "a"}])
+    with pytest.raises(CampaignError, match="must be a list"):
+        compare_page.check_pairs({"base": "a", "head": "b"})

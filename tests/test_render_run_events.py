@@ -1,0 +1,44 @@
+"""Part 2's section on what went wrong: run_events quoted from launch.out, or one sentence."""
+from __future__ import annotations
+
+import duckdb
+
+from render_helpers import RUN4, RUN16, RUN16_FAILED, build_campaign, render_kwargs
+from stages import render
+
+HEADING = "## What went wrong, and what the pipeline did"
+
+
+def section(root) -> str:
+    text = (root / "data" / "docs" / "part-local-cpu.md").read_text()
+    return text.split(HEADING, 1)[1].split("\n## ", 1)[0]
+
+
+def test_events_are_counted_quoted_and_tabled(tmp_path):
+    build_campaign(tmp_path)
+    render.run(**render_kwargs(tmp_path))
+    text = section(tmp_path)
+    assert '[1](audit/profile_run_events--point_failed--local-cpu.md "audit trail"){.fact} ' \
+           "benchmark point failed" in text
+    assert "[0](audit/profile_run_events--run_interrupted--local-cpu.md" in text
+    assert "runs were interrupted" in text
+    # the failed launch is kept beside the attempt of its spec that completed
+    failed = text.split(f"<code>{RUN16_FAILED}</code>", 1)[1].split("<pre", 1)[0]
+    assert "never became ready" in failed and f"<code>{RUN16}</code>" in failed
+    assert f"$ cat data/runs/{RUN4}/launch.out</span>" in text
+    assert "point_error=long__c16 ReadTimeout: &lt;timed out&gt;" in text
+    table = text.split("| Run | Event | Point | What launch.out says |", 1)[1]
+    assert "| point failed | long&#95;&#95;c16 | ReadTimeout: &lt;timed out&gt; |" in table
+    assert "| launch failed | - | the engine did not become ready (status=failed) |" in table
+    audit = (tmp_path / "data" / "docs" / "audit" / "profile_run_events--point_failed--local-cpu.md")
+    assert f"<code>data/runs/{RUN4}/launch.out</code>, line 4" in audit.read_text()
+
+
+def test_without_events_the_section_is_one_sentence(tmp_path):
+    db = build_campaign(tmp_path)
+    with duckdb.connect(str(db)) as con:
+        con.execute("delete from run_events")
+    render.run(**render_kwargs(tmp_path))
+    text = section(tmp_path).strip()
+    assert text.startswith("No run on this profile recorded a failed or skipped benchmark point")
+    assert text.count(".") == 1 and "|" not in text and "<pre" not in text
