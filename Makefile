@@ -48,7 +48,7 @@ $(CHROMIUM):
 	$(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
 
 bench: $(STAMP)
-	$(BIN)/python -m pytest -q tests -m bench -p no:cacheprovider || true
+	$(BIN)/campaign bench
 
 reliability: $(STAMP)
 	$(BIN)/campaign reliability

@@ -237,6 +237,25 @@ def publish(root: str) -> None:
 
 
 @main.command()
+@click.option("--scale", default=1.0, show_default=True,
+              help="Campaign size: 1.0 is about 300 runs and 5 GB of logs.")
+@click.option("--keep-data", is_flag=True, help="Keep the generated campaign after measuring.")
+@root_option
+@user_errors
+def bench(scale: float, keep_data: bool, root: str) -> None:
+    """Measure the ingest on a generated campaign and write data/bench/report.md.
+
+    Example: campaign bench --scale 0.1   (the full size takes about 15 minutes)
+    """
+    from stages import benchmark
+
+    _, paths = _load(root)
+    report = benchmark.run(out_dir=paths.root / "data" / "bench", scale=scale, keep_data=keep_data,
+                           progress=progress)
+    click.echo(f"report: {report}")
+
+
+@main.command()
 @root_option
 @user_errors
 def reliability(root: str) -> None:

@@ -1,9 +1,12 @@
 """Ingest: raw run folders -> raw_* tables of the warehouse (DuckDB).
 
 Incremental: a folder whose fingerprint (its files' names, sizes and mtimes, plus the version of
-this code and of the raw schema) is unchanged is skipped; a changed folder has its rows replaced in
-one transaction; a folder gone from disk has its rows removed. Whatever cannot be read becomes an
-`ingest_errors` row and ingest goes on.
+this code and of the raw schema) is unchanged is skipped; changed folders have their rows replaced
+in transactions of whole folders (up to BATCH_FOLDERS at a time); a folder gone from disk has its
+rows removed. Whatever cannot be read becomes an `ingest_errors` row and ingest goes on.
+
+Big files are read in bulk: the common shapes of stats lines and /metrics samples become columns
+(numpy arrays), not one Python object per row, and reach DuckDB as few, large frames.
 
 Example:
     from stages.ingest import run
@@ -16,13 +19,16 @@ import json
 import multiprocessing
 import os
 import time
+from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from stages.parsers import bench_json, cmd as cmd_parser, metrics, scan, small
@@ -47,19 +53,35 @@ BENCH_SUFFIXES = (".json", ".jsonl")
 METRICS_MARK = ".metrics."
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 MAX_WORKERS = 8
+# Folders are written in batches (one transaction each) of at most this many folders or rows
+# of the big tables, whichever comes first.
+BATCH_FOLDERS = 64
+BATCH_ROWS = 1_000_000
+BULK_TABLES = ("raw_log_stats", "raw_metrics", "raw_bench_requests")
+READ_AHEAD = 2                 # folders read ahead of the writer, per worker process
+WRITER_MEMORY = "768MB"        # DuckDB's buffer limit while writing (it spills beyond)
 
 Progress = Callable[[str], None]
 
 
 @dataclass
 class FolderRows:
-    """Everything read from one run folder, by raw table."""
+    """Everything read from one run folder, by raw table: rows one by one, and blocks of rows
+    given as columns (the bulk of a big file: stats lines, /metrics samples)."""
     run_id: str
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {t: [] for t in ROW_TABLES})
+    blocks: dict[str, list[tuple[str, dict[str, Any]]]] = field(default_factory=dict)
 
     def add(self, table: str, source_file: str, source_line: int | None, **values: Any) -> None:
         values.update(run_id=self.run_id, source_file=source_file, source_line=source_line)
         self.tables[table].append(values)
+
+    def add_block(self, table: str, source_file: str, columns: dict[str, Any]) -> None:
+        """Rows given as equal-length columns; `source_line` is one of them."""
+        self.blocks.setdefault(table, []).append((source_file, columns))
+
+    def count(self, table: str) -> int:
+        return len(self.tables[table]) + sum(len(c["source_line"]) for _, c in self.blocks.get(table, ()))
 
     def error(self, source_file: str, err: ParseError | None = None, *, line: int | None = None,
               reason: str | None = None) -> None:
@@ -198,12 +220,17 @@ def _read_log(path: Path, rows: FolderRows, source: str, engine: str,
         rows.add("raw_log_facts", source, f.line, fact=f.fact, value_num=f.value_num,
                  value_text=f.value_text, detail=f.detail, worker=f.worker, log_time=f.log_time,
                  excerpt=f.excerpt)
-    for s in parsed.stats:
+    for s in parsed.line_stats:
         rows.add("raw_log_stats", source, s.line, engine_idx=s.engine_idx, kind=s.kind,
                  log_time=s.log_time, prompt_tok_s=s.prompt_tok_s, gen_tok_s=s.gen_tok_s,
                  running_reqs=s.running_reqs, waiting_reqs=s.waiting_reqs,
                  kv_usage_pct=s.kv_usage_pct, prefix_hit_pct=s.prefix_hit_pct,
                  new_tokens=s.new_tokens, cached_tokens=s.cached_tokens)
+    for block in parsed.blocks:
+        columns = {("source_line" if name == "line" else name): values
+                   for name, values in block.columns.items()}
+        columns["kind"] = block.kind
+        rows.add_block("raw_log_stats", source, columns)
     for err in parsed.errors:
         rows.error(source, err)
     return parsed.facts
@@ -244,10 +271,12 @@ def _read_bench(path: Path, base: str, rows: FolderRows, source: str) -> None:
 def _read_metrics(path: Path, base: str, rows: FolderRows, source: str) -> None:
     point_id, _, rest = base.partition(METRICS_MARK)
     phase = rest.rsplit(".", 1)[0]
-    samples, errors = metrics.parse_metrics(path.read_bytes())
-    for s in samples:
-        rows.add("raw_metrics", source, s.line, point_id=point_id, phase=phase, name=s.name,
-                 labels=s.labels, value=s.value)
+    samples, errors = metrics.parse_columns(path.read_bytes())
+    if samples.lines:
+        rows.add_block("raw_metrics", source, {
+            "point_id": point_id, "phase": phase, "name": samples.names, "labels": samples.labels,
+            "value": np.array(samples.values, dtype=np.float64),
+            "source_line": np.array(samples.lines, dtype=np.int64)})
     for err in errors:
         rows.error(source, err)
 
@@ -329,7 +358,7 @@ def open_warehouse(warehouse: Path) -> tuple[duckdb.DuckDBPyConnection, bool]:
     want = _columns(expected)
     expected.close()
     warehouse.parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(warehouse))
+    con = duckdb.connect(str(warehouse), config={"memory_limit": WRITER_MEMORY})
     have = _columns(con)
     rebuilt = False
     if have and have != want:
@@ -357,31 +386,99 @@ def _frame(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> pd.Dat
     return pd.DataFrame(data)
 
 
-def write_folder(con: duckdb.DuckDBPyConnection, columns: dict[str, list[tuple[str, str]]],
-                 rows: FolderRows, folder_row: dict[str, Any]) -> dict[str, int]:
-    """Replace one run's rows in a single transaction; returns rows written per table."""
-    counts = {}
+def _table_frames(table: str, batch: list[FolderRows], columns: list[tuple[str, str]]
+                  ) -> list[pd.DataFrame]:
+    """The rows of `table` from every folder of `batch`, as few frames as possible."""
+    frames = []
+    rows = [row for folder in batch for row in folder.tables[table]]
+    if rows:
+        frames.append(_frame(rows, columns))
+    shapes: dict[tuple[str, ...], list[tuple[str, str, dict[str, Any]]]] = {}
+    for folder in batch:
+        for source, block in folder.blocks.get(table, ()):
+            shapes.setdefault(tuple(block), []).append((folder.run_id, source, block))
+    for names, blocks in shapes.items():
+        frames.append(_blocks_frame(names, blocks))
+    return frames
+
+
+def _blocks_frame(names: tuple[str, ...], blocks: list[tuple[str, str, dict[str, Any]]]) -> pd.DataFrame:
+    """Blocks with the same columns as one frame. A column given as one value (a string) holds
+    it on every row of its block; such columns become categoricals, cheap to build and to load."""
+    sizes = np.array([len(b["source_line"]) for _, _, b in blocks], dtype=np.int64)
+    data: dict[str, Any] = {
+        "run_id": _repeat([run_id for run_id, _, _ in blocks], sizes),
+        "source_file": _repeat([source for _, source, _ in blocks], sizes),
+    }
+    for name in names:
+        values = [b[name] for _, _, b in blocks]
+        if isinstance(values[0], str):
+            data[name] = _repeat(values, sizes)
+        elif isinstance(values[0], np.ndarray) and values[0].dtype != object:
+            data[name] = np.concatenate(values)
+        else:
+            data[name] = np.concatenate([np.asarray(v, dtype=object) for v in values])
+    return pd.DataFrame(data)
+
+
+def _repeat(values: list[str], sizes: np.ndarray) -> pd.Categorical:
+    categories = sorted(set(values))
+    index = {v: i for i, v in enumerate(categories)}
+    codes = np.repeat(np.array([index[v] for v in values], dtype=np.int32), sizes)
+    return pd.Categorical.from_codes(codes, categories=categories)
+
+
+def write_folders(con: duckdb.DuckDBPyConnection, columns: dict[str, list[tuple[str, str]]],
+                  batch: list[tuple[FolderRows, dict[str, Any]]], stored: set[str] | None = None
+                  ) -> list[dict[str, int]]:
+    """Replace the rows of each folder of `batch` in a single transaction; rows of a folder
+    already in the warehouse (`stored`; None: maybe any) are deleted first. Returns rows
+    written per table, per folder."""
     con.execute("begin transaction")
     try:
-        for statement in _statements(_sql("delete_run.sql")):
-            con.execute(statement, {"run_id": rows.run_id})
+        for rows, _ in batch:
+            if stored is None or rows.run_id in stored:
+                for statement in _statements(_sql("delete_run.sql")):
+                    con.execute(statement, {"run_id": rows.run_id})
+        folders = [rows for rows, _ in batch]
         for table in ROW_TABLES:
-            table_rows = rows.tables[table]
-            counts[table] = len(table_rows)
-            if not table_rows:
-                continue
-            frame = _frame(table_rows, columns[table])
-            con.register("ingest_frame", frame)
-            try:
-                con.execute(f"insert into {table} by name select * from ingest_frame")
-            finally:
-                con.unregister("ingest_frame")
-        con.execute(_sql("insert_folder.sql"), folder_row)
+            for frame in _table_frames(table, folders, columns[table]):
+                con.register("ingest_frame", frame)
+                try:
+                    con.execute(f"insert into {table} by name select * from ingest_frame")
+                finally:
+                    con.unregister("ingest_frame")
+        for _, folder_row in batch:
+            con.execute(_sql("insert_folder.sql"), folder_row)
         con.execute("commit")
     except Exception:
         con.execute("rollback")
         raise
-    return counts
+    return [{table: rows.count(table) for table in ROW_TABLES} for rows, _ in batch]
+
+
+def write_folder(con: duckdb.DuckDBPyConnection, columns: dict[str, list[tuple[str, str]]],
+                 rows: FolderRows, folder_row: dict[str, Any]) -> dict[str, int]:
+    """Replace one run's rows in a single transaction; returns rows written per table."""
+    return write_folders(con, columns, [(rows, folder_row)])[0]
+
+
+def _write_batch(con: duckdb.DuckDBPyConnection, columns: dict[str, list[tuple[str, str]]],
+                 batch: list[tuple[FolderRows, dict[str, Any]]], stored: set[str]
+                 ) -> list[dict[str, int]]:
+    """Write a batch in one transaction; when that fails, each folder on its own, and a folder
+    whose rows cannot be stored gets an ingest_errors row instead."""
+    if not batch:
+        return []
+    try:
+        return write_folders(con, columns, batch, stored)
+    except duckdb.Error as exc:
+        if len(batch) > 1:
+            return [_write_batch(con, columns, [item], stored)[0] for item in batch]
+        rows, folder_row = batch[0]
+        failed = FolderRows(rows.run_id)
+        failed.error(folder_row["folder"], reason=f"could not store the folder's rows: {exc}"[:500])
+        return write_folders(con, columns, [(failed, {**folder_row, "fingerprint": "failed"})], stored)
 
 
 def remove_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
@@ -426,6 +523,22 @@ def _read_planned(plan: tuple[Path, list, str], root: Path) -> FolderRows:
     return read_folder(folder, root, files)
 
 
+def _in_order(pool: ProcessPoolExecutor, plans: list[tuple[Path, list, str]], root: Path,
+              ahead: int) -> Iterator[FolderRows]:
+    """The folders read by the pool, in plan order, with at most `ahead` read or being read
+    beyond the one consumed (so a slow writer does not pile results up in memory)."""
+    pending: deque = deque()
+    todo = iter(plans)
+    for plan in islice(todo, ahead):
+        pending.append(pool.submit(_read_planned, plan, root))
+    while pending:
+        done = pending.popleft().result()
+        plan = next(todo, None)
+        if plan is not None:
+            pending.append(pool.submit(_read_planned, plan, root))
+        yield done
+
+
 def _plan(runs_dir: Path, known: dict[str, str], version: str) -> tuple[list[Path], list[tuple[Path, list, str]]]:
     folders = run_folders(runs_dir)
     plans = []
@@ -465,7 +578,7 @@ def run(*, runs_dir: Path, warehouse: Path, root: Path, progress: Progress | Non
     try:
         con, _ = open_warehouse(warehouse)
         try:
-            summary = _ingest(con, folders, plans, root, say, pool)
+            summary = _ingest(con, folders, plans, root, say, pool, workers)
         finally:
             con.close()
     finally:
@@ -477,7 +590,8 @@ def run(*, runs_dir: Path, warehouse: Path, root: Path, progress: Progress | Non
 
 
 def _ingest(con: duckdb.DuckDBPyConnection, folders: list[Path], plans: list[tuple[Path, list, str]],
-            root: Path, say: Progress, pool: ProcessPoolExecutor | None) -> dict[str, Any]:
+            root: Path, say: Progress, pool: ProcessPoolExecutor | None, workers: int = 1
+            ) -> dict[str, Any]:
     columns = _columns(con)
     known = dict(con.execute(_sql("folders.sql")).fetchall())
     summary: dict[str, Any] = {
@@ -490,24 +604,33 @@ def _ingest(con: duckdb.DuckDBPyConnection, folders: list[Path], plans: list[tup
         summary["runs_removed"] += 1
         say(f"ingest removed {run_id} (folder gone)")
     if pool is not None:
-        results = pool.map(_read_planned, plans, [root] * len(plans))
+        results = _in_order(pool, plans, root, READ_AHEAD * workers)
     else:
         results = (_read_planned(plan, root) for plan in plans)
-    for n, ((folder, files, fp), rows) in enumerate(zip(plans, results), start=1):
-        size = sum(s for _, s, _ in files)
+    stored = set(known)
+    batch: list[tuple[FolderRows, dict[str, Any]]] = []
+    done = 0
+
+    def flush() -> None:
+        nonlocal done
+        for (rows, folder_row), counts in zip(batch, _write_batch(con, columns, batch, stored)):
+            for table, count in counts.items():
+                summary["rows"][table] += count
+            summary["errors"] += counts.get("ingest_errors", 0)
+            summary["runs_read"] += 1
+            summary["bytes_read"] += folder_row["bytes"]
+            done += 1
+            say(f"ingest {done}/{len(plans)} {rows.run_id} {_size(folder_row['bytes'])}")
+        batch.clear()
+
+    for (folder, files, fp), rows in zip(plans, results):
         folder_row = {"run_id": folder.name, "folder": relative(folder, root), "fingerprint": fp,
-                      "files": len(files), "bytes": size, "ingested_at": datetime.now(timezone.utc)}
-        try:
-            counts = write_folder(con, columns, rows, folder_row)
-        except duckdb.Error as exc:
-            failed = FolderRows(folder.name)
-            failed.error(relative(folder, root), reason=f"could not store the folder's rows: {exc}"[:500])
-            counts = write_folder(con, columns, failed, {**folder_row, "fingerprint": "failed"})
-        for table, count in counts.items():
-            summary["rows"][table] += count
-        summary["errors"] += counts.get("ingest_errors", 0)
-        summary["runs_read"] += 1
-        summary["bytes_read"] += size
-        say(f"ingest {n}/{len(plans)} {folder.name} {_size(size)}")
+                      "files": len(files), "bytes": sum(s for _, s, _ in files),
+                      "ingested_at": datetime.now(timezone.utc)}
+        batch.append((rows, folder_row))
+        if (len(batch) >= BATCH_FOLDERS
+                or sum(rows.count(t) for rows, _ in batch for t in BULK_TABLES) >= BATCH_ROWS):
+            flush()
+    flush()
     con.execute("checkpoint")
     return summary

@@ -77,7 +77,7 @@ def test_cli_unknown_spec_is_one_line():
 
 
 @pytest.mark.parametrize("cmd", ["model", "run", "schedule", "ingest", "derive", "render", "trace",
-                                 "diff", "archive", "publish", "reliability"])
+                                 "diff", "archive", "publish", "reliability", "bench"])
 def test_every_command_has_help(cmd):
     result = CliRunner().invoke(main, [cmd, "--help"])
     assert result.exit_code == 0 and "Example:" in result.output

@@ -115,6 +115,17 @@ def point_of(obj: dict[str, Any], point_id: str, line: int, file_stem: str | Non
     return row
 
 
+def _itl_totals(itl: Any) -> tuple[int | None, float | None]:
+    """(count, sum) of the numbers in one request's inter-token latencies; others are skipped."""
+    if not isinstance(itl, list):
+        return None, None
+    try:
+        return len(itl), float(sum(itl))
+    except TypeError:
+        values = [v for v in itl if isinstance(v, (int, float))]
+        return len(values), float(sum(values))
+
+
 def requests_of(obj: dict[str, Any], point_id: str, line: int) -> tuple[list[dict], list[ParseError]]:
     """Per-request rows from --save-detailed arrays, zipped by index."""
     arrays = {name: obj[name] for name in ARRAYS if isinstance(obj.get(name), list)}
@@ -134,7 +145,7 @@ def requests_of(obj: dict[str, Any], point_id: str, line: int) -> tuple[list[dic
     rows = []
     for i in range(n):
         itl = at("itls", i)
-        itl_values = [v for v in itl if isinstance(v, (int, float))] if isinstance(itl, list) else None
+        itl_count, itl_sum = _itl_totals(itl)
         error = at("errors", i)
         text = at("generated_texts", i)
         rows.append({
@@ -144,8 +155,8 @@ def requests_of(obj: dict[str, Any], point_id: str, line: int) -> tuple[list[dic
             "output_tokens": _int(at("output_lens", i)),
             "ttft_s": _float(at("ttfts", i)),
             "latency_s": _float(at("latencies", i)),
-            "itl_count": len(itl_values) if itl_values is not None else None,
-            "itl_sum_s": float(sum(itl_values)) if itl_values is not None else None,
+            "itl_count": itl_count,
+            "itl_sum_s": itl_sum,
             "start_time_s": _float(at("start_times", i)),
             "queue_time_s": _float(at("queue_times", i)),
             "error": None if error is None else str(error),

@@ -9,7 +9,7 @@ from typing import Iterable
 
 from stages.parsers.engine_log import scan_log
 from stages.parsers.prefixes import Prefixed
-from stages.parsers.scan import Chunk, Fact, LogParse, ParseError, Stat, excerpt
+from stages.parsers.scan import BulkShape, Chunk, Fact, LogParse, ParseError, Stat, excerpt
 
 # Startup facts are looked for only up to the ready line; stats and errors everywhere.
 STARTUP_ANCHORS = (
@@ -48,6 +48,26 @@ _STATS_COMMON = re.compile(
     r"Engine (\d+): Avg prompt throughput: (\d+\.?\d*) tokens/s, Avg generation throughput: "
     r"(\d+\.?\d*) tokens/s, Running: (\d+) reqs, Waiting: (\d+) reqs, (?:GPU|CPU) KV cache usage: "
     r"(\d+\.?\d*)%, Prefix cache hit rate: (\d+\.?\d*)%\s*$")
+
+# The same shapes read straight from the bytes, prefixes included (an optional docker timestamp,
+# an optional process tag, the INFO header): what strip_prefixes and the readers above would make
+# of such a line, without decoding it. Anything else goes through them.
+_BULK_HEAD = (
+    rb"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?[ \t]+)?"
+    rb"(?:\([A-Za-z_][\w\-]*(?: \w+=[\w.\-]+)+\) )?INFO (\d\d-\d\d \d\d:\d\d:\d\d) \[?[\w.\-]+\.py:\d+\] ?")
+BULK_SHAPES = (
+    BulkShape("vllm_stats", re.compile(
+        _BULK_HEAD + rb"Engine (\d+): Avg prompt throughput: (\d+\.?\d*) tokens/s, Avg generation "
+        rb"throughput: (\d+\.?\d*) tokens/s, Running: (\d+) reqs, Waiting: (\d+) reqs, (?:GPU|CPU) KV "
+        rb"cache usage: (\d+\.?\d*)%, Prefix cache hit rate: (\d+\.?\d*)%[ \t\r]*"),
+        ("log_time", "engine_idx", "prompt_tok_s", "gen_tok_s", "running_reqs", "waiting_reqs",
+         "kv_usage_pct", "prefix_hit_pct")),
+    BulkShape("vllm_stats", re.compile(
+        _BULK_HEAD + rb"Avg prompt throughput: (\d+\.?\d*) tokens/s, Avg generation throughput: "
+        rb"(\d+\.?\d*) tokens/s, Running: (\d+) reqs, Swapped: \d+ reqs, Pending: (\d+) reqs, GPU KV "
+        rb"cache usage: (\d+\.?\d*)%, CPU KV cache usage: \d+\.?\d*%\.?[ \t\r]*"),
+        ("log_time", "prompt_tok_s", "gen_tok_s", "running_reqs", "waiting_reqs", "kv_usage_pct")),
+)
 
 _STATS_MAP = {
     "Avg prompt throughput": "prompt_tok_s",
@@ -227,7 +247,8 @@ def parse_vllm_log(data: bytes | Iterable[Chunk], *, block_size: int | None = No
     does not state its block size.
     """
     result = scan_log(data, startup=STARTUP_ANCHORS, ready=READY, steady=STEADY_ANCHORS,
-                      facts_of=facts_of_line, stats_of=stats_of_line, stats_word="throughput")
+                      facts_of=facts_of_line, stats_of=stats_of_line, stats_word="throughput",
+                      bulk=BULK_SHAPES)
     _add_block_tokens(result, block_size)
     result.facts.sort(key=lambda f: f.line)
     return result
