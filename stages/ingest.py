@@ -167,8 +167,41 @@ def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> 
         elif base.endswith(BENCH_SUFFIXES):
             _guard(rows, rel(name), lambda n=name, b=base: _read_bench(folder / n, b, rows, rel(n)))
 
+    if MANIFEST in names:
+        _guard(rows, rel(MANIFEST), lambda: _check_manifest(folder, rows, rel(MANIFEST), names))
     _add_run_row(rows, folder, root, files, meta, command, rid, log_facts)
     return rows
+
+
+MANIFEST = "MANIFEST.sha256"
+
+
+def _check_manifest(folder: Path, rows: FolderRows, source: str, names: set[str]) -> None:
+    """A sealed run folder lists every file's sha256: report each file that no longer matches
+    (edited after the run), is gone, or was added since. The rows are still read: the report is
+    what tells an auditor which of them to distrust."""
+    listed: set[str] = set()
+    for number, line in enumerate(folder.joinpath(MANIFEST).read_text(errors="replace").splitlines(), 1):
+        digest, sep, name = line.partition("  ")
+        if not sep or len(digest) != 64:
+            rows.error(source, line=number, reason="MANIFEST.sha256: unreadable line")
+            continue
+        listed.add(name)
+        if name not in names:
+            rows.error(source, line=number, reason=f"{name}: listed in the manifest but missing")
+        elif _sha256(folder / name) != digest:
+            rows.error(source, line=number,
+                       reason=f"{name}: changed after the run (sha256 differs from the manifest)")
+    for name in sorted(names - listed - {MANIFEST}):
+        rows.error(source, line=None, reason=f"{name}: added after the run (not in the manifest)")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def _guard(rows: FolderRows, source_file: str, fn: Callable[[], Any]) -> Any:

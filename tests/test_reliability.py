@@ -24,7 +24,7 @@ def test_no_row_of_an_undamaged_file_is_lost(results, case):
 
 
 @pytest.mark.parametrize("case", ["truncated result file", "corrupt result file",
-                                  "truncated metrics snapshot"])
+                                  "truncated metrics snapshot", "edited after the run"])
 def test_what_cannot_be_read_is_recorded(results, case):
     assert results[case].errors
 
@@ -32,3 +32,8 @@ def test_what_cannot_be_read_is_recorded(results, case):
 def test_a_crashed_launch_still_gives_its_error(results):
     assert "spec recovered" in results["crashed launch"].outcome
     assert results["crashed launch"].rows_damaged > 0
+
+
+def test_an_edited_file_is_named_against_its_manifest(results):
+    [error] = results["edited after the run"].errors
+    assert "launch.out: changed after the run (sha256 differs from the manifest)" in error
