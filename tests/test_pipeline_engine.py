@@ -45,10 +45,11 @@ def small_params() -> dict:
 
 
 def copy_project(dest: Path) -> None:
-    listed = sh("git", "ls-files", "--cached", "--others", "--exclude-standard", "-z", cwd=ROOT).stdout
-    for rel in filter(None, listed.split("\0")):
-        if rel.startswith("data/") and rel != "data/.gitkeep":
-            continue                     # what a campaign generated stays behind
+    """What a clone has (tracked files, committed raw inputs included), plus source files not yet
+    committed; what a campaign generated under data/ stays behind."""
+    tracked = sh("git", "ls-files", "--cached", "-z", cwd=ROOT).stdout.split("\0")
+    untracked = sh("git", "ls-files", "--others", "--exclude-standard", "-z", cwd=ROOT).stdout.split("\0")
+    for rel in filter(None, tracked + [u for u in untracked if not u.startswith("data/")]):
         src = ROOT / rel
         if src.is_file():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
