@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable, Iterator
 import duckdb
 import numpy as np
 import pandas as pd
+from pandas.api.types import union_categoricals
 
 from stages.parsers import bench_json, cmd as cmd_parser, metrics, scan, small
 from stages.parsers.scan import ParseError
@@ -58,8 +59,11 @@ MAX_WORKERS = 8
 BATCH_FOLDERS = 64
 BATCH_ROWS = 1_000_000
 BULK_TABLES = ("raw_log_stats", "raw_metrics", "raw_bench_requests")
-READ_AHEAD = 2                 # folders read ahead of the writer, per worker process
+READ_AHEAD = 8                 # folders read ahead of the writer, per worker process
 WRITER_MEMORY = "768MB"        # DuckDB's buffer limit while writing (it spills beyond)
+# One DuckDB thread writes: the frames are loaded while the reader processes keep the cores busy,
+# and a second thread costs more CPU than it saves time.
+WRITER_THREADS = 1
 
 Progress = Callable[[str], None]
 
@@ -391,7 +395,8 @@ def open_warehouse(warehouse: Path) -> tuple[duckdb.DuckDBPyConnection, bool]:
     want = _columns(expected)
     expected.close()
     warehouse.parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(warehouse), config={"memory_limit": WRITER_MEMORY})
+    con = duckdb.connect(str(warehouse),
+                         config={"memory_limit": WRITER_MEMORY, "threads": WRITER_THREADS})
     have = _columns(con)
     rebuilt = False
     if have and have != want:
@@ -437,7 +442,8 @@ def _table_frames(table: str, batch: list[FolderRows], columns: list[tuple[str, 
 
 def _blocks_frame(names: tuple[str, ...], blocks: list[tuple[str, str, dict[str, Any]]]) -> pd.DataFrame:
     """Blocks with the same columns as one frame. A column given as one value (a string) holds
-    it on every row of its block; such columns become categoricals, cheap to build and to load."""
+    it on every row of its block; such columns, and the text columns of stats blocks, become
+    categoricals, cheap to build and to load."""
     sizes = np.array([len(b["source_line"]) for _, _, b in blocks], dtype=np.int64)
     data: dict[str, Any] = {
         "run_id": _repeat([run_id for run_id, _, _ in blocks], sizes),
@@ -447,6 +453,8 @@ def _blocks_frame(names: tuple[str, ...], blocks: list[tuple[str, str, dict[str,
         values = [b[name] for _, _, b in blocks]
         if isinstance(values[0], str):
             data[name] = _repeat(values, sizes)
+        elif isinstance(values[0], pd.Categorical):
+            data[name] = union_categoricals(values)
         elif isinstance(values[0], np.ndarray) and values[0].dtype != object:
             data[name] = np.concatenate(values)
         else:

@@ -9,10 +9,13 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable
 
+import numpy as np
+
+from stages.parsers.bulk import read_bulk
 from stages.parsers.prefixes import Prefixed, strip_prefixes
 from stages.parsers.scan import (
-    MAX_LINE_BYTES, BulkShape, Chunk, Fact, LogParse, ParseError, Stat, as_chunks, excerpt,
-    find_spans, first_valid_line, line_span, line_text, number_spans, previous_line, stat_block)
+    BulkShape, Chunk, Fact, LogParse, ParseError, Stat, as_chunks, excerpt, find_spans,
+    first_valid_line, line_span, line_text, number_spans, previous_line)
 
 # (anchor, must follow a name character, allowed next bytes): `ValueError: ...`,
 # `torch.OutOfMemoryError: ...`, `Exception: ...`, a bare `KeyboardInterrupt`, ...
@@ -61,8 +64,8 @@ def scan_log(data: bytes | Iterable[Chunk], *, startup: tuple[bytes, ...], ready
     """The scanning loop shared by the engine log parsers.
 
     A steady line that fullmatches one of the `bulk` shapes is read straight from the bytes into
-    that shape's columns (it states no startup fact); every other anchored line is decoded,
-    stripped of its prefixes and given to `facts_of` and `stats_of`.
+    that shape's columns (stages.parsers.bulk; it states no startup fact); every other anchored
+    line is decoded, stripped of its prefixes and given to `facts_of` and `stats_of`.
     """
     if bulk and len(steady) != 1:
         raise ValueError("bulk shapes are read with exactly one steady anchor")
@@ -76,10 +79,14 @@ def scan_log(data: bytes | Iterable[Chunk], *, startup: tuple[bytes, ...], ready
             stop = None if at < 0 else line_span(chunk, at)[1]
             find_spans(chunk, startup + (ready,), stop, spans)
             starting = at < 0
-        blocks: list[tuple[list[int], list[tuple]]] = [([], []) for _ in bulk]
         if bulk:
-            for anchor in steady:
-                _bulk_lines(chunk, first_line, anchor, bulk, blocks, spans)
+            found, rest, matched = read_bulk(chunk, first_line, steady[0], bulk)
+            result.blocks.extend(found)
+            if spans and len(matched):
+                # a line of a bulk shape states no startup fact
+                for start in np.array(list(spans))[np.isin(list(spans), matched)].tolist():
+                    del spans[start]
+            spans.update(rest)
         else:
             find_spans(chunk, steady, None, spans)
         for offset, start, end in number_spans(chunk, spans):
@@ -97,58 +104,12 @@ def scan_log(data: bytes | Iterable[Chunk], *, startup: tuple[bytes, ...], ready
                     result.line_stats.append(stat)
                 elif stat is not None:
                     result.errors.append(stat)
-        for shape, (lines, groups) in zip(bulk, blocks):
-            if lines:
-                result.blocks.append(stat_block(shape, lines, groups))
         if first_error is None:
             first_error = first_error_fact(chunk, first_line)
     if first_error is not None:
         result.facts.append(first_error)
     result.facts.sort(key=lambda f: f.line)
     return result
-
-
-def _bulk_lines(chunk: bytes, first_line: int, anchor: bytes, bulk: tuple[BulkShape, ...],
-                blocks: list[tuple[list[int], list[tuple]]], spans: dict[int, int]) -> None:
-    """Lines holding `anchor`: those of a bulk shape into `blocks` (line numbers and groups), the
-    others into `spans` for the line-by-line reader."""
-    find, rfind, count = chunk.find, chunk.rfind, chunk.count
-    first = bulk[0].pattern.fullmatch
-    first_lines, first_groups = blocks[0][0].append, blocks[0][1].append
-    others = [(shape.pattern.fullmatch, lines.append, groups.append)
-              for shape, (lines, groups) in zip(bulk[1:], blocks[1:])]
-    size = len(chunk)
-    line, counted = first_line, 0
-    pos = find(anchor)
-    while pos >= 0:
-        start = rfind(b"\n", 0, pos) + 1
-        end = find(b"\n", pos)
-        if end < 0:
-            end = size
-        line += count(b"\n", counted, start)
-        counted = start
-        m = first(chunk, start, end) if end - start <= MAX_LINE_BYTES else None
-        if m is not None:
-            first_lines(line)
-            first_groups(m.groups())
-            spans.pop(start, None)
-        elif not _other_shapes(chunk, start, end, line, others):
-            spans[start] = end
-        else:
-            spans.pop(start, None)
-        pos = find(anchor, end)
-
-
-def _other_shapes(chunk: bytes, start: int, end: int, line: int, others: list) -> bool:
-    if end - start > MAX_LINE_BYTES:
-        return False
-    for fullmatch, add_line, add_groups in others:
-        m = fullmatch(chunk, start, end)
-        if m is not None:
-            add_line(line)
-            add_groups(m.groups())
-            return True
-    return False
 
 
 def first_error_fact(chunk: bytes, first_line: int) -> Fact | None:

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from operator import itemgetter
-from typing import BinaryIO, Iterable, Iterator, Sequence
+from typing import Any, BinaryIO, Iterable, Iterator, Sequence
 
-import numpy as np
 
 # A line longer than this is cut before decoding (the anchor must fall inside the kept part).
 MAX_LINE_BYTES = 64 * 1024
@@ -66,8 +64,9 @@ STAT_TYPES = {
 @dataclass(frozen=True, slots=True)
 class BulkShape:
     """A stats line shape read straight from the bytes: `pattern` must fullmatch the whole line
-    and give, in order, the `columns` of a Stat (names of STAT_TYPES). Lines of this shape are
-    kept as arrays (StatBlock) instead of one Stat object each."""
+    and give, in order, the `columns` of a Stat (names of STAT_TYPES), and treat every digit alike
+    (no digit literal: stages.parsers.bulk matches a line's digit-blind skeleton). Lines of this
+    shape are kept as arrays (StatBlock) instead of one Stat object each."""
     kind: str
     pattern: re.Pattern[bytes]
     columns: tuple[str, ...]
@@ -75,9 +74,10 @@ class BulkShape:
 
 @dataclass(slots=True)
 class StatBlock:
-    """Stats lines of one shape, one array per column (`line` plus the shape's columns)."""
+    """Stats lines of one shape, one array per column (`line` plus the shape's columns; a text
+    column is a pandas Categorical)."""
     kind: str
-    columns: dict[str, np.ndarray]
+    columns: dict[str, Any]
 
     def __len__(self) -> int:
         return len(self.columns["line"])
@@ -90,39 +90,6 @@ class StatBlock:
             out.append(Stat(kind=self.kind, line=line, **{
                 n: (v if STAT_TYPES[n] is str else STAT_TYPES[n](v)) for n, v in values.items()}))
         return out
-
-
-# Columns whose values repeat a lot (counts, percentages with one decimal, the second of the
-# log line): each distinct value is converted once.
-_REPEATING = {"log_time", "engine_idx", "running_reqs", "waiting_reqs", "kv_usage_pct",
-              "prefix_hit_pct"}
-
-
-class _Converted(dict):
-    """bytes -> converted value, converting each key once."""
-    __slots__ = ("convert",)
-
-    def __init__(self, convert) -> None:
-        super().__init__()
-        self.convert = convert
-
-    def __missing__(self, key: bytes):
-        value = self[key] = self.convert(key)
-        return value
-
-
-def stat_block(shape: BulkShape, lines: list[int], groups: list[tuple[bytes, ...]]) -> StatBlock:
-    """Columns of `groups` (the shape's regex groups, as bytes), converted in bulk."""
-    columns: dict[str, np.ndarray] = {"line": np.array(lines, dtype=np.int64)}
-    for i, name in enumerate(shape.columns):
-        values = map(itemgetter(i), groups)
-        kind = STAT_TYPES[name]
-        convert = bytes.decode if kind is str else kind
-        if name in _REPEATING:
-            convert = _Converted(convert).__getitem__
-        dtype = object if kind is str else np.float64 if kind is float else np.int64
-        columns[name] = np.array(list(map(convert, values)), dtype=dtype)
-    return StatBlock(shape.kind, columns)
 
 
 @dataclass(slots=True)
