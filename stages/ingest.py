@@ -379,12 +379,16 @@ def _statements(sql: str) -> list[str]:
     return [s.strip() for s in body.split(";") if s.strip()]
 
 
-def _columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
+def table_columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
+    """Column names and types of every table in the database, in table order."""
     out: dict[str, list[tuple[str, str]]] = {}
     for table, column, dtype in con.execute(_sql("columns.sql")).fetchall():
-        if table in RAW_TABLES:
-            out.setdefault(table, []).append((column, dtype))
+        out.setdefault(table, []).append((column, dtype))
     return out
+
+
+def _columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
+    return {t: cols for t, cols in table_columns(con).items() if t in RAW_TABLES}
 
 
 def open_warehouse(warehouse: Path) -> tuple[duckdb.DuckDBPyConnection, bool]:
@@ -407,7 +411,8 @@ def open_warehouse(warehouse: Path) -> tuple[duckdb.DuckDBPyConnection, bool]:
     return con, rebuilt
 
 
-def _frame(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> pd.DataFrame:
+def typed_frame(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> pd.DataFrame:
+    """Rows as a frame with exactly the table's columns, typed so that nulls stay nulls."""
     data = {}
     for name, dtype in columns:
         values = [r.get(name) for r in rows]
@@ -430,7 +435,7 @@ def _table_frames(table: str, batch: list[FolderRows], columns: list[tuple[str, 
     frames = []
     rows = [row for folder in batch for row in folder.tables[table]]
     if rows:
-        frames.append(_frame(rows, columns))
+        frames.append(typed_frame(rows, columns))
     shapes: dict[tuple[str, ...], list[tuple[str, str, dict[str, Any]]]] = {}
     for folder in batch:
         for source, block in folder.blocks.get(table, ()):

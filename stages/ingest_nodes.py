@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import duckdb
-import pandas as pd
 
+from stages.ingest import relative, table_columns, typed_frame
 from stages.parsers import node as node_parser
 from stages.parsers.small import parse_time
 
@@ -40,11 +40,6 @@ Progress = Callable[[str], None]
 
 
 # ---------------------------------------------------------------- paths
-
-def relative(path: Path, root: Path) -> str:
-    """`path` relative to `root`, forward slashes; links are not followed."""
-    return Path(os.path.relpath(os.path.abspath(path), os.path.abspath(root))).as_posix()
-
 
 def node_folders(nodes_dir: Path) -> list[Path]:
     if not nodes_dir.is_dir():
@@ -133,13 +128,6 @@ def _sql(name: str) -> str:
     return (NODE_SQL / name).read_text()
 
 
-def _columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
-    out: dict[str, list[tuple[str, str]]] = {}
-    for table, column, dtype in con.execute(_sql("columns.sql")).fetchall():
-        out.setdefault(table, []).append((column, dtype))
-    return out
-
-
 def open_warehouse(warehouse: Path) -> tuple[duckdb.DuckDBPyConnection, list[str]]:
     """Connect and make the node tables match raw.sql (the whole file runs, as ingest runs it:
     `create table if not exists` leaves the run tables as they are). Returns the node tables
@@ -147,11 +135,11 @@ def open_warehouse(warehouse: Path) -> tuple[duckdb.DuckDBPyConnection, list[str
     schema = SCHEMA_SQL.read_text()
     expected = duckdb.connect()
     expected.execute(schema)
-    want = _columns(expected)
+    want = table_columns(expected)
     expected.close()
     warehouse.parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(warehouse))
-    have = _columns(con)
+    have = table_columns(con)
     remade = [t for t in NODE_TABLES if t in have and have[t] != want[t]]
     for table in remade:
         con.execute(f"drop table {table}")  # identifier from NODE_TABLES
@@ -159,29 +147,11 @@ def open_warehouse(warehouse: Path) -> tuple[duckdb.DuckDBPyConnection, list[str
     return con, remade
 
 
-def frame(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> pd.DataFrame:
-    """Rows as a frame with exactly the table's columns, typed so that nulls stay nulls."""
-    data = {}
-    for name, dtype in columns:
-        values = [r.get(name) for r in rows]
-        if dtype in ("INTEGER", "BIGINT"):
-            data[name] = pd.array(values, dtype="Int64")
-        elif dtype == "DOUBLE":
-            data[name] = pd.array(values, dtype="Float64")
-        elif dtype == "BOOLEAN":
-            data[name] = pd.array(values, dtype="boolean")
-        elif dtype.startswith("TIMESTAMP"):
-            data[name] = pd.to_datetime(pd.Series(values, dtype=object), utc=True)
-        else:
-            data[name] = pd.Series(values, dtype=object)
-    return pd.DataFrame(data)
-
-
 def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, Any]],
             columns: list[tuple[str, str]]) -> None:
     if not rows:
         return
-    con.register("node_frame", frame(rows, columns))
+    con.register("node_frame", typed_frame(rows, columns))
     try:
         con.execute(f"insert into {table} by name select * from node_frame")  # fixed identifier
     finally:
@@ -191,7 +161,7 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, Any
 def write_all(con: duckdb.DuckDBPyConnection, tables: dict[str, list[dict[str, Any]]],
               errors: list[dict[str, Any]], errors_prefix: str) -> None:
     """Replace every node row, and the node errors, in one transaction."""
-    columns = _columns(con)
+    columns = table_columns(con)
     con.execute("begin transaction")
     try:
         for table in NODE_TABLES:

@@ -1,4 +1,4 @@
--- Column names and types of the raw tables, in table order.
+-- Column names and types of every table, in table order.
 with final as (
     select table_name, column_name, data_type
     from information_schema.columns
