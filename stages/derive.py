@@ -97,6 +97,7 @@ RULE_KEYS: tuple[str, ...] = (
     "gate_min_score",
     "cached_share_max_pct",
     "default_max_num_seqs",
+    "burst_tpot_ms",
 )
 _PARAM_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _COMMENT_RE = re.compile(r"--[^\n]*")

@@ -17,6 +17,7 @@ RULES = {
     "gate_min_score": 1.0,
     "cached_share_max_pct": 20,
     "default_max_num_seqs": 1024,
+    "burst_tpot_ms": 0.5,
 }
 WORKLOADS = {
     "long": {"prompt_tokens": 250000, "output_tokens": 512, "concurrency": [4, 16]},
@@ -90,13 +91,17 @@ C04_REQUESTS = [
     (6, 100, 16.0, 50.0, ""),       # stopped early: short_output, keeps its TTFT
 ]
 
+# The c64 point of DP: TPOT ms of its three requests; the last got its 99 tokens after the first in
+# one burst (0.003 ms apart), which times the client, not decoding.
+C64_TPOT_MS = (10.0, 12.0, 0.003)
+
 
 def raw_rows() -> dict[str, tuple[dict, list[dict]]]:
     """table -> (defaults, rows) of the standard warehouse."""
     c04 = [_request(BIG, "long__c04", i, 250000, out, ttft, tpot, err)
            for i, out, ttft, tpot, err in C04_REQUESTS]
     c16 = [_request(BIG, "long__c16", i, 250000, 512, 30.0 + i, 20.0) for i in range(4)]
-    c64 = [_request(DP, "chat__c64", i, 1000, 100, 0.5, 10.0) for i in range(3)]
+    c64 = [_request(DP, "chat__c64", i, 1000, 100, 0.5, tpot) for i, tpot in enumerate(C64_TPOT_MS)]
     metrics = (
         _metrics(BIG, "long__c04", "before", [
             ("vllm:prefix_cache_hits_total", 'engine="0",model_name="m"', 100.0),
@@ -407,6 +412,19 @@ def test_concurrency_above_sequences_that_fit_is_capacity_limited(built):
     assert row["ttft_median_s"] == pytest.approx(31.5)    # cached_share keeps the TTFT figures
 
 
+def test_output_in_one_burst_is_invalid_and_left_out_of_tpot(built):
+    _, out = built
+    rows = query(out, "select * from invalid_rows where reason = 'burst_output'")
+    assert [(r["run_id"], r["point_id"], r["request_idx"]) for r in rows] == [(DP, "chat__c64", 2)]
+    assert rows[0]["value"] == pytest.approx(0.003) and rows[0]["threshold"] == 0.5
+    assert rows[0]["detail"].startswith("100 tokens came 0.0030 ms apart after the first")
+    [point] = query(out, "select * from bench_points where point_id = 'chat__c64'")
+    assert point["tpot_median_ms"] == pytest.approx(11.0)     # median of 10 and 12, not of 3 rows
+    assert point["decode_tok_s_per_user"] == pytest.approx(1000 / 11.0)
+    assert point["ttft_median_s"] == pytest.approx(0.5)       # the burst request keeps its TTFT
+    assert point["invalid_requests"] == 1
+
+
 def test_point_without_gate_is_provisional(built):
     _, out = built
     [row] = query(out, "select * from bench_points where run_id = $r", {"r": DP})
@@ -421,7 +439,7 @@ def test_point_without_gate_is_provisional(built):
 def test_outputs_summary_csv_and_metrics(built):
     summary, out = built
     assert summary == {"runs": 4, "launches": 4, "run_events": 0, "gates": 2, "gate_probes": 4, "bench_requests": 14,
-                       "bench_points": 3, "invalid_rows": 7, "sequences_fit": 9, "ingest_errors": 1,
+                       "bench_points": 3, "invalid_rows": 8, "sequences_fit": 9, "ingest_errors": 1,
                        "nodes": 0, "node_gpus": 0, "node_topology": 0, "node_p2p": 0,
                        "node_allreduce": 0, "node_allreduce_peak": 0}
     for table in derive.PUBLIC_TABLES:
@@ -432,7 +450,7 @@ def test_outputs_summary_csv_and_metrics(built):
     assert metrics["launches_ready"] == 3 and metrics["launches_failed"] == 1
     assert metrics["gates_passed"] == 1
     assert metrics["capacity_limited_points"] == 2
-    assert metrics["invalid_rows"] == 7 and metrics["invalid_requests"] == 7
+    assert metrics["invalid_rows"] == 8 and metrics["invalid_requests"] == 8
     assert metrics["best_output_tok_s"] == 900.0
     assert metrics["min_ttft_median_s"] == 0.5
     assert not list(out.glob("*.tmp"))

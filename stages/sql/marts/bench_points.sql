@@ -3,7 +3,8 @@
 --   requests that were not served from the prefix cache (invalid_rows reasons failed and
 --   prefix_cache). Requests flagged short_output or cached_share keep their TTFT: the first token
 --   was timed like any other; cache_hit_pct beside the figure shows the point's cached share.
--- tpot_median_ms: median TPOT over successful requests; decode_tok_s_per_user = 1000 / that.
+-- tpot_median_ms: median TPOT over successful requests, leaving out those whose output came in one
+--   burst (invalid_rows reason burst_output); decode_tok_s_per_user = 1000 / that.
 -- seq_limit: the sequences that fit at this workload (already capped by the sequence cap); the
 --   cap alone when the workload or the KV pool is unknown; null beyond the maximum context.
 -- provisional: the run's gate scored below $gate_min_score, or the run has no gate.
@@ -20,7 +21,8 @@ flags as (
         run_id,
         point_id,
         request_idx,
-        bool_or(reason in ('prefix_cache', 'failed')) as excluded_from_ttft
+        bool_or(reason in ('prefix_cache', 'failed')) as excluded_from_ttft,
+        bool_or(reason = 'burst_output')               as excluded_from_tpot
     from invalid_rows
     group by run_id, point_id, request_idx
 ),
@@ -36,7 +38,8 @@ request_stats as (
             filter (where requests.ok and not coalesce(flags.excluded_from_ttft, false))          as ttft_median_s,
         quantile_cont(requests.ttft_s, 0.9)
             filter (where requests.ok and not coalesce(flags.excluded_from_ttft, false))          as ttft_p90_s,
-        median(requests.tpot_ms) filter (where requests.ok)         as tpot_median_ms,
+        median(requests.tpot_ms)
+            filter (where requests.ok and not coalesce(flags.excluded_from_tpot, false))          as tpot_median_ms,
         count(flags.request_idx)                                    as invalid_requests
     from requests
     left join flags

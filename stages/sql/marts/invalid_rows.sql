@@ -4,6 +4,9 @@
 --   short_output  a successful request produced fewer tokens than its workload asks for
 --   cached_share  every request of a point whose engine counters show more than
 --                 $cached_share_max_pct percent of prompt tokens served from cache
+--   burst_output  a successful request whose tokens after the first came faster than
+--                 $burst_tpot_ms ms apart on average: they reached the client in one burst (the
+--                 client was not reading as they were sent), so its TPOT does not time decoding
 with requests as (
     select * from int_requests
 ),
@@ -69,6 +72,20 @@ cached_share as (
     where point_cache.cache_hit_pct > $cached_share_max_pct::double
 ),
 
+burst_output as (
+    select
+        run_id, point_id, workload, concurrency, request_idx,
+        'burst_output'                                      as reason,
+        format('{:,} tokens came {:.4f} ms apart after the first, below the {:.2f} ms burst rule: TPOT does not time decoding',
+               output_tokens, tpot_ms, $burst_tpot_ms::double) as detail,
+        tpot_ms                                             as value,
+        $burst_tpot_ms::double                              as threshold,
+        source_file,
+        source_line
+    from requests
+    where ok and output_tokens > 1 and tpot_ms < $burst_tpot_ms::double
+),
+
 unioned as (
     select * from prefix_cache
     union all
@@ -77,6 +94,8 @@ unioned as (
     select * from short_output
     union all
     select * from cached_share
+    union all
+    select * from burst_output
 ),
 
 final as (
