@@ -75,10 +75,16 @@ def profile(params: dict[str, Any], name: str | None = None) -> dict[str, Any]:
     return profiles[name]
 
 
-def profile_workloads(params: dict[str, Any]) -> dict[str, Any]:
-    """The workloads the active profile's specs use (all of them if no spec names any)."""
-    active = params.get("profile")
-    used = {w for s in (params.get("specs") or {}).values() if s.get("profile") == active
-            for w in s.get("workloads") or []}
-    workloads = params.get("workloads") or {}
-    return {k: v for k, v in workloads.items() if k in used} or dict(workloads)
+def profile_workloads(params: dict[str, Any], name: str | None = None) -> dict[str, Any]:
+    """The workloads of a profile (the active one by default): `workloads.<profile>` in params.
+
+    Workloads are grouped by profile so that a run stage depends only on its own profile's group
+    (editing a node workload does not re-run the local engines)."""
+    name = name or params.get("profile")
+    groups = params.get("workloads") or {}
+    group = groups.get(name)
+    if group is None:
+        return {}
+    if not isinstance(group, dict):
+        raise CampaignError(f"params.yaml: workloads.{name} must be a mapping of workload names")
+    return group

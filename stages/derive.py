@@ -10,7 +10,7 @@ Example:
     from stages import derive
     derive.run(warehouse=Path("data/warehouse.duckdb"), campaign_db=Path("data/campaign.duckdb"),
                derived_dir=Path("data/derived"), metrics_file=Path("data/metrics.json"),
-               rules=params["rules"], workloads=params["workloads"])
+               rules=params["rules"], workloads=profile_workloads(params))
 """
 from __future__ import annotations
 
@@ -127,11 +127,14 @@ def rule_values(rules: dict[str, Any] | None) -> dict[str, float]:
 
 
 def workload_rows(workloads: dict[str, Any] | None) -> list[tuple[str, int, int]]:
-    """(workload, prompt_tokens, output_tokens) for each workload in params, checked."""
+    """(workload, prompt_tokens, output_tokens) for each sweep workload in params, checked.
+    Multi-turn workloads (with a `kind`) have no fixed prompt size and are left out."""
     rows = []
     for name, spec in sorted((workloads or {}).items()):
         if not isinstance(spec, dict):
             raise CampaignError(f"params.yaml: workloads.{name} must be a mapping")
+        if "kind" in spec:
+            continue
         for key in ("prompt_tokens", "output_tokens"):
             value = spec.get(key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -24,8 +24,9 @@ from typing import Callable
 
 import httpx
 
-from stages import bench, needle
-from stages.config import CampaignError, Paths, profile as active_profile, spec as get_spec
+from stages import bench, multiturn, needle
+from stages.config import CampaignError, Paths, profile as active_profile, profile_workloads
+from stages.config import spec as get_spec
 from stages.engine import Engine, EngineDied, Launch, executor_for
 from stages.secrets import redact_mapping
 
@@ -147,6 +148,24 @@ class _Interrupts:
             raise KeyboardInterrupt(self.received)
 
 
+def spec_workloads(params: dict, spec_name: str, spec: dict) -> dict[str, dict]:
+    """The spec's workloads, in its order, from its profile's group in params (`workloads.<profile>`)."""
+    group = profile_workloads(params, spec.get("profile"))
+    unknown = [w for w in spec.get("workloads") or [] if w not in group]
+    if unknown:
+        raise CampaignError(f"spec {spec_name!r}: unknown workload {unknown[0]!r} "
+                            f"(params.yaml workloads.{spec.get('profile')}: {', '.join(group) or 'none'})")
+    return {name: group[name] for name in spec.get("workloads") or []}
+
+
+def split_workloads(workloads: dict[str, dict], max_model_len: int) -> tuple[dict, list[multiturn.Workload]]:
+    """(sweeps for `vllm bench serve`, multi-turn workloads), checked before the engine starts."""
+    sweeps = {n: w for n, w in workloads.items() if "kind" not in w}
+    turns = [multiturn.workload_from_params(n, w, seed=3000 + 100 * i, max_model_len=max_model_len)
+             for i, (n, w) in enumerate(workloads.items()) if "kind" in w]
+    return sweeps, turns
+
+
 def run(*, spec_name: str, params: dict, paths: Paths,
         progress: Callable[[str], None] = lambda s: None, dry_run: bool = False,
         gpus: list[int] | None = None) -> RunResult | Launch:
@@ -158,6 +177,8 @@ def run(*, spec_name: str, params: dict, paths: Paths,
     max_model_len = int(args.get("--max-model-len") or args.get("--context-length") or 0)
     if not max_model_len:
         raise CampaignError(f"spec {spec_name!r}: args must set --max-model-len (or --context-length)")
+    workloads = spec_workloads(params, spec_name, spec)
+    sweeps, conversations = split_workloads(workloads, max_model_len)
     engine_name = spec.get("engine") or prof["engine"]
     model_path = str(spec.get("model_path") or (paths.models / spec["model"]).relative_to(paths.root))
     gpu_set = gpus if gpus is not None else default_gpus(spec)
@@ -178,7 +199,6 @@ def run(*, spec_name: str, params: dict, paths: Paths,
         folder.mkdir(parents=True)
     except FileExistsError:
         raise CampaignError(f"run folder {folder} already exists; run ids are never reused") from None
-    workloads = {name: params["workloads"][name] for name in spec.get("workloads", [])}
     meta = {
         "schema_version": SCHEMA_VERSION, "run_id": run_id, "spec": spec_name,
         "spec_params": {**spec, "args": redact_mapping(args)},
@@ -231,7 +251,7 @@ def run(*, spec_name: str, params: dict, paths: Paths,
             out.add(gate_score=score)
             bench_dir = folder / "bench"
             bench_dir.mkdir()
-            points = bench.points_for(workloads=params["workloads"], names=list(workloads))
+            points = bench.points_for(workloads=sweeps, names=list(sweeps))
             run_status, resets = "complete", 0
             with httpx.Client(timeout=30.0) as client:
                 for i, point in enumerate(points, 1):
@@ -253,6 +273,25 @@ def run(*, spec_name: str, params: dict, paths: Paths,
                     except (httpx.HTTPError, OSError, RuntimeError, ValueError) as exc:
                         out.add(point_error=f"{point.point_id} {type(exc).__name__}: {exc}")
                         say(f"{point.point_id} failed: {exc}")
+                        if not eng.alive():
+                            run_status = "engine_died"
+                for w in conversations:
+                    interrupts.check()
+                    if not eng.alive():
+                        run_status = "engine_died"
+                        out.add(point_skipped=f"{w.name} engine no longer running")
+                        continue
+                    say(f"{w.kind} {w.name}: {w.sessions} session(s), {w.turns} turns")
+                    if bench.reset_prefix_cache(client, eng.base_url, engine_name):
+                        resets += 1
+                    log = multiturn.run_workload(
+                        w, base_url=eng.base_url, model=model_path,
+                        tokenizer_file=paths.root / model_path / "tokenizer.json", folder=folder,
+                        alive=eng.alive, progress=say)
+                    interrupts.check()
+                    done += 1
+                    if log.failed:
+                        out.add(point_error=f"{w.name} {log.failed} of {log.requests} requests failed")
                         if not eng.alive():
                             run_status = "engine_died"
             out.add(prefix_cache_resets=resets)

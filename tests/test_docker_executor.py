@@ -58,7 +58,7 @@ def test_docker_executor_runs_the_engine_and_removes_the_container(tmp_path):
         "ready_timeout_s": 600}
     spec = params["specs"]["tiny-seqs4"]
     spec.update(profile="docker-test", gpus=[0], workloads=["chat"])
-    params["workloads"]["chat"]["concurrency"] = [1]
+    params["workloads"]["docker-test"] = {"chat": {**params["workloads"]["local-cpu"]["chat"], "concurrency": [1]}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     log = tmp_path / "docker.log"
     env = {**os.environ, "PATH": f"{FAKE}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",

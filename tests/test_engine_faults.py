@@ -43,8 +43,8 @@ def test_engine_killed_mid_sweep(tmp_path):
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["profiles"]["local-cpu"]["port"] = PORT
     params["specs"]["tiny-seqs4"]["workloads"] = ["chat"]
-    params["workloads"]["chat"]["concurrency"] = [1, 2, 4, 8]
-    params["workloads"]["chat"]["output_tokens"] = 512      # long enough to be caught mid-point
+    params["workloads"]["local-cpu"]["chat"]["concurrency"] = [1, 2, 4, 8]
+    params["workloads"]["local-cpu"]["chat"]["output_tokens"] = 512      # long enough to be caught mid-point
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     subprocess.run(["campaign", "model"], cwd=tmp_path, env=env, check=True, capture_output=True)

@@ -40,7 +40,7 @@ def small_params() -> dict:
     params["run_specs"] = ["tiny-seqs4"]
     params["profiles"]["local-cpu"]["port"] = 8019
     params["specs"]["tiny-seqs4"]["workloads"] = ["chat"]
-    params["workloads"]["chat"]["concurrency"] = [1, 4]
+    params["workloads"]["local-cpu"]["chat"]["concurrency"] = [1, 4]
     return params
 
 

@@ -5,9 +5,10 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
-from stages import bench
+from stages import bench, run
 from stages.cli import main
 from stages.config import CampaignError
 from stages.needle import build_prompt
@@ -94,3 +95,23 @@ def test_shared_prefix_workload_splits_the_prompt():
     workloads["long-shared"]["shared_prefix_tokens"] = 4096
     with pytest.raises(CampaignError, match="below prompt_tokens"):
         bench.points_for(workloads=workloads, names=["long-shared"])
+
+
+def test_a_spec_takes_its_workloads_from_its_profiles_group():
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    spec = params["specs"]["tiny-seqs4"]
+    workloads = run.spec_workloads(params, "tiny-seqs4", spec)
+    assert list(workloads) == spec["workloads"]
+    sweeps, turns = run.split_workloads(workloads, 4096)
+    assert "ramp" not in sweeps and [w.kind for w in turns] == ["ramp", "agents"]
+    spec["workloads"] = ["long", "doc-256k"]          # a node workload is not in local-cpu's group
+    with pytest.raises(CampaignError, match="unknown workload 'doc-256k' \\(params.yaml workloads.local-cpu: long"):
+        run.spec_workloads(params, "tiny-seqs4", spec)
+
+
+def test_node_multi_turn_workloads_fit_their_specs_context():
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    for name in ("glm53-tp8-dcp8", "minimax-m3-tep8"):
+        spec = params["specs"][name]
+        _, turns = run.split_workloads(run.spec_workloads(params, name, spec), spec["args"]["--max-model-len"])
+        assert {w.name: w.kind for w in turns} == {"ramp-1m": "ramp", "agents-200k": "agents"}
