@@ -3,6 +3,10 @@
 The node chart, `allreduce_chart`, takes node_allreduce rows of one probe (see CHART_ROWS): bus
 bandwidth against message size on a log2 axis, one line per GPU group.
 
+The ramp chart, `ramp_chart`, takes ramp_turns rows of the reported runs of a profile: the longest
+wait for a first token at each turn against the conversation's length, marked by whether every
+session found the needle from turn 1.
+
 The scaling charts take one row per benchmark point (the public `bench_points` columns) plus
 `series`, the run spec that names the run's colour. Every scaling chart is faceted by workload,
 with concurrent users on a log2 axis. Two markings are shared by all of them:
@@ -236,18 +240,83 @@ def allreduce_chart(sweeps: pd.DataFrame) -> alt.LayerChart:
     )
 
 
+# ---------------------------------------------------------------- the ramp
+
+RAMP_REQUIRED = ["run_id", "series", "workload", "turn", "sessions", "context_tokens", "longest_wait_s",
+                 "needle_found", "provisional"]
+NEEDLE_KINDS = ["found in every session", "missed"]
+RAMP_NOTE = [
+    "One line per run: each point is a turn, the conversation re-sent with one more step.",
+    "Filled circles: every session's answer held the needle from turn 1; crosses: missed.",
+    "Dashed lines and hollow markers: provisional runs.",
+]
+RAMP_HEIGHT = 240
+
+
+def prepare_ramp(turns: pd.DataFrame) -> pd.DataFrame:
+    """Ramp turns with the helper columns the chart encodes (needle, run_kind)."""
+    missing = [c for c in RAMP_REQUIRED if c not in turns.columns]
+    if missing:
+        raise ValueError(f"ramp turns lack columns: {', '.join(missing)}")
+    df = turns.copy()
+    df["provisional"] = df["provisional"].fillna(False).astype(bool)
+    df["run_kind"] = df["provisional"].map({True: "provisional", False: "measured"})
+    df["needle"] = [NEEDLE_KINDS[0] if f == s else NEEDLE_KINDS[1]
+                    for f, s in zip(df["needle_found"], df["sessions"])]
+    df["turn"] = df["turn"].astype(int)
+    return df[df["longest_wait_s"].notna()]
+
+
+def ramp_chart(turns: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.LayerChart:
+    """Longest wait for the first token at each turn of the ramp, against the conversation's length."""
+    df = prepare_ramp(turns)
+    colour = alt.Color("series:N", title="Run spec", scale=color_scale(color_domain, df))
+    dash = alt.StrokeDash("run_kind:N", title="Gate", legend=alt.Legend(),
+                          scale=alt.Scale(domain=RUN_KINDS, range=[[1, 0], [5, 3]]))
+    shape = alt.Shape("needle:N", title="Needle", scale=alt.Scale(domain=NEEDLE_KINDS, range=["circle", "cross"]))
+    tooltip = [
+        alt.Tooltip("run_id:N", title="run"),
+        alt.Tooltip("workload:N"),
+        alt.Tooltip("turn:Q"),
+        alt.Tooltip("context_tokens:Q", title="conversation (tokens)", format=","),
+        alt.Tooltip("longest_wait_s:Q", title="longest wait (s)", format=".3f"),
+        alt.Tooltip("needle_found:Q", title="needle found (sessions)"),
+        alt.Tooltip("cache_hit_pct:Q", title="served from cache (%)", format=".1f"),
+    ]
+    base = alt.Chart(df).encode(
+        x=alt.X("context_tokens:Q", title="Conversation length (tokens)", axis=alt.Axis(format="~s")),
+        y=alt.Y("longest_wait_s:Q", title="Longest wait for the first token (s)"),
+        tooltip=tooltip)
+    line = base.mark_line(strokeWidth=1.5).encode(color=colour, strokeDash=dash, detail="run_id:N")
+    measured = (base.transform_filter("!datum.provisional")
+                .mark_point(filled=True, size=60, opacity=1).encode(color=colour, shape=shape))
+    provisional = (base.transform_filter("datum.provisional")
+                   .mark_point(filled=False, size=60, strokeWidth=1.5).encode(color=colour, shape=shape))
+    return (
+        alt.layer(line, measured, provisional)
+        .properties(width=CHART_WIDTH - Y_AXIS_ALLOWANCE, height=RAMP_HEIGHT,
+                    title=alt.TitleParams("The ramp: waiting for each turn of a growing conversation",
+                                          subtitle=RAMP_NOTE, anchor="start"))
+        .configure_legend(orient="bottom", direction="vertical")
+    )
+
+
 CHARTS: dict[str, Callable[..., alt.TopLevelMixin]] = {
     "ttft_chart": ttft_chart,
     "decode_chart": decode_chart,
     "throughput_chart": throughput_chart,
     "completed_chart": completed_chart,
     "allreduce_chart": allreduce_chart,
+    "ramp_chart": ramp_chart,
 }
 # Charts drawn from a named row query (stages/sql/render/<query>.sql) rather than from the bench
 # points of a profile; the page passes the query's parameters to the chart macro.
 CHART_ROWS: dict[str, str] = {
     "allreduce_chart": "allreduce_points",
+    "ramp_chart": "ramp_points",
 }
+# Row-query charts coloured by run spec, with the campaign-wide colours of the scaling charts.
+SPEC_COLOURED: frozenset[str] = frozenset({"ramp_chart"})
 
 
 def chart_by_name(name: str) -> Callable[..., alt.TopLevelMixin]:

@@ -35,7 +35,8 @@ FACTS_SQL = SQL_DIR / "facts"
 ROWS_SQL = SQL_DIR / "render"
 STAGE = "derive"  # the stage whose tables the fact queries read
 PUBLIC_TABLES = ("runs", "launches", "run_events", "gates", "gate_probes", "bench_requests",
-                 "bench_points", "invalid_rows", "sequences_fit", "ingest_errors", "nodes",
+                 "bench_points", "invalid_rows", "sequences_fit", "turn_requests", "ramp_turns",
+                 "agent_runs", "ingest_errors", "nodes",
                  "node_gpus", "node_topology", "node_p2p", "node_allreduce", "node_allreduce_peak")
 REQUIRED_COLUMNS = ("value", "run_id", "source_file", "source_line")
 EXCERPT_MAX = 400

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from stages.parsers import bench_json, cmd as cmd_parser, metrics, scan, small
+from stages.parsers import bench_json, cmd as cmd_parser, metrics, scan, small, turns
 from stages.parsers.scan import ParseError
 from stages.parsers.sglang_log import parse_sglang_log
 from stages.parsers.vllm_log import parse_vllm_log
@@ -46,7 +46,7 @@ CODE_FILES = (Path(__file__), *sorted((Path(__file__).parent / "parsers").glob("
 RAW_TABLES = (
     "raw_folders", "raw_runs", "raw_commands", "raw_command_flags", "raw_launch_out",
     "raw_log_facts", "raw_log_stats", "raw_gate_probes", "raw_gates", "raw_bench_points",
-    "raw_bench_requests", "raw_metrics", "ingest_errors",
+    "raw_bench_requests", "raw_metrics", "raw_turn_workloads", "raw_turn_requests", "ingest_errors",
 )
 ROW_TABLES = RAW_TABLES[1:]
 LOG_NAMES = ("server.log",)
@@ -162,6 +162,8 @@ def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> 
         _guard(rows, rel("launch.out"), lambda: _read_launch_out(folder / "launch.out", rows, rel("launch.out")))
     if "niah.log" in names:
         _guard(rows, rel("niah.log"), lambda: _read_niah(folder / "niah.log", rows, rel("niah.log")))
+    for name in sorted(n for n in names if turns.is_turns_log(n)):
+        _guard(rows, rel(name), lambda n=name: _read_turns(folder / n, n, rows, rel(n)))
     for name in sorted(names):
         if not name.startswith("bench/"):
             continue
@@ -289,6 +291,18 @@ def _read_niah(path: Path, rows: FolderRows, source: str) -> None:
     for gate, score, line in gates:
         rows.add("raw_gates", source, line, gate=gate, score=score)
     for err in errors:
+        rows.error(source, err)
+
+
+def _read_turns(path: Path, name: str, rows: FolderRows, source: str) -> None:
+    parsed = turns.parse_turns(path.read_bytes(), name)
+    for workload in parsed.workloads:
+        line = workload.pop("source_line")
+        rows.add("raw_turn_workloads", source, line, **workload)
+    for request in parsed.requests:
+        line = request.pop("source_line")
+        rows.add("raw_turn_requests", source, line, **request)
+    for err in parsed.errors:
         rows.error(source, err)
 
 

@@ -31,7 +31,7 @@ FAULT_TESTS = ["tests/test_parsers_property.py", "tests/test_engine_faults.py",
                "tests/test_trace.py", "tests/test_run.py"]
 RAW_TABLES = ["raw_runs", "raw_commands", "raw_command_flags", "raw_launch_out", "raw_log_facts",
               "raw_log_stats", "raw_gate_probes", "raw_gates", "raw_bench_points",
-              "raw_bench_requests", "raw_metrics"]
+              "raw_bench_requests", "raw_metrics", "raw_turn_workloads", "raw_turn_requests"]
 
 
 def _writable(folder: Path) -> None:

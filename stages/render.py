@@ -218,12 +218,14 @@ class ChartWriter:
         except KeyError as exc:
             raise FactError(str(exc.args[0])) from None
         params = dict(params or {})
+        if name in chart_lib.SPEC_COLOURED and profile:
+            params.setdefault("profile", profile)
         if name in chart_lib.CHART_ROWS:
             _, rows = self.book.rows(chart_lib.CHART_ROWS[name], params)
             df = pd.DataFrame(rows)
             if df.empty:
                 return "*No measurements for this chart yet.*"
-            chart = fn(df)
+            chart = fn(df, self.domain()) if name in chart_lib.SPEC_COLOURED else fn(df)
         else:
             if not profile:
                 raise FactError(f"chart {name!r}: no profile (front matter `profile:` or argument)")

@@ -57,6 +57,20 @@ create table sequences_fit (run_id varchar, workload varchar, prompt_tokens inte
   output_tokens integer, context_tokens integer, kv_tokens bigint, engines integer,
   seq_cap integer, fit_by_kv integer, sequences integer, beyond_max_context boolean,
   kv_source_file varchar, kv_source_line integer);
+create table turn_requests (run_id varchar, workload varchar, kind varchar, point_id varchar,
+  session integer, turn integer, request_idx integer, target_tokens bigint, input_tokens bigint,
+  output_tokens bigint, ttft_s double, latency_s double, max_itl_s double, started_s double,
+  tpot_ms double, needle_ok boolean, answer varchar, error varchar, ok boolean, burst boolean,
+  source_file varchar, source_line integer);
+create table ramp_turns (run_id varchar, workload varchar, turn integer, sessions integer,
+  answered integer, context_tokens bigint, longest_wait_s double, latency_max_s double,
+  needle_found integer, needle_checked integer, cache_hit_pct double, provisional boolean,
+  source_file varchar, source_line integer);
+create table agent_runs (run_id varchar, workload varchar, sessions integer, turns integer,
+  planned integer, sent integer, completed integer, failed integer, history_tokens_max bigint,
+  ttft_median_s double, ttft_p90_s double, tpot_median_ms double, decode_tok_s_per_user double,
+  output_tok_s double, cache_hit_pct double, provisional boolean, source_file varchar,
+  source_line integer);
 create table ingest_errors (run_id varchar, source_file varchar, source_line integer, reason varchar);
 create table nodes (node_id varchar, node_kind varchar, status varchar, backend varchar, device varchar,
   gpu_count integer, gpu_name varchar, gpu_memory_total_mib double, driver_version varchar,

@@ -117,3 +117,33 @@ def test_chart_width_and_wrapping_follow_the_workloads():
     assert spec["columns"] == charts.MAX_FACET_COLUMNS
     assert spec["spec"]["width"] == charts.facet_layout(4)[1]
     assert spec["config"]["legend"]["orient"] == "bottom"
+
+
+def ramp_turns() -> pd.DataFrame:
+    rows = []
+    for run_id, series, provisional in (("run-a", "tiny-seqs4", True), ("run-b", "tiny-seqs16", False)):
+        for turn in (1, 2, 3):
+            rows.append(dict(run_id=run_id, series=series, workload="ramp", turn=turn, sessions=2,
+                             context_tokens=1000 * turn, longest_wait_s=0.1 * turn if turn < 3 or provisional else None,
+                             needle_found=2 if turn == 1 else 1, cache_hit_pct=80.0, provisional=provisional))
+    return pd.DataFrame(rows)
+
+
+def test_ramp_chart_plots_the_wait_against_the_conversation_length():
+    df = ramp_turns()
+    spec = charts.ramp_chart(df, ["tiny-seqs16", "tiny-seqs4"]).to_dict()
+    line, measured, provisional = spec["layer"]
+    assert line["encoding"]["x"]["field"] == "context_tokens"
+    assert line["encoding"]["y"]["field"] == "longest_wait_s"
+    assert line["encoding"]["color"]["scale"]["domain"] == ["tiny-seqs16", "tiny-seqs4"]
+    assert measured["mark"]["filled"] and not provisional["mark"]["filled"]
+    assert measured["encoding"]["shape"]["scale"]["range"] == ["circle", "cross"]
+    data = charts.prepare_ramp(df)
+    # a turn without a wait (every request failed) is left out, not drawn at zero
+    assert len(data) == 5
+    assert list(data["needle"]) == ["found in every session", "missed", "missed"] + ["found in every session", "missed"]
+
+
+def test_ramp_chart_refuses_rows_without_its_columns():
+    with pytest.raises(ValueError, match="ramp turns lack columns: needle_found"):
+        charts.ramp_chart(ramp_turns().drop(columns=["needle_found"]))

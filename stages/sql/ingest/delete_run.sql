@@ -10,5 +10,7 @@ delete from raw_gates where run_id = $run_id;
 delete from raw_bench_points where run_id = $run_id;
 delete from raw_bench_requests where run_id = $run_id;
 delete from raw_metrics where run_id = $run_id;
+delete from raw_turn_workloads where run_id = $run_id;
+delete from raw_turn_requests where run_id = $run_id;
 delete from ingest_errors where run_id = $run_id;
 delete from raw_folders where run_id = $run_id;

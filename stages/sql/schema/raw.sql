@@ -196,6 +196,48 @@ create table if not exists raw_metrics (
     source_line integer not null
 );
 
+-- Multi-turn workloads (ramp.log, agents.<workload>.jsonl): one row per workload line, with the
+-- figures of its done line (null when the run stopped before the workload finished).
+create table if not exists raw_turn_workloads (
+    run_id        varchar not null,
+    workload      varchar not null,
+    kind          varchar not null,        -- ramp | agents
+    sessions      integer not null,
+    turns         integer not null,
+    output_tokens integer not null,        -- asked for per request
+    seed          bigint,
+    params_json   varchar,                 -- the workload's params as given
+    started_at    timestamptz,
+    done_requests integer,
+    done_failed   integer,
+    done_wall_s   double,
+    source_file   varchar not null,
+    source_line   integer not null         -- the workload line
+);
+
+-- One row per request line of a multi-turn workload, in the order the requests finished.
+create table if not exists raw_turn_requests (
+    run_id        varchar not null,
+    workload      varchar not null,
+    kind          varchar not null,
+    point_id      varchar not null,        -- <workload>__tNN (ramp turn) or <workload>__sNN (sessions)
+    session       integer not null,        -- 0-based
+    turn          integer not null,        -- 1-based
+    request_idx   integer not null,        -- 0-based, unique within the workload
+    target_tokens bigint,                  -- prompt size the client aimed for
+    input_tokens  bigint,                  -- prompt size the server reported
+    output_tokens bigint,
+    ttft_s        double,
+    latency_s     double,
+    max_itl_s     double,                  -- longest gap between two streamed chunks
+    started_s     double,                  -- send time, seconds after the workload line
+    needle_ok     boolean,                 -- ramp: the needle of turn one was in the answer
+    answer        varchar,                 -- ramp: the generated text, cut to its first characters
+    error         varchar,                 -- empty when the request succeeded
+    source_file   varchar not null,
+    source_line   integer not null
+);
+
 -- Whatever could not be read. Ingest goes on.
 create table if not exists ingest_errors (
     run_id      varchar,

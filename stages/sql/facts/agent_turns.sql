@@ -1,0 +1,18 @@
+-- Turns each agent session took.
+with source as (
+    select *
+    from agent_runs
+    where run_id = $run_id and workload = $workload
+),
+
+final as (
+    select
+        turns as value,
+        'turns' as unit,
+        run_id as run_id,
+        source_file as source_file,
+        source_line as source_line
+    from source
+)
+
+select * from final

@@ -1,0 +1,18 @@
+-- Share of a ramp turn's prompt tokens the engine served from its prefix cache (its /metrics counters).
+with source as (
+    select *
+    from ramp_turns
+    where run_id = $run_id and workload = $workload and turn = $turn
+),
+
+final as (
+    select
+        cache_hit_pct as value,
+        '%' as unit,
+        run_id as run_id,
+        source_file as source_file,
+        source_line as source_line
+    from source
+)
+
+select * from final

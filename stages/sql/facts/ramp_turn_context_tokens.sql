@@ -1,0 +1,18 @@
+-- Length of the conversation at a ramp turn: the most prompt tokens any session sent.
+with source as (
+    select *
+    from ramp_turns
+    where run_id = $run_id and workload = $workload and turn = $turn
+),
+
+final as (
+    select
+        context_tokens as value,
+        'tokens' as unit,
+        run_id as run_id,
+        source_file as source_file,
+        source_line as source_line
+    from source
+)
+
+select * from final

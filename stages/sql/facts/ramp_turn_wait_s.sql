@@ -1,0 +1,18 @@
+-- The longest wait for the first token at a ramp turn, over its sessions.
+with source as (
+    select *
+    from ramp_turns
+    where run_id = $run_id and workload = $workload and turn = $turn
+),
+
+final as (
+    select
+        longest_wait_s as value,
+        's' as unit,
+        run_id as run_id,
+        source_file as source_file,
+        source_line as source_line
+    from source
+)
+
+select * from final
