@@ -39,8 +39,11 @@ def small_params() -> dict:
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["run_specs"] = ["tiny-seqs4"]
     params["profiles"]["local-cpu"]["port"] = 8019
-    params["specs"]["tiny-seqs4"]["workloads"] = ["chat"]
-    params["workloads"]["local-cpu"]["chat"]["concurrency"] = [1, 4]
+    params["specs"]["tiny-seqs4"]["workloads"] = ["chat", "ramp", "agents"]
+    group = params["workloads"]["local-cpu"]
+    group["chat"]["concurrency"] = [1, 4]
+    group["ramp"].update(turns=3, start_tokens=512, end_tokens=2048)
+    group["agents"].update(sessions=2, turns=2)
     return params
 
 
@@ -72,13 +75,14 @@ def project(tmp_path_factory) -> Path:
 def test_repro_runs_the_engine_and_builds_the_site(project: Path):
     ledger = json.loads((project / "data" / "ledger" / "tiny-seqs4.json").read_text())
     run_id = ledger["run_id"]
-    assert (ledger["status"], ledger["run_status"], ledger["points"]) == ("ready", "complete", 2)
+    assert (ledger["status"], ledger["run_status"], ledger["points"]) == ("ready", "complete", 4)
     folder = project / "data" / "runs" / run_id
     assert {p.name for p in folder.iterdir()} >= {"cmd.sh", "server.log", "launch.out", "meta.json",
-                                                   "niah.log", "bench", "MANIFEST.sha256"}
+                                                   "niah.log", "bench", "MANIFEST.sha256", "ramp.log",
+                                                   "agents.agents.jsonl"}
     launch = dict(line.split("=", 1) for line in (folder / "launch.out").read_text().splitlines())
     assert launch["status"] == "ready" and int(launch["engine_kv_tokens"]) > 0
-    assert launch["prefix_cache_resets"] == "2"           # the cache was emptied before each point
+    assert launch["prefix_cache_resets"] == "4"           # emptied before each point, ramp and agents
     assert "Application startup complete" in (folder / "server.log").read_text()
     # the gate ran at three depths, each prompt near 90% of the 4,096-token context
     probes = [json.loads(line) for line in (folder / "niah.log").read_text().splitlines()[:-1]]
@@ -94,11 +98,21 @@ def test_repro_runs_the_engine_and_builds_the_site(project: Path):
         points = db.sql("select concurrency, sent, completed, ttft_median_s, capacity_limited "
                         "from bench_points order by concurrency").fetchall()
         gate = db.sql("select score, provisional from gates").fetchall()
+        turns = db.sql("select turn, answered, needle_found, context_tokens, cache_hit_pct "
+                       "from ramp_turns order by turn").fetchall()
+        agents = db.sql("select sessions, sent, completed from agent_runs").fetchall()
+    ramp = [t[:3] for t in turns]
+    contexts = [t[3] for t in turns]
+    cached = [t[4] for t in turns]
     assert launches == [("ready", int(launch["engine_kv_tokens"]))]
     assert [(c, s, n) for c, s, n, _, _ in points] == [(1, 2, 2), (4, 8, 8)]
     assert all(t > 0 for *_, t, _ in points)
     assert [cap for *_, cap in points] == [False, False]   # cap 4: concurrency 4 still fits
     assert gate == [(0.0, True)]                          # dummy weights miss the needle
+    assert ramp == [(1, 1, 0), (2, 1, 0), (3, 1, 0)]      # one session per turn, the needle missed
+    assert 400 < contexts[0] < contexts[1] < contexts[2] <= 2048 + 64   # the conversation grew
+    assert cached[0] == 0 and all(c > 30 for c in cached[1:])   # later turns re-read from cache
+    assert agents == [(2, 4, 4)]
     assert (project / "data" / "site" / "index.html").exists()
 
     again = sh("dvc", "repro", cwd=project).stdout
