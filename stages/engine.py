@@ -92,6 +92,13 @@ class LocalExecutor:
         return None
 
 
+# Run inside the engine's image on a GPU set: "ok" when every visible GPU has peer access to every
+# other one (what a run spanning both quads needs), else "no".
+PEER_CHECK = ("import torch, itertools; n = torch.cuda.device_count(); "
+              "print('ok' if n > 1 and all(torch.cuda.can_device_access_peer(a, b) "
+              "for a, b in itertools.permutations(range(n), 2)) else 'no')")
+
+
 class DockerExecutor:
     """Runs the engine from an image: `docker run` in the foreground, so the client process lives
     exactly as long as the container, which is named after the run and removed on every exit path.
@@ -147,9 +154,7 @@ class DockerExecutor:
 
     def cross_p2p(self, gpus: list[int]) -> str | None:
         """For a run spanning both quads: can every GPU reach every other one (peer access)?"""
-        code = ("import torch, itertools; n = torch.cuda.device_count(); "
-                "print('ok' if all(torch.cuda.can_device_access_peer(a, b) "
-                "for a, b in itertools.permutations(range(n), 2)) else 'no')")
+        code = PEER_CHECK
         try:
             out = subprocess.run([self.docker, "run", "--rm", "--gpus",
                                   f'"device={",".join(map(str, gpus))}"', "--entrypoint", "python3",

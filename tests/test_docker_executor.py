@@ -85,3 +85,27 @@ def test_docker_executor_runs_the_engine_and_removes_the_container(tmp_path):
     assert (folder / "bench" / "chat__c01.json").exists()
     leftover = subprocess.run(["pgrep", "-f", "port 8025"], capture_output=True, text=True).stdout
     assert leftover.strip() == ""
+
+
+def test_only_gpu_sets_spanning_both_quads_get_the_cross_p2p_check():
+    from stages.run import spans_quads
+    assert spans_quads([0, 1, 2, 3, 4, 5, 6, 7]) and spans_quads([2, 5])
+    assert not spans_quads([0, 1, 2, 3]) and not spans_quads([4, 5, 6, 7])
+
+
+def test_cross_p2p_runs_the_peer_check_in_the_image_on_the_gpu_set(tmp_path):
+    from stages.engine import PEER_CHECK, DockerExecutor
+    log = tmp_path / "docker.log"
+    env = {"FAKE_DOCKER_LOG": str(log), "FAKE_DOCKER_PYTHON": sys.executable}
+    ex = DockerExecutor(root=tmp_path, image="vllm/vllm-openai:v0.32.0", docker_bin=str(FAKE / "docker"))
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in env.items():
+            mp.setenv(k, v)
+        answer = ex.cross_p2p([0, 1, 2, 3, 4, 5, 6, 7])
+    # the stand-in runs the check with this machine's torch: no GPU here, so no peer access
+    assert answer == "no"
+    [call] = [json.loads(line) for line in log.read_text().splitlines()]
+    assert call == ["run", "--rm", "--gpus", '"device=0,1,2,3,4,5,6,7"', "--entrypoint", "python3",
+                    "vllm/vllm-openai:v0.32.0", "-c", PEER_CHECK]
+    broken = DockerExecutor(root=tmp_path, image="x", docker_bin=str(tmp_path / "no-docker"))
+    assert broken.cross_p2p([0, 4]) == "error FileNotFoundError"
