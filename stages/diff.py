@@ -2,7 +2,8 @@
 
 A side is named by a run set from params (`run_sets`), a spec, an image (full name or bare tag),
 or a git revision (the public tables as they were then, read through DVC from data/derived).
-Points are matched on model, layout and context (those that tell the two sides apart are left
+Agents workloads (table agent_runs, where a side has it) are compared like benchmark points, with
+their session count as the concurrency. Points are matched on model, layout and context (those that tell the two sides apart are left
 out of the match), workload and concurrency. Each metric row carries both values, the change and
 a mark: better, worse, same (within the tolerance), new failure, fixed, not comparable (a setting
 that changes the meaning differs: max model length or KV cache dtype), only in base / only in head.
@@ -22,6 +23,7 @@ from stages.config import CampaignError, Paths
 
 SQL = Path(__file__).parent / "sql" / "diff"
 TABLES = ("runs", "launches", "gates", "bench_points")
+OPTIONAL_TABLES = ("agent_runs",)     # absent from campaigns derived before it existed
 KEY_ATTRS = ("model", "layout", "ctx_label")
 FORMATS = ("table", "markdown", "csv", "json")
 
@@ -67,10 +69,12 @@ def tables_at_rev(root: Path, paths: Paths, rev: str) -> duckdb.DuckDBPyConnecti
     db = duckdb.connect()
     derived = paths.derived.relative_to(paths.root).as_posix()
     with tempfile.TemporaryDirectory(prefix="campaign-diff-") as tmp:
-        for table in TABLES:
+        for table in TABLES + OPTIONAL_TABLES:
             try:
                 text = dvc.api.read(f"{derived}/{table}.csv", repo=str(root), rev=rev)
             except Exception as exc:  # DVC raises many types; one line is what the user needs
+                if table in OPTIONAL_TABLES:
+                    continue
                 raise CampaignError(f"revision {rev}: cannot read {derived}/{table}.csv through "
                                     f"DVC ({type(exc).__name__}); was dvc.lock committed there?") from None
             csv_file = Path(tmp) / f"{table}.csv"
@@ -105,14 +109,26 @@ def _select(db, *, specs: list[str], image: str | None) -> list[str]:
     return [r[0] for r in db.execute(_sql("select_runs"), {"specs": specs, "image": image}).fetchall()]
 
 
+def _has_table(db: duckdb.DuckDBPyConnection, table: str) -> bool:
+    return db.execute("select count(*) from information_schema.tables where table_name = $t",
+                      {"t": table}).fetchone()[0] > 0
+
+
+def side_points(side: Side) -> list[dict]:
+    """A side's benchmark points, and its agents workloads shaped like points where it has them."""
+    rows = _rows(side.db.execute(_sql("side_points"), {"run_ids": side.run_ids}))
+    if _has_table(side.db, "agent_runs"):
+        rows += _rows(side.db.execute(_sql("side_agent_points"), {"run_ids": side.run_ids}))
+    return rows
+
+
 def compare(base: Side, head: Side, *, tolerance_pct: float = 5.0) -> Result:
     if not base.run_ids:
         raise CampaignError(f"base {base.label!r} selects no runs")
     if not head.run_ids:
         raise CampaignError(f"head {head.label!r} selects no runs")
     work = duckdb.connect()
-    point_rows = {s: _rows(side.db.execute(_sql("side_points"), {"run_ids": side.run_ids}))
-                  for s, side in (("base", base), ("head", head))}
+    point_rows = {s: side_points(side) for s, side in (("base", base), ("head", head))}
     launch_rows = {s: _rows(side.db.execute(_sql("side_launches"), {"run_ids": side.run_ids}))
                    for s, side in (("base", base), ("head", head))}
     key_attrs = match_attributes(launch_rows["base"], launch_rows["head"])

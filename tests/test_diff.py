@@ -148,3 +148,26 @@ def test_facts_diff_lists_changed_new_and_removed_numbers():
     assert (rows["a"]["base_runs"], rows["a"]["head_runs"]) == ("r1", "r2")
     assert rows["gone"]["change"] == "removed" and rows["new"]["change"] == "new"
     assert "3 published numbers differ" in diff.render_facts(list(rows.values()), "table", "v1", "v2")
+
+
+def test_agents_workloads_are_compared_like_points_where_a_side_has_them(tmp_path):
+    db_file = tmp_path / "campaign.duckdb"
+    build(db_file)
+    with duckdb.connect(str(db_file)) as db:
+        db.execute("""create table agent_runs (run_id varchar, workload varchar, sessions integer,
+            sent integer, completed integer, ttft_median_s double, ttft_p90_s double,
+            tpot_median_ms double, output_tok_s double, provisional boolean)""")
+        db.executemany("insert into agent_runs values (?, 'agents-200k', 8, 32, ?, ?, ?, 30.0, ?, false)", [
+            ("glm_old", 32, 5.7, 9.0, 75.5),
+            ("glm_new", 32, 4.0, 8.0, 60.0)])
+    params = {"specs": {}, "run_sets": {}}
+    paths = Paths.from_params(yaml.safe_load((ROOT / "params.yaml").read_text()), ROOT)
+    with duckdb.connect(str(db_file), read_only=True) as db:
+        base = diff.resolve("v0.31.0", params=params, paths=paths, current=db)
+        head = diff.resolve(NEW, params=params, paths=paths, current=db)
+        result = diff.compare(base, head, tolerance_pct=5.0)
+    ttft = mark(result, "glm53", "agents-200k", 8, "ttft_median_s")
+    assert (ttft["base_value"], ttft["head_value"], ttft["mark"]) == (5.7, 4.0, "better")
+    assert mark(result, "glm53", "agents-200k", 8, "output_tok_s")["mark"] == "worse"
+    assert mark(result, "glm53", "agents-200k", 8, "completed_pct")["mark"] == "same"
+    assert mark(result, "glm53", "long", 1, "ttft_median_s")["mark"] == "better"   # points unchanged
