@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import random
 
-from stages.parsers import vllm_log
+from stages.parsers import sglang_log, vllm_log
 from stages.parsers.engine_log import scan_log
 
 
@@ -73,3 +73,44 @@ def test_bulk_lines_keep_their_file_line_numbers_across_chunks():
     cut = data.index(b"\n", len(data) // 2) + 1
     chunks = [(1, data[:cut]), (1 + data[:cut].count(b"\n"), data[cut:])]
     assert _rows(vllm_log.parse_vllm_log(chunks)) == _rows(_line_reader(data))
+
+
+def _sglang_line_reader(data: bytes):
+    return scan_log(data, startup=sglang_log.STARTUP_ANCHORS, ready=sglang_log.READY,
+                    steady=sglang_log.STEADY_ANCHORS, facts_of=sglang_log.facts_of_line,
+                    stats_of=sglang_log.stats_of_line, stats_word="batch", lookback=False)
+
+
+def _fraction(rng: random.Random) -> str:
+    return rng.choice(("0", "1", "0.5", "0.57", "0.3", "12.25", "0.123456789", "0.1234567890123",
+                       "123456.7", f"0.{rng.randrange(100):02d}", f"{rng.random():.{rng.randrange(1, 8)}f}"))
+
+
+def _sglang_line(rng: random.Random) -> str:
+    head = rng.choice(("[2026-04-08 14:05:{s:02d}] ", "[2026-04-08 14:05:{s:02d} TP{t}] ",
+                       "[2026-04-08 14:05:{s:02d} DP1 TP{t}] ")).format(s=rng.randrange(60), t=rng.randrange(8))
+    if rng.random() < 0.5:
+        graph = rng.choice(("", "cuda graph: True, ", "cuda graph: False, "))
+        body = (f"Decode batch{rng.choice('.,')} #running-req: {rng.randrange(100)}, #token: "
+                f"{rng.randrange(10**6)}, token usage: {_fraction(rng)}, {graph}gen throughput (token/s): "
+                f"{_number(rng)}, #queue-req: {rng.randrange(9)}")
+    else:
+        body = (f"Prefill batch{rng.choice('.,')} #new-seq: {rng.randrange(4)}, #new-token: "
+                f"{rng.randrange(10**6)}, #cached-token: {rng.randrange(10**4)}, token usage: "
+                f"{_fraction(rng)}, #running-req: {rng.randrange(64)}, #queue-req: {rng.randrange(8)}")
+    return head + body + rng.choice(("", ", ", ",", "  ", " \t", "\r"))
+
+
+def test_sglang_batch_lines_in_bulk_agree_with_the_line_reader():
+    rng = random.Random(11)
+    lines = []
+    for _ in range(3000):
+        lines.append(_sglang_line(rng))
+        if rng.random() < 0.3:
+            lines.append('[2026-04-08 14:05:21] INFO:     127.0.0.1:41234 - "POST /generate HTTP/1.1" 200 OK')
+    data = ("\n".join(lines)).encode()
+    bulk, reference = sglang_log.parse_sglang_log(data), _sglang_line_reader(data)
+    assert bulk.blocks and {b.kind for b in bulk.blocks} == {"sglang_decode", "sglang_prefill"}
+    assert 0 < len(bulk.line_stats) < 2000  # DP ranks, long fields, carriage returns: line reader
+    assert _rows(bulk) == _rows(reference)
+    assert len(bulk.stats) == 3000

@@ -504,3 +504,40 @@ def test_meta_json():
     assert meta is None and "schema_version 7" in errors[0].reason
     meta, errors = small.parse_meta(b'{"schema_version": 1,')
     assert meta is None and "not valid JSON" in errors[0].reason
+
+
+class _Unseekable(io.RawIOBase):
+    def __init__(self, data: bytes):
+        self._inner = io.BytesIO(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        return self._inner.read(size)
+
+
+def test_read_chunks_cut_at_newlines_and_number_lines_seekable_or_not():
+    lines = [b"x" * (i % 37) for i in range(400)] + [b"y" * 2500, b"z"]
+    data = b"\n".join(lines)  # no newline at the end, one line longer than 4 chunks
+    for fh in (io.BytesIO(data), _Unseekable(data)):
+        chunks = list(read_chunks(fh, size=200))
+        assert b"".join(piece for _, piece in chunks) == data
+        assert all(piece.endswith(b"\n") for _, piece in chunks[:-1] if b"y" * 800 not in piece)
+        number = 1
+        for first, piece in chunks:
+            assert first == number
+            number += piece.count(b"\n")
+
+
+def test_a_message_opening_a_chunk_takes_the_tags_of_the_line_before_it():
+    head = b"(APIServer pid=1) INFO 10-10 05:07:25 [a.py:1] starting\n" * 30
+    data = head + (b"(EngineCore_DP0 pid=402) ERROR 10-10 05:07:30 [core.py:9] \n"
+                   b"ValueError: no room for the KV cache\n")
+    cut = data.index(b"ValueError")
+    whole = parse_vllm_log(data)
+    chunked = parse_vllm_log([(1, data[:cut]), (1 + data[:cut].count(b"\n"), data[cut:])])
+    error = [f for f in chunked.facts if f.fact == "error"]
+    assert [(f.line, f.worker, f.log_time, f.detail) for f in error] == [
+        (32, "EngineCore_DP0 pid=402", "10-10 05:07:30", "ValueError")]
+    assert [(f.fact, f.line, f.worker) for f in chunked.facts] == [(f.fact, f.line, f.worker) for f in whole.facts]

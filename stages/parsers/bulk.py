@@ -13,7 +13,10 @@ Skeletons whose fields do not fit that (more digits, odd characters) are left to
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 import pandas as pd
 
 from stages.parsers.scan import MAX_LINE_BYTES, STAT_TYPES, BulkShape, StatBlock
@@ -22,31 +25,47 @@ _DIGITS_ALIKE = bytes.maketrans(b"0123456789", b"0" * 10)
 _MAX_INT_DIGITS = 18
 _MAX_FLOAT_DIGITS = 15
 _DIVISORS = np.array([float(10**k) for k in range(_MAX_INT_DIGITS + 1)])
+# A shifted field is read as round(float(field) * 10**shift, 9) reads it: exact while the result
+# has at most 9 fraction digits and few whole digits (the product's error stays far below 1e-9).
+_MAX_SHIFTED_FRACTION = 9
+_MAX_SHIFTED_WHOLE = 5
 _ZERO = ord("0")
+_MAX_LAYOUTS = 4096
 
 
-def anchored_lines(chunk: bytes, anchor: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(line offset within chunk, start, end) of each line holding `anchor`, in file order."""
-    pieces = chunk.split(anchor)
-    hits = len(pieces) - 1
-    if hits == 0:
+def anchored_lines(chunk: bytes, anchors: tuple[bytes, ...]
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(line offset within chunk, start, end) of each line holding one of `anchors`, in file
+    order, each line once."""
+    found = [p for p in (_anchor_positions(chunk, a) for a in anchors) if len(p)]
+    if not found:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
-    sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=hits)
-    del pieces
-    positions = np.cumsum(sizes) + np.arange(hits, dtype=np.int64) * len(anchor)
+    positions = found[0] if len(found) == 1 else np.sort(np.concatenate(found))
     newlines = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
     offsets = np.searchsorted(newlines, positions)
-    if hits > 1:
+    if len(offsets) > 1:
         offsets = offsets[np.concatenate(([True], offsets[1:] != offsets[:-1]))]
     starts = np.concatenate(([0], newlines + 1))[offsets]
     ends = np.append(newlines, len(chunk))[offsets]
     return offsets.astype(np.int64), starts.astype(np.int64), ends.astype(np.int64)
 
 
-def _field(kind: type, text: bytes) -> tuple[int, int, int] | None:
-    """(digits, fraction digits, dot position or -1) of a field's skeleton, None when the field is
-    not one this module reads (the line reader gets the line)."""
+def _anchor_positions(chunk: bytes, anchor: bytes) -> np.ndarray:
+    """Byte positions of every occurrence of `anchor`, ascending."""
+    pieces = chunk.split(anchor)
+    hits = len(pieces) - 1
+    if hits == 0:
+        return np.zeros(0, dtype=np.int64)
+    sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=hits)
+    del pieces
+    return np.cumsum(sizes) + np.arange(hits, dtype=np.int64) * len(anchor)
+
+
+def _field(kind: type, text: bytes, shift: int = 0) -> tuple[int, int, int] | None:
+    """(digits, power of ten to divide by, dot position or -1) of a field's skeleton, None when
+    the field is not one this module reads (the line reader gets the line). A float field read
+    with a `shift` is its value times 10**shift (a negative power: multiply)."""
     if kind is str:
         return (0, 0, -1) if text.isascii() and b"\x00" not in text and text else None
     dot = text.find(b".")
@@ -55,7 +74,11 @@ def _field(kind: type, text: bytes) -> tuple[int, int, int] | None:
         return None
     if len(digits) > (_MAX_FLOAT_DIGITS if kind is float else _MAX_INT_DIGITS):
         return None
-    return len(digits), (len(text) - dot - 1 if dot >= 0 else 0), dot
+    fraction = len(text) - dot - 1 if dot >= 0 else 0
+    if shift and (fraction - shift > _MAX_SHIFTED_FRACTION
+                  or len(digits) - fraction + shift > _MAX_SHIFTED_WHOLE):
+        return None
+    return len(digits), fraction - shift, dot
 
 
 def _layout(key: bytes, shapes: tuple[BulkShape, ...]) -> tuple[int, list[tuple[int, int, int, int]]]:
@@ -70,7 +93,8 @@ def _layout(key: bytes, shapes: tuple[BulkShape, ...]) -> tuple[int, list[tuple[
         fields = []
         for group, name in enumerate(shape.columns, start=1):
             start, end = m.span(group)
-            got = _field(STAT_TYPES[name], key[start:end]) if start >= 0 else None
+            got = (_field(STAT_TYPES[name], key[start:end], shape.shifts.get(name, 0))
+                   if start >= 0 else None)
             if got is None:
                 return -1, []
             fields.append((start, end, got[1], got[2]))
@@ -80,9 +104,11 @@ def _layout(key: bytes, shapes: tuple[BulkShape, ...]) -> tuple[int, list[tuple[
 
 def _gather(data: np.ndarray, starts: np.ndarray, first: np.ndarray, widest: int) -> np.ndarray:
     """(rows, widest) bytes from each row's field start on (past the chunk's end: its last byte)."""
-    index = (starts + first)[:, None] + np.arange(widest, dtype=np.int64)
-    if len(index) and index[:, -1].max() >= len(data):
-        np.minimum(index, len(data) - 1, out=index)
+    at = starts + first
+    if len(at) and at.max() + widest <= len(data):
+        return sliding_window_view(data, widest)[at]
+    index = at[:, None] + np.arange(widest, dtype=np.int64)
+    np.minimum(index, len(data) - 1, out=index)
     return data[index]
 
 
@@ -91,10 +117,18 @@ def _weights(fields: np.ndarray, widest: int) -> np.ndarray:
     the field's end), so that a field's value is the sum of digit x weight."""
     table = np.zeros((len(fields), widest), dtype=np.int64)
     for row, (start, end, _, dot) in enumerate(fields.tolist()):
-        places = [c for c in range(end - start) if c != dot]
-        for power, c in enumerate(reversed(places)):
-            table[row, c] = 10**power
+        table[row, : end - start] = _places(end - start, dot)
     return table
+
+
+@lru_cache(maxsize=1024)
+def _places(width: int, dot: int) -> tuple[int, ...]:
+    """The power of ten of each position of a field `width` long with its dot at `dot`."""
+    places = [c for c in range(width) if c != dot]
+    out = [0] * width
+    for power, c in enumerate(reversed(places)):
+        out[c] = 10**power
+    return tuple(out)
 
 
 def _number(data: np.ndarray, starts: np.ndarray, codes: np.ndarray, fields: np.ndarray,
@@ -106,7 +140,12 @@ def _number(data: np.ndarray, starts: np.ndarray, codes: np.ndarray, fields: np.
     value = np.einsum("ij,ij->i", raw.astype(np.int64) - _ZERO, weights)
     if kind is int:
         return value
-    return value.astype(np.float64) / _DIVISORS[fields[:, 2][codes]]
+    power = fields[:, 2][codes]
+    out = value.astype(np.float64)
+    if power.min() < 0:
+        out *= _DIVISORS[np.maximum(-power, 0)]
+        power = np.maximum(power, 0)
+    return out / _DIVISORS[power]
 
 
 def _text(data: np.ndarray, starts: np.ndarray, codes: np.ndarray,
@@ -123,12 +162,17 @@ def _text(data: np.ndarray, starts: np.ndarray, codes: np.ndarray,
                                      [v.decode() for v in distinct.tolist()])
 
 
-def read_bulk(chunk: bytes, first_line: int, anchor: bytes, shapes: tuple[BulkShape, ...]
+Layouts = dict[bytes, tuple[int, list[tuple[int, int, int, int]]]]
+
+
+def read_bulk(chunk: bytes, first_line: int, anchors: tuple[bytes, ...],
+              shapes: tuple[BulkShape, ...], layouts: Layouts | None = None
               ) -> tuple[list[StatBlock], dict[int, int], np.ndarray]:
-    """The lines of `chunk` holding `anchor`: one StatBlock per shape met (rows in file order),
+    """The lines of `chunk` holding one of `anchors`: one StatBlock per shape met (rows in file order),
     {start: end} of the other anchored lines, for the line reader, and the starts of the lines
-    read here."""
-    offsets, starts, ends = anchored_lines(chunk, anchor)
+    read here. `layouts` keeps the skeletons already matched against `shapes` (one dict for the
+    chunks of one file: the same skeletons come back chunk after chunk)."""
+    offsets, starts, ends = anchored_lines(chunk, anchors)
     if not len(offsets):
         return [], {}, starts
     skeleton = chunk.translate(_DIGITS_ALIKE)
@@ -137,8 +181,16 @@ def read_bulk(chunk: bytes, first_line: int, anchor: bytes, shapes: tuple[BulkSh
     distinct = {key: i for i, key in enumerate(dict.fromkeys(keys))}
     codes = np.fromiter(map(distinct.__getitem__, keys), dtype=np.int64, count=len(keys))
     del keys
-    layouts = [_layout(key, shapes) for key in distinct]
-    shape_of = np.array([index for index, _ in layouts], dtype=np.int64)[codes]
+    known = {} if layouts is None else layouts
+    if len(known) > _MAX_LAYOUTS:
+        known.clear()
+    found = []
+    for key in distinct:
+        got = known.get(key)
+        if got is None:
+            got = known[key] = _layout(key, shapes)
+        found.append(got)
+    shape_of = np.array([index for index, _ in found], dtype=np.int64)[codes]
     data = np.frombuffer(chunk, dtype=np.uint8)
     blocks = []
     for index, shape in enumerate(shapes):
@@ -146,7 +198,7 @@ def read_bulk(chunk: bytes, first_line: int, anchor: bytes, shapes: tuple[BulkSh
         if not len(rows):
             continue
         fields = np.array([f if i == index else [(0, 0, 0, -1)] * len(shape.columns)
-                           for i, f in layouts], dtype=np.int64)  # (skeletons, columns, 4)
+                           for i, f in found], dtype=np.int64)  # (skeletons, columns, 4)
         row_codes, row_starts = codes[rows], starts[rows]
         columns: dict[str, object] = {"line": first_line + offsets[rows]}
         for j, name in enumerate(shape.columns):

@@ -11,7 +11,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from stages.parsers.bulk import read_bulk
+from stages.parsers.bulk import Layouts, read_bulk
 from stages.parsers.prefixes import Prefixed, strip_prefixes
 from stages.parsers.scan import (
     BulkShape, Chunk, Fact, LogParse, ParseError, Stat, as_chunks, excerpt, find_spans,
@@ -39,11 +39,12 @@ def exception_of(message: str) -> tuple[str, str] | None:
     return m.group(1), (m.group(2) or "").strip()
 
 
-def _with_lookback(p: Prefixed, data: bytes, start: int) -> Prefixed:
-    """A message printed on the line after its prefixes (interleaved writers) takes their tags."""
+def _with_lookback(p: Prefixed, data: bytes, start: int, before: bytes = b"") -> Prefixed:
+    """A message printed on the line after its prefixes (interleaved writers) takes their tags;
+    `before` is the previous chunk, for a line that opens its chunk."""
     if p.worker is not None or p.log_time is not None:
         return p
-    prev = previous_line(data, start)
+    prev = previous_line(data, start) if start > 0 else previous_line(before, len(before))
     if prev is None:
         return p
     q = strip_prefixes(prev)
@@ -67,11 +68,11 @@ def scan_log(data: bytes | Iterable[Chunk], *, startup: tuple[bytes, ...], ready
     that shape's columns (stages.parsers.bulk; it states no startup fact); every other anchored
     line is decoded, stripped of its prefixes and given to `facts_of` and `stats_of`.
     """
-    if bulk and len(steady) != 1:
-        raise ValueError("bulk shapes are read with exactly one steady anchor")
     result = LogParse()
     first_error: Fact | None = None
     starting = True
+    layouts: Layouts = {}
+    before = b""
     for first_line, chunk in as_chunks(data):
         spans: dict[int, int] = {}
         if starting:
@@ -80,7 +81,7 @@ def scan_log(data: bytes | Iterable[Chunk], *, startup: tuple[bytes, ...], ready
             find_spans(chunk, startup + (ready,), stop, spans)
             starting = at < 0
         if bulk:
-            found, rest, matched = read_bulk(chunk, first_line, steady[0], bulk)
+            found, rest, matched = read_bulk(chunk, first_line, steady, bulk, layouts)
             result.blocks.extend(found)
             if spans and len(matched):
                 # a line of a bulk shape states no startup fact
@@ -94,7 +95,7 @@ def scan_log(data: bytes | Iterable[Chunk], *, startup: tuple[bytes, ...], ready
             raw = line_text(chunk, start, end)
             p = strip_prefixes(raw)
             if lookback:
-                p = _with_lookback(p, chunk, start)
+                p = _with_lookback(p, chunk, start, before)
             facts, errors = facts_of(p, raw, line)
             result.facts.extend(facts)
             result.errors.extend(errors)
@@ -105,19 +106,20 @@ def scan_log(data: bytes | Iterable[Chunk], *, startup: tuple[bytes, ...], ready
                 elif stat is not None:
                     result.errors.append(stat)
         if first_error is None:
-            first_error = first_error_fact(chunk, first_line)
+            first_error = first_error_fact(chunk, first_line, before)
+        before = chunk
     if first_error is not None:
         result.facts.append(first_error)
     result.facts.sort(key=lambda f: f.line)
     return result
 
 
-def first_error_fact(chunk: bytes, first_line: int) -> Fact | None:
+def first_error_fact(chunk: bytes, first_line: int, before: bytes = b"") -> Fact | None:
     hit = first_valid_line(chunk, ERROR_ANCHORS, _accept_error)
     if hit is None:
         return None
     offset, start, end, (p, (kind, message)) = hit
-    p = _with_lookback(p, chunk, start)
+    p = _with_lookback(p, chunk, start, before)
     raw = line_text(chunk, start, end)
     return Fact(fact="error", line=first_line + offset, excerpt=excerpt(raw), value_text=message[:2000],
                 detail=kind, worker=p.worker, log_time=p.log_time)

@@ -14,7 +14,7 @@ from typing import Any, BinaryIO, Iterable, Iterator, Sequence
 # A line longer than this is cut before decoding (the anchor must fall inside the kept part).
 MAX_LINE_BYTES = 64 * 1024
 EXCERPT_CHARS = 500
-CHUNK_BYTES = 32 * 1024 * 1024
+CHUNK_BYTES = 4 * 1024 * 1024
 
 Chunk = tuple[int, bytes]  # (1-based number of the chunk's first line, bytes ending at a newline)
 
@@ -66,10 +66,13 @@ class BulkShape:
     """A stats line shape read straight from the bytes: `pattern` must fullmatch the whole line
     and give, in order, the `columns` of a Stat (names of STAT_TYPES), and treat every digit alike
     (no digit literal: stages.parsers.bulk matches a line's digit-blind skeleton). Lines of this
-    shape are kept as arrays (StatBlock) instead of one Stat object each."""
+    shape are kept as arrays (StatBlock) instead of one Stat object each. `shifts` names float
+    columns that hold their field times a power of ten, {column: power}, read as the line reader's
+    round(float(field) * 10**power, 9) (SGLang's token usage, a fraction, as a percent)."""
     kind: str
     pattern: re.Pattern[bytes]
     columns: tuple[str, ...]
+    shifts: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -131,9 +134,12 @@ def as_chunks(data: bytes | Iterable[Chunk]) -> Iterable[Chunk]:
 
 
 def read_chunks(fh: BinaryIO, size: int = CHUNK_BYTES) -> Iterator[Chunk]:
-    """Read a binary file in pieces that end at a newline, each with its first line number."""
+    """Read a binary file in pieces that end at a newline, each with its first line number. The
+    bytes after a piece's last newline are read again with the next piece (a seekable file) or
+    carried over to it."""
     line = 1
     carry = b""
+    seekable = fh.seekable()
     while True:
         block = fh.read(size)
         if not block:
@@ -145,7 +151,13 @@ def read_chunks(fh: BinaryIO, size: int = CHUNK_BYTES) -> Iterator[Chunk]:
             continue
         if cut < 0:
             cut = len(buf) - 1
-        piece, carry = buf[: cut + 1], buf[cut + 1 :]
+        if cut == len(buf) - 1:
+            piece, carry = buf, b""
+        elif seekable and not carry:
+            piece, carry = buf[: cut + 1], b""
+            fh.seek(cut + 1 - len(buf), 1)
+        else:
+            piece, carry = buf[: cut + 1], buf[cut + 1 :]
         yield line, piece
         line += piece.count(b"\n")
     if carry:

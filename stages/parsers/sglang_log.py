@@ -6,7 +6,7 @@ from typing import Iterable
 
 from stages.parsers.engine_log import scan_log
 from stages.parsers.prefixes import Prefixed
-from stages.parsers.scan import Chunk, Fact, LogParse, ParseError, Stat, excerpt
+from stages.parsers.scan import BulkShape, Chunk, Fact, LogParse, ParseError, Stat, excerpt
 
 STARTUP_ANCHORS = (b"max_total_num_tokens", b"max_running_requests", b"context_len", b"Load weight end")
 READY = b"fired up and ready"
@@ -27,6 +27,23 @@ _DECODE_COMMON = re.compile(
 _PREFILL_COMMON = re.compile(
     r"Prefill batch[.,] #new-seq: (\d+), #new-token: (\d+), #cached-token: (\d+), "
     r"token usage: (\d+\.?\d*), #running-req: (\d+), #queue-req: (\d+),?\s*$")
+
+# The same two shapes read straight from the bytes with their `[time]` or `[time TPn]` prefix
+# (no DP rank: no engine index): what strip_prefixes and _fast_stats would make of such a line.
+_BULK_HEAD = rb"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?: TP\d+)?\] "
+BULK_SHAPES = (
+    BulkShape("sglang_decode", re.compile(
+        _BULK_HEAD + rb"Decode batch[.,] #running-req: (\d+), #token: \d+, token usage: (\d+\.?\d*), "
+        rb"(?:cuda graph: (?:True|False), )?gen throughput \(token/s\): (\d+\.?\d*), "
+        rb"#queue-req: (\d+),?[ \t]*"),
+        ("log_time", "running_reqs", "kv_usage_pct", "gen_tok_s", "waiting_reqs"),
+        {"kv_usage_pct": 2}),
+    BulkShape("sglang_prefill", re.compile(
+        _BULK_HEAD + rb"Prefill batch[.,] #new-seq: \d+, #new-token: (\d+), #cached-token: (\d+), "
+        rb"token usage: (\d+\.?\d*), #running-req: (\d+), #queue-req: (\d+),?[ \t]*"),
+        ("log_time", "new_tokens", "cached_tokens", "kv_usage_pct", "running_reqs", "waiting_reqs"),
+        {"kv_usage_pct": 2}),
+)
 
 _COLUMNS = {
     "#new-token": "new_tokens",
@@ -135,4 +152,4 @@ def parse_sglang_log(data: bytes | Iterable[Chunk]) -> LogParse:
     """Facts, batch stats and unreadable known lines of an SGLang server log."""
     return scan_log(data, startup=STARTUP_ANCHORS, ready=READY, steady=STEADY_ANCHORS,
                     facts_of=facts_of_line, stats_of=stats_of_line, stats_word="batch",
-                    lookback=False)
+                    lookback=False, bulk=BULK_SHAPES)
