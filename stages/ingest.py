@@ -60,7 +60,7 @@ BATCH_FOLDERS = 64
 BATCH_ROWS = 1_000_000
 BULK_TABLES = ("raw_log_stats", "raw_metrics", "raw_bench_requests")
 READ_AHEAD = 8                 # folders read ahead of the writer, per worker process
-WRITER_MEMORY = "768MB"        # DuckDB's buffer limit while writing (it spills beyond)
+WRITER_MEMORY = "512MB"        # DuckDB's buffer limit while writing (it spills beyond)
 # One DuckDB thread writes: the frames are loaded while the reader processes keep the cores busy,
 # and a second thread costs more CPU than it saves time.
 WRITER_THREADS = 1
