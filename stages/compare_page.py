@@ -29,6 +29,15 @@ POINT_FACTS = {
     "output_tok_s": "point_output_tok_s",
     "completed_pct": "point_completed_pct",
 }
+# Agents workloads (diff rows from agent_runs): the same metrics, bound by run and workload; the
+# session count stands for concurrency.
+AGENT_FACTS = {
+    "ttft_median_s": "agent_ttft_median_s",
+    "ttft_p90_s": "agent_ttft_p90_s",
+    "tpot_median_ms": "agent_tpot_median_ms",
+    "output_tok_s": "agent_output_tok_s",
+    "completed_pct": "agent_completed_pct",
+}
 LAUNCH_FACTS = {"ready_s": "launch_ready_s", "kv_tokens": "launch_kv_tokens", "gate_score": "gate_score"}
 METRIC_LABELS = {
     "ttft_median_s": "TTFT median (s)",
@@ -202,17 +211,19 @@ class CompareTables:
                  _row((["---"] if match else []) + ["---:", "---", "---:", "---:", "---:", "---", "---"])]
         for r in rows:
             metric, b_run, h_run = r["metric"], r["base_run_id"], r["head_run_id"]
-            if metric not in POINT_FACTS:
+            agents = r.get("point_table") == "agent_runs"
+            facts = AGENT_FACTS if agents else POINT_FACTS
+            if metric not in facts:
                 raise FactError(f"compare page: no fact for point metric {metric!r}")
-            where = {"workload": workload, "concurrency": r["concurrency"]}
+            where = {"workload": workload} if agents else {"workload": workload, "concurrency": r["concurrency"]}
             label = f"{metric} of {workload} at concurrency {r['concurrency']}"
-            users = self._fact("point_concurrency", {"run_id": b_run or h_run, **where},
-                               r["concurrency"], f"concurrency of {label}")
-            base = self._fact(POINT_FACTS[metric], {"run_id": b_run, **where}, r["base_value"],
+            users = self._fact("agent_sessions" if agents else "point_concurrency",
+                               {"run_id": b_run or h_run, **where}, r["concurrency"], f"concurrency of {label}")
+            base = self._fact(facts[metric], {"run_id": b_run, **where}, r["base_value"],
                               f"base {label}") if b_run else "-"
-            head = self._fact(POINT_FACTS[metric], {"run_id": h_run, **where}, r["head_value"],
+            head = self._fact(facts[metric], {"run_id": h_run, **where}, r["head_value"],
                               f"head {label}") if h_run else "-"
-            change = self._fact("compare_point_change_pct",
+            change = self._fact("compare_agent_change_pct" if agents else "compare_point_change_pct",
                                 {"base_run_id": b_run, "head_run_id": h_run, "metric": metric, **where},
                                 r["change_pct"], f"change of {label}") if b_run and h_run else "-"
             notes = [n for n, on in (("capacity-limited", r.get("capacity_limited")),

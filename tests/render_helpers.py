@@ -136,6 +136,17 @@ def _write_runs(root: Path) -> dict[str, Path]:
             ]
             (d / "niah.log").write_text(
                 "".join(json.dumps(p) + "\n" for p in probes) + "GATE niah score= 0.0\n")
+            (d / "ramp.log").write_text("".join(json.dumps(line) + "\n" for line in [
+                {"event": "workload", "workload": "ramp", "kind": "ramp", "sessions": 1, "turns": 2,
+                 "output_tokens": 32},
+                *({"event": "request", "workload": "ramp", "kind": "ramp", "point_id": f"ramp__t0{t}",
+                   "session": 0, "turn": t, "request_idx": t - 1, "input_tokens": 1500 * t,
+                   "output_tokens": 32, "ttft_s": 0.05 * t, "needle_ok": False, "error": ""}
+                  for t in (1, 2)),
+                {"event": "done", "workload": "ramp", "requests": 2, "failed": 0}]))
+            (d / "agents.agents.jsonl").write_text(json.dumps(
+                {"event": "workload", "workload": "agents", "kind": "agents", "sessions": 4, "turns": 4,
+                 "output_tokens": 64}) + "\n")
             (d / "bench").mkdir()
             for w in WORKLOADS:
                 for c in CONCURRENCY:
@@ -219,6 +230,14 @@ def build_campaign(root: Path) -> Path:
                     " ?, ?, true, ?, 1)",
                     [run_id, f"{w}__c{c:02d}", w, c, prompt, output, 2 * c, 2 * c, ttft, ttft * 1.4,
                      tpot, 1000 / tpot, min(c, limit) * 1000 / tpot, limit, c > limit, rel(f)])
+        for t in (1, 2):
+            con.execute("insert into ramp_turns values (?, 'ramp', ?, 1, 1, ?, ?, ?, 0, 1, ?, true, ?, ?)",
+                        [run_id, t, 1500 * t, 0.05 * t * (2 if seqs == 4 else 1), 0.2 * t,
+                         None if t == 1 else 80.0, rel(d / "ramp.log"), t + 1])
+        agents = (0.371, 568.5) if seqs == 4 else (0.147, 792.0)
+        con.execute("insert into agent_runs values (?, 'agents', 4, 4, 16, 16, 16, 0, 3017, ?, ?, 3.0,"
+                    " 333.3, ?, 78.8, true, ?, 1)",
+                    [run_id, agents[0], agents[0] * 1.2, agents[1], rel(d / "agents.agents.jsonl")])
         con.execute("insert into sequences_fit values (?, 'long8k', 8192, 64, 8256, ?, 1, ?, 0, null,"
                     " true, ?, ?)", [run_id, KV_TOKENS, seqs, rel(d / "server.log"), kv_line])
     con.close()

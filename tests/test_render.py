@@ -75,14 +75,32 @@ def test_article_content_launches_gate_fit_and_charts(rendered):
     assert '!!! warning "Provisional: dummy weights"' in text
     # beyond the server's max context: a dash, still linked to its audit page
     assert f"[-](audit/fit_sequences--{RUN4}--long8k.md" in text
-    assert len(summary["charts"]) == 4
+    assert len(summary["charts"]) == 5
     for rel in summary["charts"]:
         assert (root / "data" / "docs" / f"{rel}.svg").read_text().startswith("<svg")
-        assert json.loads((root / "data" / "docs" / f"{rel}.vl.json").read_text())["facet"]
+        spec = json.loads((root / "data" / "docs" / f"{rel}.vl.json").read_text())
+        assert spec["facet"] if "ramp_chart" not in rel else spec["layer"]
         assert (root / "data" / "docs" / f"{rel}.png").read_bytes().startswith(b"\x89PNG\r\n")
         assert f"Download: [SVG]({rel}.svg) · [PNG]({rel}.png) · [Vega-Lite spec]({rel}.vl.json)" in text
     assert (root / "data" / "docs" / "downloads" / "bench_points.csv").is_file()
     assert "(downloads/launches.csv)" in text
+
+
+def test_ramp_and_agents_section_is_facts_with_their_raw_lines(rendered):
+    root, summary = rendered
+    text = page(root)
+    assert "## Conversations that grow" in text and "### Agent sessions" in text
+    assert "assets/charts/part-local-cpu/ramp_chart-local-cpu" in summary["charts"]
+    # the longest wait of RUN4's ramp: 0.2 s at turn 2, audited to its ramp.log request line
+    assert f"[0.2](audit/ramp_longest_wait_s--{RUN4}--ramp.md" in text
+    assert f"[2](audit/ramp_longest_wait_turn--{RUN4}--ramp.md" in text
+    assert f"[80.0](audit/ramp_turn_cache_hit_pct--{RUN4}--2--ramp.md" in text
+    assert f"$ head -n 3 data/runs/{RUN4}/ramp.log" in text
+    assert f"[568.5](audit/agent_output_tok_s--{RUN4}--agents.md" in text
+    records = {r["id"]: r for r in json.loads((root / "data" / "facts.json").read_text())}
+    rec = records[f"ramp_longest_wait_s--{RUN4}--ramp"]
+    assert (rec["source_file"], rec["source_line"]) == (f"data/runs/{RUN4}/ramp.log", 3)
+    assert '"turn": 2' in rec["excerpt"]
 
 
 def test_model_answers_and_log_lines_are_escaped(rendered):

@@ -49,6 +49,15 @@ def test_pair_is_drawn_with_facts_marks_and_both_runs(compared):
         assert (root / "data" / "docs" / target).is_file(), target
 
 
+def test_agents_workloads_are_compared_with_their_own_facts(compared):
+    root, _ = compared
+    text = docs(root, "compare.md")
+    [row] = [l for l in text.splitlines() if f"agent_ttft_median_s--{RUN4}--agents.md" in l]
+    assert f"agent_ttft_median_s--{RUN16}--agents.md" in row and f"agent_sessions--{RUN4}--agents.md" in row
+    assert "[0.371](" in row and "[0.147](" in row and "[-60.4%](" in row and "| better |" in row
+    assert "compare_agent_change_pct--" in row
+
+
 def test_change_facts_record_both_runs_and_the_head_result_file(compared):
     root, _ = compared
     records = {r["id"]: r for r in json.loads((root / "data" / "facts.json").read_text())}

@@ -90,7 +90,7 @@ def visits(site, browser):
 def test_every_chart_is_drawn_by_vega_embed_not_the_fallback(visits):
     for name in (ARTICLE, f"{ARTICLE}#narrow"):
         charts = visits[name]["charts"]
-        assert len(charts) == 4, name
+        assert len(charts) == 5, name       # four scaling charts and the ramp
         assert visits[name]["drawn"], charts
         for chart in charts:
             assert chart["embedded"] and chart["svg"] == 1 and chart["fallback"] == 0, chart

@@ -16,6 +16,7 @@ paired as (
         coalesce(base.match_key, head.match_key)       as match_key,
         coalesce(base.workload, head.workload)         as workload,
         coalesce(base.concurrency, head.concurrency)   as concurrency,
+        coalesce(base.point_table, head.point_table)   as point_table,
         base.run_id                                    as base_run_id,
         head.run_id                                    as head_run_id,
         base.max_model_len is distinct from head.max_model_len
@@ -37,6 +38,7 @@ paired as (
         on base.match_key = head.match_key
         and base.workload = head.workload
         and base.concurrency = head.concurrency
+        and base.point_table = head.point_table
 ),
 
 metrics as (
@@ -95,7 +97,7 @@ marked as (
 final as (
     select
         match_key, workload, concurrency, metric, base_value, head_value, change, change_pct,
-        mark, capacity_limited, provisional, base_run_id, head_run_id
+        mark, capacity_limited, provisional, base_run_id, head_run_id, point_table
     from marked
     order by match_key, workload, concurrency, metric_order
 )

@@ -11,7 +11,8 @@ final as (
         l.max_model_len, l.kv_cache_dtype,
         a.workload, a.sessions as concurrency, a.sent, a.completed,
         a.ttft_median_s, a.ttft_p90_s, a.tpot_median_ms, a.output_tok_s,
-        false as capacity_limited, a.provisional
+        false as capacity_limited, a.provisional,
+        'agent_runs' as point_table
     from agent_runs as a
     inner join runs as r on r.run_id = a.run_id
     left join launches as l on l.run_id = a.run_id

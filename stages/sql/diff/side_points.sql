@@ -11,7 +11,8 @@ final as (
         l.max_model_len, l.kv_cache_dtype,
         p.workload, p.concurrency, p.sent, p.completed,
         p.ttft_median_s, p.ttft_p90_s, p.tpot_median_ms, p.output_tok_s,
-        p.capacity_limited, p.provisional
+        p.capacity_limited, p.provisional,
+        'bench_points' as point_table
     from bench_points as p
     inner join runs as r on r.run_id = p.run_id
     left join launches as l on l.run_id = p.run_id
