@@ -64,6 +64,7 @@ MART_MODELS: tuple[str, ...] = (
     "run_events",
     "gates",
     "gate_probes",
+    "run_gate_flags",
     "sequences_fit",
     "invalid_rows",
     "bench_requests",

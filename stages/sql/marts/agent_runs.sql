@@ -37,12 +37,6 @@ request_stats as (
     group by run_id, workload
 ),
 
-gate_flags as (
-    select run_id, bool_or(provisional) as provisional
-    from gates
-    group by run_id
-),
-
 joined as (
     select
         workloads.run_id,
@@ -71,7 +65,7 @@ joined as (
     left join int_point_cache as point_cache
         on point_cache.run_id = workloads.run_id
        and point_cache.point_id = printf('%s__s%02d', workloads.workload, workloads.sessions)
-    left join gate_flags
+    left join run_gate_flags as gate_flags
         on gate_flags.run_id = workloads.run_id
 ),
 

@@ -49,12 +49,6 @@ request_stats as (
     group by requests.run_id, requests.point_id
 ),
 
-gate_flags as (
-    select run_id, bool_or(provisional) as provisional
-    from gates
-    group by run_id
-),
-
 joined as (
     select
         points.run_id,
@@ -90,7 +84,7 @@ joined as (
         on launches.run_id = points.run_id
     left join sequences_fit as fit
         on fit.run_id = points.run_id and fit.workload = points.workload
-    left join gate_flags
+    left join run_gate_flags as gate_flags
         on gate_flags.run_id = points.run_id
 ),
 

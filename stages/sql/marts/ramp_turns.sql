@@ -40,12 +40,6 @@ evidence as (
     ) = 1
 ),
 
-gate_flags as (
-    select run_id, bool_or(provisional) as provisional
-    from gates
-    group by run_id
-),
-
 joined as (
     select
         turn_stats.run_id,
@@ -72,7 +66,7 @@ joined as (
     left join int_point_cache as point_cache
         on point_cache.run_id = turn_stats.run_id
        and point_cache.point_id = printf('%s__t%02d', turn_stats.workload, turn_stats.turn)
-    left join gate_flags
+    left join run_gate_flags as gate_flags
         on gate_flags.run_id = turn_stats.run_id
 ),
 
