@@ -49,15 +49,21 @@ def prepare(points: pd.DataFrame) -> pd.DataFrame:
     missing = [c for c in REQUIRED if c not in points.columns]
     if missing:
         raise ValueError(f"bench points lack columns: {', '.join(missing)}")
-    df = points.copy()
+    df = _with_run_kind(points)
     df["capacity_limited"] = df["capacity_limited"].fillna(False).astype(bool)
-    df["provisional"] = df["provisional"].fillna(False).astype(bool)
-    df["run_kind"] = df["provisional"].map({True: "provisional", False: "measured"})
     df["note"] = [
         ", ".join(w for w, on in (("provisional", p), ("capacity-limited", c)) if on) or "-"
         for p, c in zip(df["provisional"], df["capacity_limited"])
     ]
     df["concurrency"] = df["concurrency"].astype(int)
+    return df
+
+
+def _with_run_kind(rows: pd.DataFrame) -> pd.DataFrame:
+    """A copy of rows with `provisional` as a bool and `run_kind` (measured or provisional)."""
+    df = rows.copy()
+    df["provisional"] = df["provisional"].fillna(False).astype(bool)
+    df["run_kind"] = df["provisional"].map({True: "provisional", False: "measured"})
     return df
 
 
@@ -78,20 +84,28 @@ def _tooltip(value_field: str, value_title: str, fmt: str) -> list[alt.Tooltip]:
     ]
 
 
+CONCURRENCY_X = alt.X("concurrency:Q", title="Concurrent users",
+                      scale=alt.Scale(type="log", base=2), axis=alt.Axis(format="d"))
+
+
 def _layers(y: alt.Y, color: alt.Scale, tooltip: list, detail: str = "run_id:N",
-            shape: alt.Shape | None = None) -> list[alt.Chart]:
-    x = alt.X("concurrency:Q", title="Concurrent users",
-              scale=alt.Scale(type="log", base=2), axis=alt.Axis(format="d"))
+            shape: alt.Shape | None = None, x: alt.X = CONCURRENCY_X,
+            capacity: bool = True) -> list[alt.Chart]:
+    """A line per run and its markers: filled when measured, hollow when provisional; with
+    `capacity`, capacity-limited points are grey hatched squares instead."""
     colour = alt.Color("series:N", title="Run spec", scale=color)
     dash = alt.StrokeDash("run_kind:N", title="Gate", legend=alt.Legend(),
                           scale=alt.Scale(domain=RUN_KINDS, range=[[1, 0], [5, 3]]))
     base = alt.Chart().encode(x=x, y=y, tooltip=tooltip)
     extra = {"shape": shape} if shape is not None else {}
+    unlimited = "!datum.capacity_limited && " if capacity else ""
     line = base.mark_line(strokeWidth=1.5).encode(color=colour, strokeDash=dash, detail=detail)
-    measured = (base.transform_filter("!datum.capacity_limited && !datum.provisional")
+    measured = (base.transform_filter(f"{unlimited}!datum.provisional")
                 .mark_point(filled=True, size=55, opacity=1).encode(color=colour, **extra))
-    provisional = (base.transform_filter("!datum.capacity_limited && datum.provisional")
+    provisional = (base.transform_filter(f"{unlimited}datum.provisional")
                    .mark_point(filled=False, size=55, strokeWidth=1.5).encode(color=colour, **extra))
+    if not capacity:
+        return [line, measured, provisional]
     limited = (base.transform_filter("datum.capacity_limited")
                .mark_square(color=GREY, size=110, opacity=0.75))
     hatch = (base.transform_filter("datum.capacity_limited")
@@ -135,24 +149,26 @@ def ttft_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) 
     return _facet(layers, long, "Time to first token: median and p90")
 
 
+def _metric_chart(points: pd.DataFrame, color_domain: Sequence[str] | None, field: str, axis_title: str,
+                  tip_title: str, title: str) -> alt.FacetChart:
+    """One per-point figure against concurrent users, points without it left out."""
+    df = prepare(points)
+    df = df[df[field].notna()]
+    layers = _layers(alt.Y(f"{field}:Q", title=axis_title), color_scale(color_domain, df),
+                     _tooltip(field, tip_title, ".1f"))
+    return _facet(layers, df, title)
+
+
 def decode_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:
     """Decode speed each user sees (1000 / median TPOT) against concurrent users."""
-    df = prepare(points)
-    df = df[df["decode_tok_s_per_user"].notna()]
-    y = alt.Y("decode_tok_s_per_user:Q", title="Decode tokens/s per user")
-    layers = _layers(y, color_scale(color_domain, df),
-                     _tooltip("decode_tok_s_per_user", "tokens/s per user", ".1f"))
-    return _facet(layers, df, "Decode speed per user")
+    return _metric_chart(points, color_domain, "decode_tok_s_per_user", "Decode tokens/s per user",
+                         "tokens/s per user", "Decode speed per user")
 
 
 def throughput_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:
     """Total output tokens per second of the server against concurrent users."""
-    df = prepare(points)
-    df = df[df["output_tok_s"].notna()]
-    y = alt.Y("output_tok_s:Q", title="Output tokens/s (all users)")
-    layers = _layers(y, color_scale(color_domain, df),
-                     _tooltip("output_tok_s", "output tokens/s", ".1f"))
-    return _facet(layers, df, "Server output throughput")
+    return _metric_chart(points, color_domain, "output_tok_s", "Output tokens/s (all users)",
+                         "output tokens/s", "Server output throughput")
 
 
 def completed_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:
@@ -258,9 +274,7 @@ def prepare_ramp(turns: pd.DataFrame) -> pd.DataFrame:
     missing = [c for c in RAMP_REQUIRED if c not in turns.columns]
     if missing:
         raise ValueError(f"ramp turns lack columns: {', '.join(missing)}")
-    df = turns.copy()
-    df["provisional"] = df["provisional"].fillna(False).astype(bool)
-    df["run_kind"] = df["provisional"].map({True: "provisional", False: "measured"})
+    df = _with_run_kind(turns)
     df["needle"] = [NEEDLE_KINDS[0] if f == s else NEEDLE_KINDS[1]
                     for f, s in zip(df["needle_found"], df["sessions"])]
     df["turn"] = df["turn"].astype(int)
@@ -270,9 +284,6 @@ def prepare_ramp(turns: pd.DataFrame) -> pd.DataFrame:
 def ramp_chart(turns: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.LayerChart:
     """Longest wait for the first token at each turn of the ramp, against the conversation's length."""
     df = prepare_ramp(turns)
-    colour = alt.Color("series:N", title="Run spec", scale=color_scale(color_domain, df))
-    dash = alt.StrokeDash("run_kind:N", title="Gate", legend=alt.Legend(),
-                          scale=alt.Scale(domain=RUN_KINDS, range=[[1, 0], [5, 3]]))
     shape = alt.Shape("needle:N", title="Needle", scale=alt.Scale(domain=NEEDLE_KINDS, range=["circle", "cross"]))
     tooltip = [
         alt.Tooltip("run_id:N", title="run"),
@@ -283,17 +294,11 @@ def ramp_chart(turns: pd.DataFrame, color_domain: Sequence[str] | None = None) -
         alt.Tooltip("needle_found:Q", title="needle found (sessions)"),
         alt.Tooltip("cache_hit_pct:Q", title="served from cache (%)", format=".1f"),
     ]
-    base = alt.Chart(df).encode(
-        x=alt.X("context_tokens:Q", title="Conversation length (tokens)", axis=alt.Axis(format="~s")),
-        y=alt.Y("longest_wait_s:Q", title="Longest wait for the first token (s)"),
-        tooltip=tooltip)
-    line = base.mark_line(strokeWidth=1.5).encode(color=colour, strokeDash=dash, detail="run_id:N")
-    measured = (base.transform_filter("!datum.provisional")
-                .mark_point(filled=True, size=60, opacity=1).encode(color=colour, shape=shape))
-    provisional = (base.transform_filter("datum.provisional")
-                   .mark_point(filled=False, size=60, strokeWidth=1.5).encode(color=colour, shape=shape))
+    x = alt.X("context_tokens:Q", title="Conversation length (tokens)", axis=alt.Axis(format="~s"))
+    y = alt.Y("longest_wait_s:Q", title="Longest wait for the first token (s)")
+    layers = _layers(y, color_scale(color_domain, df), tooltip, shape=shape, x=x, capacity=False)
     return (
-        alt.layer(line, measured, provisional)
+        alt.layer(*layers, data=df)
         .properties(width=CHART_WIDTH - Y_AXIS_ALLOWANCE, height=RAMP_HEIGHT,
                     title=alt.TitleParams("The ramp: waiting for each turn of a growing conversation",
                                           subtitle=RAMP_NOTE, anchor="start"))

@@ -20,7 +20,6 @@ import html
 import json
 import re
 import shlex
-import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -202,16 +201,6 @@ def read_line(root: Path, source_file: str, line: int) -> str:
     except OSError as exc:
         raise FactError(f"{source_file}: cannot read the fact's source ({exc.strerror})") from None
     raise FactError(f"{source_file}: has no line {line}")
-
-
-def git_sha(root: Path) -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                             text=True, check=False, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    sha = out.stdout.strip()
-    return sha if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", sha) else None
 
 
 def _run_ids(value: Any) -> list[str]:

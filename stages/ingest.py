@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
+from stages.provenance import RUN_MANIFEST, file_sha256
 from stages.parsers import bench_json, cmd as cmd_parser, metrics, scan, small, turns
 from stages.parsers.scan import ParseError
 from stages.parsers.sglang_log import parse_sglang_log
@@ -179,7 +180,7 @@ def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> 
     return rows
 
 
-MANIFEST = "MANIFEST.sha256"
+MANIFEST = RUN_MANIFEST
 
 
 def _check_manifest(folder: Path, rows: FolderRows, source: str, names: set[str]) -> None:
@@ -195,19 +196,11 @@ def _check_manifest(folder: Path, rows: FolderRows, source: str, names: set[str]
         listed.add(name)
         if name not in names:
             rows.error(source, line=number, reason=f"{name}: listed in the manifest but missing")
-        elif _sha256(folder / name) != digest:
+        elif file_sha256(folder / name) != digest:
             rows.error(source, line=number,
                        reason=f"{name}: changed after the run (sha256 differs from the manifest)")
     for name in sorted(names - listed - {MANIFEST}):
         rows.error(source, line=None, reason=f"{name}: added after the run (not in the manifest)")
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _guard(rows: FolderRows, source_file: str, fn: Callable[[], Any]) -> Any:

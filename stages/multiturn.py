@@ -35,11 +35,11 @@ from typing import Any, Callable
 
 import httpx
 
+from stages.bench import scrape_metrics
 from stages.config import CampaignError
-from stages.needle import filler
+from stages.needle import QUESTION, filler, needle_sentence
 
 KINDS = ("ramp", "agents")
-QUESTION = "\n\nWhat is the access code mentioned in the text above? Answer with the number only.\n"
 NEXT_STEP = "\n\nContinue the task with the notes above. Reply with the next step.\n"
 ANSWER_CHARS = 200
 
@@ -272,7 +272,7 @@ async def _ramp(w: Workload, *, client, log: Log, base_url: str, model: str, tok
     codes = [str(random.Random(w.seed * 31 + s).randint(1_000_000, 9_999_999)) for s in range(w.sessions)]
     convs = [Conversation() for _ in range(w.sessions)]
     question = texts[0].count(QUESTION)
-    needle = texts[0].count(f" The access code is {codes[0]}.")
+    needle = texts[0].count(" " + needle_sentence(codes[0]))
     for turn, target in enumerate(w.targets(), start=1):
         if not alive():
             say(f"{w.name}: engine no longer running, stopping at turn {turn}")
@@ -282,7 +282,7 @@ async def _ramp(w: Workload, *, client, log: Log, base_url: str, model: str, tok
             body, _ = texts[s].block(max(1, target - conv.tokens - question - (needle if turn == 1 else 0)))
             if turn == 1:
                 half = body.find(". ", len(body) // 2) + 1 or len(body)
-                body = f"{body[:half]} The access code is {codes[s]}.{body[half:]}"
+                body = f"{body[:half]} {needle_sentence(codes[s])}{body[half:]}"
             new.append(body if turn == 1 else " " + body)
         snapshot(w.point_id(turn), "before")
         replies = await asyncio.gather(*(
@@ -299,7 +299,7 @@ async def _ramp(w: Workload, *, client, log: Log, base_url: str, model: str, tok
 async def _agents(w: Workload, *, client, log: Log, base_url: str, model: str, tokenizer,
                   snapshot: Callable[[str, str], None], alive: Callable[[], bool], say: Progress) -> None:
     shared, shared_tokens = Text(tokenizer, w.seed).block(w.shared_history_tokens)
-    tail = Text(tokenizer, 0).count(NEXT_STEP)
+    tail = len(tokenizer.encode(NEXT_STEP).ids)
 
     async def session(s: int) -> None:
         text = Text(tokenizer, w.seed + 1 + s)
@@ -336,13 +336,9 @@ def run_workload(w: Workload, *, base_url: str, model: str, tokenizer_file: Path
 
     def snapshot(point_id: str, phase: str) -> None:
         try:
-            resp = sync.get(f"{base_url}/metrics")
-            resp.raise_for_status()
+            scrape_metrics(sync, base_url, bench_dir / f"{point_id}.metrics.{phase}.txt")
         except httpx.HTTPError as exc:
             say(f"{w.name}: /metrics not read ({exc})")
-            return
-        with open(bench_dir / f"{point_id}.metrics.{phase}.txt", "x") as f:
-            f.write(resp.text)
 
     async def main() -> None:
         limits = httpx.Limits(max_connections=w.sessions + 2)

@@ -20,6 +20,10 @@ _WORDS = ("river", "stone", "lantern", "harbour", "meadow", "copper", "signal", 
 QUESTION = "\n\nWhat is the access code mentioned in the text above? Answer with the number only.\n"
 
 
+def needle_sentence(code: str) -> str:
+    return f"The access code is {code}."
+
+
 @dataclass(frozen=True)
 class Probe:
     key: int
@@ -38,7 +42,7 @@ def filler(rng: random.Random, n: int) -> list[str]:
 def build_prompt(*, tokenizer, target_tokens: int, depth: float, code: str, seed: int) -> tuple[str, int]:
     """A prompt of at most `target_tokens` tokens (by `tokenizer`) with the needle at `depth`."""
     rng = random.Random(seed)
-    needle = f"The access code is {code}."
+    needle = needle_sentence(code)
     sentences = filler(rng, max(8, target_tokens // 4))
 
     def compose(n: int) -> str:

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from stages.config import CampaignError
+from stages.provenance import git_sha
 
 SCHEMA_VERSION = 1
 # Forced in the probe's environment and in every child's: NVLink multicast off everywhere.
@@ -243,17 +244,6 @@ def run_command(argv: Sequence[str], env: Mapping[str, str], timeout_s: float = 
     except OSError as exc:
         return None, b"", f"{type(exc).__name__}: {exc}"
     return out.returncode, out.stdout, None
-
-
-def _git_sha(root: Path) -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                             timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    sha = out.stdout.strip()
-    # A copy of the tree without its history answers with the literal "HEAD": no sha then.
-    return sha if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", sha) else None
 
 
 # ---------------------------------------------------------------- measurements (torch)
@@ -473,7 +463,7 @@ def run(*, out_dir: Path, node_kind: str, groups: str | Sequence[Sequence[int]] 
         "started_at": iso(started), "backend": backend, "device": device, "sizes": size_list,
         "iters": iters, "warmup": warmup, "groups_asked": groups if groups is not None else "auto",
         "p2p": {"bytes": p2p_bytes, "repeats": p2p_repeats}, "commands": [], "groups": [],
-        "skipped": [], "git_sha": _git_sha(Path.cwd()), "status": "failed",
+        "skipped": [], "git_sha": git_sha(Path.cwd()), "status": "failed",
     }
     log = NodeLog(folder / "probe.log", progress)
     try:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
-import hashlib
 import io
 import os
 import re
@@ -24,6 +23,7 @@ import tarfile
 from pathlib import Path
 
 from stages.config import CampaignError
+from stages.provenance import file_sha256
 
 MANIFEST = "MANIFEST"
 SAFE_VERSION = re.compile(r"[^A-Za-z0-9._-]+")
@@ -62,17 +62,9 @@ def site_files(site_dir: Path) -> list[Path]:
     return sorted(files, key=lambda p: p.relative_to(site_dir).as_posix())
 
 
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def manifest(site_dir: Path, files: list[Path]) -> bytes:
     """`<sha256>  <path>` per file, sorted by path: `sha256sum -c MANIFEST` checks it."""
-    lines = [f"{sha256(p)}  {p.relative_to(site_dir).as_posix()}\n" for p in files]
+    lines = [f"{file_sha256(p)}  {p.relative_to(site_dir).as_posix()}\n" for p in files]
     return "".join(lines).encode()
 
 

@@ -32,7 +32,8 @@ from stages import charts as chart_lib
 from stages import compare_page, warehouse_page
 from stages.config import CampaignError
 from stages.facts import (PUBLIC_TABLES, Fact, FactBook, FactError, PageMacros, check_digits,
-                          escape_text, git_sha, render_evidence)
+                          escape_text, render_evidence)
+from stages.provenance import git_sha
 
 INDEX_TEMPLATE = "index.md.j2"
 TEMPLATE_SUFFIX = ".md.j2"

@@ -16,7 +16,6 @@ import os
 import platform
 import re
 import signal
-import subprocess
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -28,12 +27,13 @@ from stages import bench, multiturn, needle
 from stages.config import CampaignError, Paths, profile as active_profile, profile_workloads
 from stages.config import spec as get_spec
 from stages.engine import Engine, EngineDied, Launch, executor_for
+from stages.schedule import QUADS
+from stages.provenance import RUN_MANIFEST, file_sha256, git_sha
 from stages.secrets import redact_mapping
 
 SCHEMA_VERSION = 1
 _RUN_ID_FIELD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _KV_TOKENS = re.compile(r"KV cache size: ([\d,]+) tokens|max_total_num_tokens=(\d+)")
-QUADS = ((0, 1, 2, 3), (4, 5, 6, 7))
 
 
 @dataclass(frozen=True)
@@ -75,15 +75,6 @@ def make_run_id(*, model: str, layout: str, max_model_len: int, engine: str,
 def params_hash(*parts) -> str:
     blob = json.dumps(parts, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
-
-
-def git_sha(root: Path) -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                             text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None
 
 
 def engine_version(engine: str) -> str | None:
@@ -226,7 +217,7 @@ def run(*, spec_name: str, params: dict, paths: Paths,
             say(f"GPUs {gpu_set} span both quads: peer access {p2p}")
     say(f"run {run_id}: starting {engine_name} ({folder})")
 
-    status, run_status, done = "failed", "failed", 0
+    status, run_status, tally = "failed", "failed", Tally()
     interrupts = _Interrupts()
     try:
         with interrupts, Engine(launch, folder / "server.log") as eng:
@@ -241,93 +232,109 @@ def run(*, spec_name: str, params: dict, paths: Paths,
             out.add(status="ready", ready_s=f"{ready_s:.1f}", engine_kv_tokens=kv if kv is not None else "")
             say(f"ready in {ready_s:.1f} s, KV cache {kv} tokens")
             gate = params["gate"]
+            tokenizer_file = paths.root / model_path / "tokenizer.json"
             score = needle.run_gate(
-                base_url=eng.base_url, model=model_path,
-                tokenizer_file=paths.root / model_path / "tokenizer.json",
+                base_url=eng.base_url, model=model_path, tokenizer_file=tokenizer_file,
                 max_model_len=max_model_len, depths=gate["depths"],
                 context_fraction=float(gate["context_fraction"]),
                 output_tokens=int(gate["output_tokens"]), seed=int(gate["seed"]),
                 log_path=folder / "niah.log", progress=say)
             out.add(gate_score=score)
-            bench_dir = folder / "bench"
-            bench_dir.mkdir()
-            points = bench.points_for(workloads=sweeps, names=list(sweeps))
-            run_status, resets = "complete", 0
+            (folder / "bench").mkdir()
             with httpx.Client(timeout=30.0) as client:
-                for i, point in enumerate(points, 1):
-                    interrupts.check()
-                    if not eng.alive():
-                        run_status = "engine_died"
-                        out.add(point_skipped=f"{point.point_id} engine no longer running")
-                        continue
-                    say(f"bench {i}/{len(points)} {point.point_id}: {point.num_prompts} prompts "
-                        f"of {point.prompt_tokens} tokens at concurrency {point.concurrency}")
-                    if bench.reset_prefix_cache(client, eng.base_url, engine_name):
-                        resets += 1
-                    try:
-                        bench.run_point(point, base_url=eng.base_url, model=model_path,
-                                        tokenizer=model_path, bench_dir=bench_dir, run_id=run_id,
-                                        client=client, engine=engine_name)
-                        done += 1
-                        interrupts.check()
-                    except (httpx.HTTPError, OSError, RuntimeError, ValueError) as exc:
-                        out.add(point_error=f"{point.point_id} {type(exc).__name__}: {exc}")
-                        say(f"{point.point_id} failed: {exc}")
-                        if not eng.alive():
-                            run_status = "engine_died"
-                for w in conversations:
-                    interrupts.check()
-                    if not eng.alive():
-                        run_status = "engine_died"
-                        out.add(point_skipped=f"{w.name} engine no longer running")
-                        continue
-                    say(f"{w.kind} {w.name}: {w.sessions} session(s), {w.turns} turns")
-                    if bench.reset_prefix_cache(client, eng.base_url, engine_name):
-                        resets += 1
-                    log = multiturn.run_workload(
-                        w, base_url=eng.base_url, model=model_path,
-                        tokenizer_file=paths.root / model_path / "tokenizer.json", folder=folder,
-                        alive=eng.alive, progress=say)
-                    interrupts.check()
-                    done += 1
-                    if log.failed:
-                        out.add(point_error=f"{w.name} {log.failed} of {log.requests} requests failed")
-                        if not eng.alive():
-                            run_status = "engine_died"
-            out.add(prefix_cache_resets=resets)
+                steps = _steps(sweeps, conversations, base_url=eng.base_url, model=model_path,
+                               tokenizer_file=tokenizer_file, folder=folder, run_id=run_id,
+                               client=client, engine=engine_name, alive=eng.alive, say=say)
+                _benchmark(steps, eng, out, interrupts, client, engine_name, say, tally)
+            run_status = "engine_died" if tally.died else "complete"
+            out.add(prefix_cache_resets=tally.resets)
     except KeyboardInterrupt:
         run_status = "interrupted"
         say("interrupted: stopping the engine")
         raise
     finally:
-        out.add(points=done, run_status=run_status, finished_at=iso(utc_now()))
+        out.add(points=tally.done, run_status=run_status, finished_at=iso(utc_now()))
         seal(folder)
-    say(f"done: {done} benchmark points, run {run_status}")
-    return RunResult(run_id, folder, status, run_status, done)
+    say(f"done: {tally.done} benchmark points, run {run_status}")
+    return RunResult(run_id, folder, status, run_status, tally.done)
 
 
-MANIFEST = "MANIFEST.sha256"
+@dataclass(frozen=True)
+class Step:
+    """One benchmark step of a run: a sweep point or a multi-turn workload."""
+    name: str                        # point id or workload name, as launch.out names it
+    about: str                       # the progress line
+    go: Callable[[], str | None]     # runs it; returns a problem to record (the step still ran)
+
+
+def _steps(sweeps: dict, conversations: list[multiturn.Workload], *, base_url: str, model: str,
+           tokenizer_file: Path, folder: Path, run_id: str, client: httpx.Client, engine: str,
+           alive: Callable[[], bool], say: Callable[[str], None]) -> list[Step]:
+    """Every sweep point (`vllm bench serve`), then every multi-turn workload, in params order."""
+    def point(p: bench.Point) -> Step:
+        def go() -> None:
+            bench.run_point(p, base_url=base_url, model=model, tokenizer=model,
+                            bench_dir=folder / "bench", run_id=run_id, client=client, engine=engine)
+        return Step(p.point_id, f"bench {p.point_id}: {p.num_prompts} prompts of {p.prompt_tokens} "
+                                f"tokens at concurrency {p.concurrency}", go)
+
+    def conversation(w: multiturn.Workload) -> Step:
+        def go() -> str | None:
+            log = multiturn.run_workload(w, base_url=base_url, model=model, tokenizer_file=tokenizer_file,
+                                         folder=folder, alive=alive, progress=say)
+            return f"{log.failed} of {log.requests} requests failed" if log.failed else None
+        return Step(w.name, f"{w.kind} {w.name}: {w.sessions} session(s), {w.turns} turns", go)
+
+    points = bench.points_for(workloads=sweeps, names=list(sweeps))
+    return [point(p) for p in points] + [conversation(w) for w in conversations]
+
+
+@dataclass
+class Tally:
+    """What the benchmark steps of a run came to, kept up to date (an interrupt reads it)."""
+    done: int = 0
+    resets: int = 0
+    died: bool = False
+
+
+def _benchmark(steps: list[Step], eng: Engine, out: LaunchOut, interrupts: _Interrupts,
+               client: httpx.Client, engine: str, say: Callable[[str], None], tally: Tally) -> None:
+    """Run the steps on a ready engine, the prefix cache emptied before each. A failed step is
+    recorded and the run goes on; once the engine is gone the rest are skipped."""
+    for i, step in enumerate(steps, 1):
+        interrupts.check()
+        if not eng.alive():
+            tally.died = True
+            out.add(point_skipped=f"{step.name} engine no longer running")
+            continue
+        say(f"{i}/{len(steps)} {step.about}")
+        tally.resets += bench.reset_prefix_cache(client, eng.base_url, engine)
+        try:
+            problem = step.go()
+            tally.done += 1
+        except (httpx.HTTPError, OSError, RuntimeError, ValueError) as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+        interrupts.check()
+        if problem:
+            out.add(point_error=f"{step.name} {problem}")
+            say(f"{step.name} failed: {problem}")
+            tally.died = tally.died or not eng.alive()
+
+
+MANIFEST = RUN_MANIFEST
 
 
 def seal(folder: Path) -> Path:
     """Make a finished run folder write-once: a manifest of every file's sha256 (the format
     `sha256sum -c` reads), then every file read-only. Ingest checks the manifest."""
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
-    lines = [f"{_sha256(p)}  {p.relative_to(folder).as_posix()}\n" for p in files]
+    lines = [f"{file_sha256(p)}  {p.relative_to(folder).as_posix()}\n" for p in files]
     manifest = folder / MANIFEST
     with manifest.open("x") as f:
         f.writelines(lines)
     for p in files + [manifest]:
         p.chmod(0o444)
     return manifest
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _kv_tokens(log: Path) -> int | None:
