@@ -222,8 +222,9 @@ def prepare_allreduce(sweeps: pd.DataFrame) -> pd.DataFrame:
     return df[df["busbw_gbs"].notna() & (df["message_bytes"] > 0)]
 
 
-def allreduce_chart(sweeps: pd.DataFrame) -> alt.LayerChart:
-    """All-reduce bus bandwidth (GB/s) against message size, one line per GPU group."""
+def allreduce_chart(sweeps: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.LayerChart:
+    """All-reduce bus bandwidth (GB/s) against message size, one line per GPU group (coloured by
+    group: color_domain, the run specs, does not apply)."""
     df = prepare_allreduce(sweeps)
     groups = list(dict.fromkeys(df.sort_values(["ranks", "gpu_group"])["group"]))
     colour = alt.Color("group:N", title="GPU group", sort=groups,
@@ -315,13 +316,12 @@ CHARTS: dict[str, Callable[..., alt.TopLevelMixin]] = {
     "ramp_chart": ramp_chart,
 }
 # Charts drawn from a named row query (stages/sql/render/<query>.sql) rather than from the bench
-# points of a profile; the page passes the query's parameters to the chart macro.
+# points of a profile; the page passes the query's parameters to the chart macro (the page's
+# profile among them, where the query binds one). Each gets the campaign-wide spec colours.
 CHART_ROWS: dict[str, str] = {
     "allreduce_chart": "allreduce_points",
     "ramp_chart": "ramp_points",
 }
-# Row-query charts coloured by run spec, with the campaign-wide colours of the scaling charts.
-SPEC_COLOURED: frozenset[str] = frozenset({"ramp_chart"})
 
 
 def chart_by_name(name: str) -> Callable[..., alt.TopLevelMixin]:

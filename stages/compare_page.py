@@ -22,21 +22,23 @@ from stages.facts import Fact, FactError, PageMacros, escape_cell, run_label_lin
 
 TEMPLATE = "compare.md.j2"
 DEFAULT_TOLERANCE_PCT = 5.0
-POINT_FACTS = {
-    "ttft_median_s": "point_ttft_median_s",
-    "ttft_p90_s": "point_ttft_p90_s",
-    "tpot_median_ms": "point_tpot_median_ms",
-    "output_tok_s": "point_output_tok_s",
-    "completed_pct": "point_completed_pct",
-}
-# Agents workloads (diff rows from agent_runs): the same metrics, bound by run and workload; the
-# session count stands for concurrency.
-AGENT_FACTS = {
-    "ttft_median_s": "agent_ttft_median_s",
-    "ttft_p90_s": "agent_ttft_p90_s",
-    "tpot_median_ms": "agent_tpot_median_ms",
-    "output_tok_s": "agent_output_tok_s",
-    "completed_pct": "agent_completed_pct",
+POINT_METRICS = ("ttft_median_s", "ttft_p90_s", "tpot_median_ms", "output_tok_s", "completed_pct")
+
+
+@dataclass(frozen=True)
+class PointFacts:
+    """The facts behind a compared point of one table: `<prefix>_<metric>` for each value,
+    `compare_<prefix>_change_pct` for the change, bound by run and `keys`."""
+    prefix: str
+    keys: tuple[str, ...]
+    users: str                   # the fact printed as the point's users (concurrency or sessions)
+
+
+# diff rows carry the table they came from: benchmark points, or agents workloads (whose
+# session count stands for the concurrency)
+POINT_TABLES = {
+    "bench_points": PointFacts("point", ("workload", "concurrency"), "point_concurrency"),
+    "agent_runs": PointFacts("agent", ("workload",), "agent_sessions"),
 }
 LAUNCH_FACTS = {"ready_s": "launch_ready_s", "kv_tokens": "launch_kv_tokens", "gate_score": "gate_score"}
 METRIC_LABELS = {
@@ -211,19 +213,19 @@ class CompareTables:
                  _row((["---"] if match else []) + ["---:", "---", "---:", "---:", "---:", "---", "---"])]
         for r in rows:
             metric, b_run, h_run = r["metric"], r["base_run_id"], r["head_run_id"]
-            agents = r.get("point_table") == "agent_runs"
-            facts = AGENT_FACTS if agents else POINT_FACTS
-            if metric not in facts:
+            facts = POINT_TABLES[r.get("point_table") or "bench_points"]
+            if metric not in POINT_METRICS:
                 raise FactError(f"compare page: no fact for point metric {metric!r}")
-            where = {"workload": workload} if agents else {"workload": workload, "concurrency": r["concurrency"]}
+            where = {k: r[k] for k in facts.keys}
             label = f"{metric} of {workload} at concurrency {r['concurrency']}"
-            users = self._fact("agent_sessions" if agents else "point_concurrency",
-                               {"run_id": b_run or h_run, **where}, r["concurrency"], f"concurrency of {label}")
-            base = self._fact(facts[metric], {"run_id": b_run, **where}, r["base_value"],
+            name = f"{facts.prefix}_{metric}"
+            users = self._fact(facts.users, {"run_id": b_run or h_run, **where}, r["concurrency"],
+                               f"concurrency of {label}")
+            base = self._fact(name, {"run_id": b_run, **where}, r["base_value"],
                               f"base {label}") if b_run else "-"
-            head = self._fact(facts[metric], {"run_id": h_run, **where}, r["head_value"],
+            head = self._fact(name, {"run_id": h_run, **where}, r["head_value"],
                               f"head {label}") if h_run else "-"
-            change = self._fact("compare_agent_change_pct" if agents else "compare_point_change_pct",
+            change = self._fact(f"compare_{facts.prefix}_change_pct",
                                 {"base_run_id": b_run, "head_run_id": h_run, "metric": metric, **where},
                                 r["change_pct"], f"change of {label}") if b_run and h_run else "-"
             notes = [n for n, on in (("capacity-limited", r.get("capacity_limited")),

@@ -28,15 +28,12 @@ import duckdb
 from markupsafe import Markup
 
 from stages.config import CampaignError
+from stages.derive import PUBLIC_TABLES
 
 SQL_DIR = Path(__file__).parent / "sql"
 FACTS_SQL = SQL_DIR / "facts"
 ROWS_SQL = SQL_DIR / "render"
 STAGE = "derive"  # the stage whose tables the fact queries read
-PUBLIC_TABLES = ("runs", "launches", "run_events", "gates", "gate_probes", "bench_requests",
-                 "bench_points", "invalid_rows", "sequences_fit", "turn_requests", "ramp_turns",
-                 "agent_runs", "ingest_errors", "nodes",
-                 "node_gpus", "node_topology", "node_p2p", "node_allreduce", "node_allreduce_peak")
 REQUIRED_COLUMNS = ("value", "run_id", "source_file", "source_line")
 EXCERPT_MAX = 400
 # Digits a template may type itself: part numbers, a few hardware tokens, citation ids.

@@ -29,10 +29,10 @@ import pandas as pd
 import yaml
 
 from stages import charts as chart_lib
-from stages import compare_page, warehouse_page
+from stages import compare_page, derive, warehouse_page
 from stages.config import CampaignError
 from stages.facts import (PUBLIC_TABLES, Fact, FactBook, FactError, PageMacros, check_digits,
-                          escape_text, render_evidence)
+                          escape_text, render_evidence, sql_params)
 from stages.provenance import git_sha
 
 INDEX_TEMPLATE = "index.md.j2"
@@ -219,14 +219,15 @@ class ChartWriter:
         except KeyError as exc:
             raise FactError(str(exc.args[0])) from None
         params = dict(params or {})
-        if name in chart_lib.SPEC_COLOURED and profile:
-            params.setdefault("profile", profile)
         if name in chart_lib.CHART_ROWS:
-            _, rows = self.book.rows(chart_lib.CHART_ROWS[name], params)
+            if profile:
+                params.setdefault("profile", profile)
+            sql, rows = self.book.rows(chart_lib.CHART_ROWS[name], params)
+            params = {k: v for k, v in params.items() if k in sql_params(sql)}   # names the files
             df = pd.DataFrame(rows)
             if df.empty:
                 return "*No measurements for this chart yet.*"
-            chart = fn(df, self.domain()) if name in chart_lib.SPEC_COLOURED else fn(df)
+            chart = fn(df, self.domain())
         else:
             if not profile:
                 raise FactError(f"chart {name!r}: no profile (front matter `profile:` or argument)")
@@ -402,17 +403,10 @@ def audit_index(facts: list[Fact], titles: dict[str, str]) -> str:
 
 # ---------------------------------------------------------------- outputs
 
-def write_csv_downloads(con: duckdb.DuckDBPyConnection, tables: list[str], docs_dir: Path) -> list[str]:
-    out = docs_dir / "downloads"
-    written = []
-    for table in tables:
-        if table not in PUBLIC_TABLES:
-            continue
-        out.mkdir(parents=True, exist_ok=True)
-        df = con.execute(f"select * from {table}").df()  # identifier from the fixed list above
-        df.to_csv(out / f"{table}.csv", index=False)
-        written.append(f"downloads/{table}.csv")
-    return written
+def write_csv_downloads(con: duckdb.DuckDBPyConnection, docs_dir: Path) -> list[str]:
+    """The public tables as the site's CSV downloads: the same files derive exports."""
+    derive.export_csv(con, docs_dir / "downloads", derive.load_schema())
+    return [f"downloads/{table}.csv" for table in PUBLIC_TABLES]
 
 
 def write_assets(assets_dir: Path, docs_dir: Path) -> bool:
@@ -548,7 +542,7 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
             (audit / f"{fact.id}.md").write_text(
                 audit_page(fact, runs_dir=runs_dir, root=root, titles=titles))
         (audit / "index.md").write_text(audit_index(facts, titles))
-        downloads = write_csv_downloads(con, list(PUBLIC_TABLES), docs_dir)
+        downloads = write_csv_downloads(con, docs_dir)
         (docs_dir / warehouse_page.PAGE_NAME).write_text(warehouse_page.build(
             con=con, descriptions_file=warehouse_file,
             downloads={Path(d).stem: d for d in downloads}))

@@ -56,7 +56,7 @@ joined as (
             then request_stats.ok_output_tokens / (request_stats.last_done_s - request_stats.first_sent_s)
         end                                                     as output_tok_s,
         point_cache.cache_hit_pct,
-        coalesce(gate_flags.provisional, true)                  as provisional,
+        gate_flags.provisional                            as provisional,
         workloads.source_file,
         workloads.source_line
     from workloads

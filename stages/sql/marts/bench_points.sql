@@ -70,7 +70,7 @@ joined as (
             when fit.beyond_max_context then null
             else coalesce(fit.sequences, launches.seq_cap::bigint * launches.engines)
         end                                                         as seq_limit,
-        coalesce(gate_flags.provisional, true)                      as provisional,
+        gate_flags.provisional                                as provisional,
         points.source_file,
         points.source_line
     from points

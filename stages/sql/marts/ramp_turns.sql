@@ -53,7 +53,7 @@ joined as (
         turn_stats.needle_found,
         turn_stats.needle_checked,
         point_cache.cache_hit_pct,
-        coalesce(gate_flags.provisional, true)                  as provisional,
+        gate_flags.provisional                            as provisional,
         evidence.source_file,
         evidence.source_line
     from turn_stats

@@ -1,12 +1,13 @@
--- One row per gated run (not a public table): provisional when any of its gates scored below
--- rules.gate_min_score (gates.provisional). A run without a gate has no row here; the marts that join
--- this read a missing row as provisional.
+-- One row per run (not a public table): provisional when any of its gates scored below
+-- rules.gate_min_score (gates.provisional), or when it has no gate at all.
 with gate_rows as (
-    select * from gates
+    select runs.run_id, gates.provisional
+    from runs
+    left join gates on gates.run_id = runs.run_id
 ),
 
 final as (
-    select run_id, bool_or(provisional) as provisional
+    select run_id, coalesce(bool_or(provisional), true) as provisional
     from gate_rows
     group by run_id
 )
