@@ -14,6 +14,7 @@ Example:
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import multiprocessing
@@ -337,16 +338,16 @@ def _add_run_row(rows: FolderRows, folder: Path, root: Path, files: list[tuple[s
         gpus = meta.get("gpus")
         rows.add(
             "raw_runs", relative(folder / "meta.json", root), 1,
-            spec=_text(meta.get("spec")), profile=_text(meta.get("profile")),
-            model=_text(meta.get("model")) or rid.model,
-            layout=_text(meta.get("layout")) or rid.layout,
-            ctx_label=_text(meta.get("ctx_label")) or rid.ctx_label,
-            engine=_text(meta.get("engine")) or rid.engine,
-            engine_version=_text(meta.get("engine_version")) or _first_text(log_facts, "engine_version"),
-            image=_text(meta.get("image")), image_digest=_text(meta.get("image_digest")),
-            executor=_text(meta.get("executor")),
-            gpus=",".join(map(str, gpus)) if isinstance(gpus, list) else _text(gpus),
-            git_sha=_text(meta.get("git_sha")), params_hash=_text(meta.get("params_hash")),
+            spec=text_value(meta.get("spec")), profile=text_value(meta.get("profile")),
+            model=text_value(meta.get("model")) or rid.model,
+            layout=text_value(meta.get("layout")) or rid.layout,
+            ctx_label=text_value(meta.get("ctx_label")) or rid.ctx_label,
+            engine=text_value(meta.get("engine")) or rid.engine,
+            engine_version=text_value(meta.get("engine_version")) or _first_text(log_facts, "engine_version"),
+            image=text_value(meta.get("image")), image_digest=text_value(meta.get("image_digest")),
+            executor=text_value(meta.get("executor")),
+            gpus=",".join(map(str, gpus)) if isinstance(gpus, list) else text_value(gpus),
+            git_sha=text_value(meta.get("git_sha")), params_hash=text_value(meta.get("params_hash")),
             started_at=small.parse_time(meta.get("started_at")),
             finished_at=small.parse_time(meta.get("finished_at")),
             schema_version=meta.get("schema_version"), recovered=False,
@@ -369,7 +370,8 @@ def _add_run_row(rows: FolderRows, folder: Path, root: Path, files: list[tuple[s
     )
 
 
-def _text(value: Any) -> str | None:
+def text_value(value: Any) -> str | None:
+    """A raw value as text: strings as they are, anything else as JSON."""
     if value is None:
         return None
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
@@ -377,7 +379,9 @@ def _text(value: Any) -> str | None:
 
 # ---------------------------------------------------------------- the warehouse
 
+@functools.cache
 def _sql(name: str) -> str:
+    """An ingest SQL file, read once per process (the write path runs some for every folder)."""
     return (INGEST_SQL / name).read_text()
 
 
@@ -510,12 +514,6 @@ def write_folders(con: duckdb.DuckDBPyConnection, columns: dict[str, list[tuple[
     return [{table: rows.count(table) for table in ROW_TABLES} for rows, _ in batch]
 
 
-def write_folder(con: duckdb.DuckDBPyConnection, columns: dict[str, list[tuple[str, str]]],
-                 rows: FolderRows, folder_row: dict[str, Any]) -> dict[str, int]:
-    """Replace one run's rows in a single transaction; returns rows written per table."""
-    return write_folders(con, columns, [(rows, folder_row)])[0]
-
-
 def _write_batch(con: duckdb.DuckDBPyConnection, columns: dict[str, list[tuple[str, str]]],
                  batch: list[tuple[FolderRows, dict[str, Any]]], stored: set[str]
                  ) -> list[dict[str, int]]:
@@ -553,10 +551,11 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-def run_folders(runs_dir: Path) -> list[Path]:
-    if not runs_dir.is_dir():
+def subfolders(parent: Path) -> list[Path]:
+    """The folders under parent (run or node folders), hidden ones left out; none if it is missing."""
+    if not parent.is_dir():
         return []
-    return sorted(p for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return sorted(p for p in parent.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
 def _workers(plans: list[tuple[Path, list, str]]) -> int:
@@ -593,7 +592,7 @@ def _in_order(pool: ProcessPoolExecutor, plans: list[tuple[Path, list, str]], ro
 
 
 def _plan(runs_dir: Path, known: dict[str, str], version: str) -> tuple[list[Path], list[tuple[Path, list, str]]]:
-    folders = run_folders(runs_dir)
+    folders = subfolders(runs_dir)
     plans = []
     for folder in folders:
         files = folder_files(folder)

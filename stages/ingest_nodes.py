@@ -15,7 +15,6 @@ Example:
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any, Callable
 
 import duckdb
 
-from stages.ingest import relative, table_columns, typed_frame
+from stages.ingest import relative, subfolders, table_columns, text_value, typed_frame
 from stages.parsers import node as node_parser
 from stages.parsers.small import parse_time
 
@@ -39,21 +38,7 @@ NODE_TABLES = (
 Progress = Callable[[str], None]
 
 
-# ---------------------------------------------------------------- paths
-
-def node_folders(nodes_dir: Path) -> list[Path]:
-    if not nodes_dir.is_dir():
-        return []
-    return sorted(p for p in nodes_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
-
-
 # ---------------------------------------------------------------- one folder -> rows by table
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
-
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
@@ -66,15 +51,15 @@ def node_row(folder: node_parser.NodeFolder, folder_rel: str) -> dict[str, Any]:
     sizes = meta.get("sizes")
     return {
         "node_id": folder.node_id, "folder": folder_rel,
-        "node_kind": _text(meta.get("node_kind")) or folder.node_id.split("__")[0],
-        "status": _text(meta.get("status")), "backend": _text(meta.get("backend")),
-        "device": _text(meta.get("device")), "device_count": _int(meta.get("device_count")),
-        "groups_asked": _text(meta.get("groups_asked")), "iters": _int(meta.get("iters")),
+        "node_kind": text_value(meta.get("node_kind")) or folder.node_id.split("__")[0],
+        "status": text_value(meta.get("status")), "backend": text_value(meta.get("backend")),
+        "device": text_value(meta.get("device")), "device_count": _int(meta.get("device_count")),
+        "groups_asked": text_value(meta.get("groups_asked")), "iters": _int(meta.get("iters")),
         "warmup": _int(meta.get("warmup")),
-        "sizes": ",".join(str(s) for s in sizes) if isinstance(sizes, list) else _text(sizes),
+        "sizes": ",".join(str(s) for s in sizes) if isinstance(sizes, list) else text_value(sizes),
         "p2p_bytes": _int(p2p.get("bytes")), "p2p_repeats": _int(p2p.get("repeats")),
-        "skipped": _text(meta.get("skipped")), "error": _text(meta.get("error")),
-        "git_sha": _text(meta.get("git_sha")),
+        "skipped": text_value(meta.get("skipped")), "error": text_value(meta.get("error")),
+        "git_sha": text_value(meta.get("git_sha")),
         "started_at": parse_time(meta.get("started_at")),
         "finished_at": parse_time(meta.get("finished_at")),
         "schema_version": _int(meta.get("schema_version")),
@@ -94,9 +79,9 @@ def group_rows(folder: node_parser.NodeFolder) -> list[dict[str, Any]]:
         gpus = g.get("gpus")
         rows.append({
             "node_id": folder.node_id, "group_label": str(g["group"]),
-            "gpus": ",".join(str(i) for i in gpus) if isinstance(gpus, list) else _text(gpus),
-            "status": _text(g.get("status")), "sizes_measured": _int(g.get("sizes_measured")),
-            "error": _text(g.get("error")),
+            "gpus": ",".join(str(i) for i in gpus) if isinstance(gpus, list) else text_value(gpus),
+            "status": text_value(g.get("status")), "sizes_measured": _int(g.get("sizes_measured")),
+            "error": text_value(g.get("error")),
             "source_file": meta["source_file"], "source_line": meta["source_line"],
         })
     return rows
@@ -187,7 +172,7 @@ def run(*, nodes_dir: Path, warehouse: Path, root: Path, progress: Progress | No
     started = time.perf_counter()
     nodes_dir, warehouse, root = Path(nodes_dir), Path(warehouse), Path(root)
     say = progress or (lambda _line: None)
-    folders = node_folders(nodes_dir)
+    folders = subfolders(nodes_dir)
     tables: dict[str, list[dict[str, Any]]] = {t: [] for t in NODE_TABLES}
     errors: list[dict[str, Any]] = []
     for i, folder in enumerate(folders, start=1):

@@ -24,7 +24,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable
 
-SYNTH_VERSION = 1
+from stages.parsers.cmd import human_int
+
+SYNTH_VERSION = 2
 LOG_SHARE = 0.85                 # of the campaign's bytes; the rest is benchmark results and /metrics
 CRASH_LOG_LINES = 60
 PERIOD_TICKS = 240               # distinct stats ticks in a log, repeated to its size
@@ -139,8 +141,8 @@ def cmd_text(plan: RunPlan) -> str:
 
 
 def _tokens(label: str) -> int:
-    number = int(label.rstrip("kKmM"))
-    return number * (1024 * 1024 if label[-1] in "mM" else 1024)
+    """A context label (128k, 1024k) in tokens, as vLLM reads the same flag value."""
+    return human_int(label)
 
 
 def kv_tokens(plan: RunPlan) -> int:

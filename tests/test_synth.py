@@ -4,13 +4,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from stages import benchmark, ingest, synth
-from stages.parsers import metrics, vllm_log
+from stages.parsers import cmd, metrics, vllm_log
 from stages.parsers.engine_log import scan_log
 
 RUNS = 20          # one whole cycle of run kinds
@@ -154,3 +155,15 @@ def test_benchmark_report_has_every_figure(tmp_path: Path):
     assert json.loads((tmp_path / "report.json").read_text())["figures"] == json.loads(json.dumps(figures))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.md"]
     assert any(line.startswith("bench: ingest full campaign") for line in lines)
+
+
+def test_each_log_states_the_max_model_len_its_command_asks_for(campaign):
+    root, _ = campaign
+    checked = 0
+    for folder in sorted((root / "runs").glob("*__vllm__*")):
+        flags, _ = cmd.parse_cmd((folder / "cmd.sh").read_text())
+        stated = [int(m) for m in re.findall(r"'max_model_len': (\d+)", (folder / "server.log").read_text())]
+        if stated and flags.max_model_len:
+            assert stated[0] == flags.max_model_len, folder.name      # 128k is 128,000 to vLLM
+            checked += 1
+    assert checked >= 10

@@ -48,11 +48,8 @@ def _float(value: Any) -> float | None:
     if isinstance(value, (int, float)):
         return float(value)
     if isinstance(value, str):
-        text = value.strip().lower()
-        if text in ("inf", "+inf", "infinity", "+infinity"):
-            return math.inf
         try:
-            return float(text)
+            return float(value.strip())  # also Infinity and inf, in any case
         except ValueError:
             return None
     return None

@@ -31,6 +31,12 @@ FactsOf = Callable[[Prefixed, str, int], tuple[list[Fact], list[ParseError]]]
 StatsOf = Callable[[Prefixed, int], "Stat | ParseError | None"]
 
 
+def line_fact(name: str, p: Prefixed, raw: str, line: int, **values) -> Fact:
+    """A fact stated by one log line, with its excerpt and the line's worker and time."""
+    return Fact(fact=name, line=line, excerpt=excerpt(raw), worker=p.worker, log_time=p.log_time,
+                **values)
+
+
 def exception_of(message: str) -> tuple[str, str] | None:
     """(exception type, message) when a log message is an exception line, else None."""
     m = _EXCEPTION.match(message.strip())

@@ -18,19 +18,9 @@ class Sample(NamedTuple):
     line: int
 
 
-_SPECIAL = {"+inf": float("inf"), "inf": float("inf"), "-inf": float("-inf"), "nan": float("nan")}
-
-
 def _value(text: str) -> float | None:
     try:
-        return float(text)  # also reads +Inf, -Inf and NaN
-    except ValueError:
-        pass
-    lowered = text.lower()
-    if lowered in _SPECIAL:
-        return _SPECIAL[lowered]
-    try:
-        return float(text)
+        return float(text)  # also reads +Inf, -Inf and NaN, in any case
     except ValueError:
         return None
 

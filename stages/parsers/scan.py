@@ -1,7 +1,7 @@
 """Shared pieces of the parsers: result records, safe decoding, and fast anchored line search.
 
-A log parser never walks every line in Python. It asks `anchored_lines` for the lines that
-contain one of a few literal byte strings (found with `bytes.find`, which runs at memory speed),
+A log parser never walks every line in Python. It asks `find_spans` and `number_spans` for the
+lines that contain one of a few literal byte strings (found with `bytes.find`, which runs at memory speed),
 and only those lines are decoded, stripped of their prefixes and matched with regexes.
 """
 from __future__ import annotations
@@ -202,12 +202,6 @@ def number_spans(data: bytes, spans: dict[int, int]) -> list[tuple[int, int, int
         last = start
         out.append((offset, start, spans[start]))
     return out
-
-
-def anchored_lines(data: bytes, anchors: Sequence[bytes], stop: int | None = None
-                   ) -> list[tuple[int, int, int]]:
-    """(line offset within data, start, end) of each line holding any anchor, in file order."""
-    return number_spans(data, find_spans(data, anchors, stop))
 
 
 _NAME_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")

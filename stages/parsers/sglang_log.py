@@ -4,9 +4,9 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from stages.parsers.engine_log import scan_log
+from stages.parsers.engine_log import line_fact as _fact, scan_log
 from stages.parsers.prefixes import Prefixed
-from stages.parsers.scan import BulkShape, Chunk, Fact, LogParse, ParseError, Stat, excerpt
+from stages.parsers.scan import BulkShape, Chunk, Fact, LogParse, ParseError, Stat
 
 STARTUP_ANCHORS = (b"max_total_num_tokens", b"max_running_requests", b"context_len", b"Load weight end")
 READY = b"fired up and ready"
@@ -55,11 +55,6 @@ _COLUMNS = {
 }
 _USAGE_KEYS = ("token usage", "full token usage")
 _INT_COLUMNS = {"new_tokens", "cached_tokens", "running_reqs", "waiting_reqs"}
-
-
-def _fact(name: str, p: Prefixed, raw: str, line: int, **values) -> Fact:
-    return Fact(fact=name, line=line, excerpt=excerpt(raw), worker=p.worker, log_time=p.log_time,
-                **values)
 
 
 def facts_of_line(p: Prefixed, raw: str, line: int) -> tuple[list[Fact], list[ParseError]]:

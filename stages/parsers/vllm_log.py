@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from stages.parsers.engine_log import scan_log
+from stages.parsers.engine_log import line_fact as _fact, scan_log
 from stages.parsers.prefixes import Prefixed
-from stages.parsers.scan import BulkShape, Chunk, Fact, LogParse, ParseError, Stat, excerpt
+from stages.parsers.scan import BulkShape, Chunk, Fact, LogParse, ParseError, Stat
 
 # Startup facts are looked for only up to the ready line; stats and errors everywhere.
 STARTUP_ANCHORS = (
@@ -84,11 +84,6 @@ _ATTENTION_WORDS = ("attn", "attention", "flash", "sdpa", "xformers", "mla", "fl
 
 def _num(text: str) -> float:
     return float(text.replace(",", ""))
-
-
-def _fact(name: str, p: Prefixed, raw: str, line: int, **values) -> Fact:
-    return Fact(fact=name, line=line, excerpt=excerpt(raw), worker=p.worker, log_time=p.log_time,
-                **values)
 
 
 def facts_of_line(p: Prefixed, raw: str, line: int) -> tuple[list[Fact], list[ParseError]]:
