@@ -63,6 +63,11 @@ def main() -> None:
     """Run the long-context serving campaign and publish it as an audited article series."""
 
 
+def _echo_summary(summary: dict) -> None:
+    """A stage's summary as one line of key=value (nested counts left out)."""
+    click.echo(" ".join(f"{k}={v}" for k, v in summary.items() if not isinstance(v, dict)))
+
+
 @main.command()
 @root_option
 @user_errors
@@ -144,10 +149,10 @@ def ingest(root: str) -> None:
     _, paths = _load(root)
     summary = ingest_stage.run(runs_dir=paths.runs, warehouse=paths.warehouse, root=paths.root,
                                progress=progress)
-    click.echo(" ".join(f"{k}={v}" for k, v in summary.items() if not isinstance(v, dict)))
+    _echo_summary(summary)
     nodes = ingest_nodes.run(nodes_dir=paths.nodes, warehouse=paths.warehouse, root=paths.root,
                              progress=progress)
-    click.echo(" ".join(f"{k}={v}" for k, v in nodes.items() if not isinstance(v, dict)))
+    _echo_summary(nodes)
 
 
 @main.command()
@@ -164,7 +169,7 @@ def derive(root: str) -> None:
     summary = derive_stage.run(warehouse=paths.warehouse, campaign_db=paths.campaign_db,
                                derived_dir=paths.derived, metrics_file=paths.metrics,
                                rules=params["rules"], workloads=profile_workloads(params))
-    click.echo(" ".join(f"{k}={v}" for k, v in summary.items() if not isinstance(v, dict)))
+    _echo_summary(summary)
 
 
 @main.command()
@@ -183,7 +188,7 @@ def render(no_build: bool, root: str) -> None:
                                site_dir=paths.site, facts_file=paths.facts, runs_dir=paths.runs,
                                nodes_dir=paths.nodes, root=paths.root, build=not no_build,
                                compare=params.get("compare"), run_sets=params.get("run_sets"))
-    click.echo(" ".join(f"{k}={v}" for k, v in summary.items() if not isinstance(v, dict)))
+    _echo_summary(summary)
 
 
 @main.command()

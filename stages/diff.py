@@ -25,7 +25,6 @@ SQL = Path(__file__).parent / "sql" / "diff"
 TABLES = ("runs", "launches", "gates", "bench_points")
 OPTIONAL_TABLES = ("agent_runs",)     # absent from campaigns derived before it existed
 KEY_ATTRS = ("model", "layout", "ctx_label")
-FORMATS = ("table", "markdown", "csv", "json")
 
 
 @dataclass(frozen=True)
