@@ -1,8 +1,12 @@
 """Secrets never reach what we write: cmd.sh, meta.json, server.log, the site.
 
-A secret is the value of a secret-bearing flag (`--api-key`, `--hf-token`, ...) or of an
-environment variable whose name contains TOKEN, KEY or SECRET. The engine still gets the real
-values; every file we write gets `***` in their place.
+A secret is the value of a secret-bearing flag (`--api-key`, `--hf-token`, ...), of an
+environment variable or JSON key whose name contains TOKEN, KEY, SECRET, PASSWORD or CREDENTIAL,
+of an `Authorization` header, or text shaped like a known token (`hf_…`, `sk-…`, `ghp_…`, ...).
+The engine still gets the real values; every file we write gets `***` in their place.
+
+`redact_text` is the one redaction for text that came from elsewhere (a run folder written by
+another campaign, a log line): ingest stores, render prints and trace shows only its output.
 """
 from __future__ import annotations
 
@@ -12,12 +16,16 @@ from typing import Iterable, Mapping
 
 REDACTED = "***"
 SECRET_FLAGS = frozenset({"--api-key", "--hf-token", "--token", "--hf_token", "--api_key"})
-_SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET", re.I)
+# A name is secret when one of its words is one of these (HF_TOKEN, OPENAI_API_KEY, apiKey,
+# MY_PASSWORD), not when it merely contains one (engine_kv_tokens, tokenizer, KEYBOARD).
+SECRET_WORDS = frozenset({"TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL",
+                          "CREDENTIALS", "APIKEY", "AUTH"})
+_WORD_BREAK = re.compile(r"[_.\-\s]+|(?<=[a-z0-9])(?=[A-Z])")
 _MIN_LEN = 4   # shorter values would scrub ordinary text
 
 
 def is_secret_name(name: str) -> bool:
-    return bool(_SECRET_NAME.search(name))
+    return any(word.upper() in SECRET_WORDS for word in _WORD_BREAK.split(name))
 
 
 def redact_argv(argv: Iterable[str]) -> list[str]:
@@ -38,7 +46,7 @@ def redact_argv(argv: Iterable[str]) -> list[str]:
             out.append(arg.split("=", 1)[0] + "=" + REDACTED)      # docker -e NAME=value
         else:
             out.append(arg)
-    return out
+    return [redact_text(arg) for arg in out]     # JSON flag values, token shapes
 
 
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -47,7 +55,8 @@ def redact_env(env: Mapping[str, str]) -> dict[str, str]:
 
 def redact_mapping(args: Mapping) -> dict:
     """A spec's `args` mapping (flag -> value) with secret flags' values hidden."""
-    return {k: (REDACTED if str(k) in SECRET_FLAGS and v not in (True, False, None) else v)
+    return {k: (REDACTED if str(k) in SECRET_FLAGS and v not in (True, False, None)
+                else redact_value(v))
             for k, v in args.items()}
 
 
@@ -70,3 +79,51 @@ def scrub(data: bytes, values: list[bytes]) -> bytes:
     for v in values:
         data = data.replace(v, REDACTED.encode())
     return data
+
+
+# ---------------------------------------------------------------- free text
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_.-]*"
+_VALUE = r"""(?:'[^']*'|"(?:[^"\\]|\\.)*"|[^\s'"]+)"""   # a shell word: quoted or bare
+# Shapes of well-known credentials, wherever they stand.
+TOKEN_SHAPES = re.compile(
+    r"\b(?:hf_[A-Za-z0-9]{16,}"                        # Hugging Face
+    r"|sk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"            # OpenAI, Anthropic
+    r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"   # GitHub
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"                        # AWS access key id
+    r"|xox[abprs]-[A-Za-z0-9-]{10,}"                     # Slack
+    r"|glpat-[A-Za-z0-9_-]{20,}"                         # GitLab
+    r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})")   # a JWT
+_AUTH_HEADER = re.compile(
+    r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?\s*(?:bearer|basic|token)?\s*)"
+    r"([^\s\"',}]+)")
+_FLAG_VALUE = re.compile(
+    r"(?<![\w-])(" + "|".join(re.escape(f) for f in sorted(SECRET_FLAGS, key=len, reverse=True))
+    + r")(=|\s+)(" + _VALUE + ")")
+_ASSIGNMENT = re.compile(r"(?<![\w.-])(" + _NAME + r")=(" + _VALUE + ")")
+_JSON_MEMBER = re.compile(r"""((\\?["'])(""" + _NAME + r""")\2\s*:\s*)(\\?["'])((?:(?!\4).)*)\4""")
+
+
+def redact_text(text: str) -> str:
+    """`text` with every secret it shows replaced by `***`: the values of secret flags and of
+    secret-named assignments (`HF_TOKEN=…`, `-e API_KEY=…`), JSON members with secret-named keys
+    (also inside a quoted flag value), `Authorization` headers, and known token shapes.
+
+    Example: redact_text("HF_TOKEN=hf_abc vllm serve m --api-key sk-1") ==
+             "HF_TOKEN=*** vllm serve m --api-key ***"
+    """
+    if not text:
+        return text
+    text = _FLAG_VALUE.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
+    text = _ASSIGNMENT.sub(
+        lambda m: m.group(0) if not is_secret_name(m.group(1)) else f"{m.group(1)}={REDACTED}", text)
+    text = _JSON_MEMBER.sub(
+        lambda m: m.group(0) if not is_secret_name(m.group(3))
+        else f"{m.group(1)}{m.group(4)}{REDACTED}{m.group(4)}", text)
+    text = _AUTH_HEADER.sub(lambda m: m.group(1) + REDACTED, text)
+    return TOKEN_SHAPES.sub(REDACTED, text)
+
+
+def redact_value(value):
+    """A value from a raw file, redacted where it is text (other types pass unchanged)."""
+    return redact_text(value) if isinstance(value, str) else value

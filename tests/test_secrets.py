@@ -54,3 +54,29 @@ def test_seal_writes_a_manifest_and_makes_files_read_only(tmp_path):
     assert [line.split("  ")[1] for line in lines] == ["bench/p.json", "server.log"]
     assert all((tmp_path / p).stat().st_mode & 0o222 == 0
                for p in ("server.log", "bench/p.json", MANIFEST))
+
+
+def test_redact_text_hides_every_secret_shape_and_keeps_ordinary_text():
+    from stages.secrets import redact_text
+
+    line = ("HF_TOKEN=hf_abcdefghijklmnopqrstu MY_PASSWORD='hunter 2' vllm serve m "
+            "--api-key sk-live-1234567890abcdefgh --hf-overrides '{\"token\": \"tok-value-1\", \"n\": 4}' "
+            "-H 'Authorization: Bearer eyJabc.def' --max-num-seqs 4")
+    out = redact_text(line)
+    for secret in ("hf_abcdefghijklmnopqrstu", "hunter 2", "sk-live-1234567890abcdefgh",
+                   "tok-value-1", "eyJabc.def"):
+        assert secret not in out
+    assert out.startswith(f"HF_TOKEN={REDACTED} MY_PASSWORD={REDACTED} vllm serve m ")
+    assert '"n": 4' in out and "--max-num-seqs 4" in out and "Bearer ***" in out
+    # a bare token shape in running text, e.g. an error message quoting it
+    assert redact_text("401: token hf_ABCDEFGHIJKLMNOPQRSTuv is invalid") == "401: token *** is invalid"
+    # words that merely contain TOKEN or KEY are not secrets
+    plain = "engine_kv_tokens=16384 tokenizer=data/models/tiny VLLM_CPU_KVCACHE_SPACE=1 max_tokens=64"
+    assert redact_text(plain) == plain
+
+
+def test_redact_argv_hides_json_flag_values():
+    argv = ["vllm", "serve", "m", "--hf-overrides", '{"hf_token": "abcd1234", "rope": 2}']
+    assert redact_argv(argv)[-1] == '{"hf_token": "***", "rope": 2}'
+    assert redact_mapping({"--hf-overrides": '{"api_key": "k-123456"}'}) == {
+        "--hf-overrides": '{"api_key": "***"}'}
