@@ -12,12 +12,14 @@
 from __future__ import annotations
 
 import functools
+import shlex
 import sys
 import time
 from pathlib import Path
 
 import click
 
+from stages import locks
 from stages.config import CampaignError, Paths, load_params, profile_workloads
 
 
@@ -26,13 +28,15 @@ def progress(msg: str) -> None:
 
 
 def user_errors(fn):
-    """Turn a CampaignError into one line on stderr and exit status 2, never a traceback."""
+    """Turn a CampaignError into one line on stderr (one per problem for a ParamsError) and exit
+    status 2, never a traceback."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except CampaignError as exc:
-            click.echo(f"campaign: error: {exc}", err=True)
+            for line in str(exc).splitlines() or [""]:
+                click.echo(f"campaign: error: {line}", err=True)
             sys.exit(2)
     return wrapper
 
@@ -81,7 +85,8 @@ def model(root: str) -> None:
     params, paths = _load(root)
     m = dict(params["model"])
     out = paths.models / m.pop("name")
-    model_stage.run(out=out, **m)
+    with locks.writing(paths.root, [out], "campaign model"):
+        model_stage.run(out=out, **m)
     progress(f"model written to {out}")
 
 
@@ -99,12 +104,16 @@ def run_cmd(spec: str, dry_run: bool, gpus: str | None, root: str) -> None:
     from stages import run as run_stage
 
     params, paths = _load(root)
-    result = run_stage.run(spec_name=spec, params=params, paths=paths, progress=progress,
-                           dry_run=dry_run, gpus=parse_gpus(gpus) if gpus else None)
-    if dry_run:
-        click.echo(result.shell())
+    gpu_set = parse_gpus(gpus) if gpus else None
+    if dry_run:         # writes nothing; the command is printed with its secrets redacted
+        launch = run_stage.run(spec_name=spec, params=params, paths=paths, dry_run=True, gpus=gpu_set)
+        click.echo(launch.shell())
         return
-    run_stage.write_ledger(paths.ledger / f"{spec}.json", result, spec)
+    ledger = paths.ledger / f"{spec}.json"
+    with locks.writing(paths.root, [ledger], f"campaign run {spec}"):
+        result = run_stage.run(spec_name=spec, params=params, paths=paths, progress=progress,
+                               gpus=gpu_set)
+        run_stage.write_ledger(ledger, result, spec)
     click.echo(f"{result.run_id} {result.status} {result.run_status} points={result.points}")
 
 
@@ -127,7 +136,8 @@ def schedule(specs: tuple[str, ...], dry_run: bool, root: str) -> None:
         slots = sched.plan(jobs)
         click.echo(sched.timeline(slots))
         for s in slots:
-            click.echo(f"at {s.start_min:5.0f} min: campaign run {s.spec} --gpus {s.gpus[0]}-{s.gpus[-1]}")
+            click.echo(f"at {s.start_min:5.0f} min: campaign run {shlex.quote(s.spec)} "
+                       f"--gpus {s.gpus[0]}-{s.gpus[-1]}")
         return
     results = sched.execute(jobs, root=paths.root, progress=progress)
     failed = [k for k, v in results.items() if v != 0]
@@ -147,11 +157,12 @@ def ingest(root: str) -> None:
     from stages import ingest_nodes
 
     _, paths = _load(root)
-    summary = ingest_stage.run(runs_dir=paths.runs, warehouse=paths.warehouse, root=paths.root,
-                               progress=progress)
-    _echo_summary(summary)
-    nodes = ingest_nodes.run(nodes_dir=paths.nodes, warehouse=paths.warehouse, root=paths.root,
-                             progress=progress)
+    with locks.writing(paths.root, [paths.warehouse], "campaign ingest"):
+        summary = ingest_stage.run(runs_dir=paths.runs, warehouse=paths.warehouse, root=paths.root,
+                                   progress=progress)
+        _echo_summary(summary)
+        nodes = ingest_nodes.run(nodes_dir=paths.nodes, warehouse=paths.warehouse, root=paths.root,
+                                 progress=progress)
     _echo_summary(nodes)
 
 
@@ -166,9 +177,10 @@ def derive(root: str) -> None:
     from stages import derive as derive_stage
 
     params, paths = _load(root)
-    summary = derive_stage.run(warehouse=paths.warehouse, campaign_db=paths.campaign_db,
-                               derived_dir=paths.derived, metrics_file=paths.metrics,
-                               rules=params["rules"], workloads=profile_workloads(params))
+    with locks.writing(paths.root, [paths.campaign_db, paths.derived, paths.metrics], "campaign derive"):
+        summary = derive_stage.run(warehouse=paths.warehouse, campaign_db=paths.campaign_db,
+                                   derived_dir=paths.derived, metrics_file=paths.metrics,
+                                   rules=params["rules"], workloads=profile_workloads(params))
     _echo_summary(summary)
 
 
@@ -184,10 +196,11 @@ def render(no_build: bool, root: str) -> None:
     from stages import render as render_stage
 
     params, paths = _load(root)
-    summary = render_stage.run(campaign_db=paths.campaign_db, docs_dir=paths.docs,
-                               site_dir=paths.site, facts_file=paths.facts, runs_dir=paths.runs,
-                               nodes_dir=paths.nodes, root=paths.root, build=not no_build,
-                               compare=params.get("compare"), run_sets=params.get("run_sets"))
+    with locks.writing(paths.root, [paths.docs, paths.site, paths.facts], "campaign render"):
+        summary = render_stage.run(campaign_db=paths.campaign_db, docs_dir=paths.docs,
+                                   site_dir=paths.site, facts_file=paths.facts, runs_dir=paths.runs,
+                                   nodes_dir=paths.nodes, root=paths.root, build=not no_build,
+                                   compare=params.get("compare"), run_sets=params.get("run_sets"))
     _echo_summary(summary)
 
 
@@ -237,7 +250,8 @@ def publish(root: str) -> None:
     from stages import publish as publish_mod
 
     _, paths = _load(root)
-    archive_file = publish_mod.run(site_dir=paths.site, out_dir=paths.publish, root=paths.root)
+    with locks.writing(paths.root, [paths.publish], "campaign publish"):
+        archive_file = publish_mod.run(site_dir=paths.site, out_dir=paths.publish, root=paths.root)
     click.echo(str(archive_file))
 
 

@@ -4,7 +4,9 @@ The models live in `stages/sql/` (staging, intermediate, marts) and run in the f
 against a fresh `campaign.duckdb`, with the warehouse attached read-only as `raw`. The rules and
 workloads from params enter only as bound parameters and the `param_workloads` table. The
 invariants in `stages/sql/marts/schema.yaml` run before anything is exported; a broken one
-raises `DataTestError` and leaves the previous outputs in place.
+raises `DataTestError` and leaves the previous outputs in place. Every output is built beside its
+place under a name of this process (`<name>.tmp-<pid>`) and renamed into place only when all of
+them are complete, so no reader ever sees a half-built database or folder.
 
 Example:
     from stages import derive
@@ -14,9 +16,11 @@ Example:
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -328,16 +332,52 @@ def headline_metrics(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     return {name: _scalar(con, sql) for name, sql in HEADLINE_SQL.items()}
 
 
+def partial(path: Path, pid: int | None = None) -> Path:
+    """Where this process builds `path` before renaming it into place: beside it."""
+    return path.with_name(f"{path.name}.tmp-{pid or os.getpid()}")
+
+
 def write_json(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.tmp")
-    partial.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    os.replace(partial, path)
+    building = partial(path)
+    building.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(building, path)
 
 
-def _remove_db(path: Path) -> None:
-    for p in (path, path.with_name(path.name + ".wal")):
-        p.unlink(missing_ok=True)
+def swap_in(built: Path, target: Path) -> None:
+    """Put the folder `built` in place of `target`; the old folder is removed once replaced."""
+    old = target.with_name(f"{target.name}.old-{os.getpid()}")
+    if target.exists():
+        os.replace(target, old)
+    os.replace(built, target)
+    _remove(old)
+
+
+def _remove(path: Path) -> None:
+    """A file, a database with its WAL, or a folder, if it is there."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        for p in (path, path.with_name(path.name + ".wal")):
+            p.unlink(missing_ok=True)
+
+
+def remove_stale(target: Path) -> None:
+    """What a killed derive left beside `target` (`.tmp-<pid>`, `.old-<pid>` of a process gone)."""
+    for left in target.parent.glob(f"{glob.escape(target.name)}.*-*"):
+        kind, _, pid = left.name[len(target.name) + 1:].partition("-")
+        if kind in ("tmp", "old") and pid.isdigit() and not _alive(int(pid)):
+            _remove(left)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -353,10 +393,13 @@ def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: 
     values: dict[str, Any] = dict(rule_values(rules))
     rows = workload_rows(workloads)
     schema = load_schema()
-    campaign_db = Path(campaign_db)
-    campaign_db.parent.mkdir(parents=True, exist_ok=True)
-    building = campaign_db.with_name(campaign_db.name + ".tmp")
-    _remove_db(building)
+    campaign_db, derived_dir = Path(campaign_db), Path(derived_dir)
+    for target in (campaign_db, derived_dir, Path(metrics_file)):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale(target)
+    building, exporting = partial(campaign_db), partial(derived_dir)
+    _remove(building)
+    _remove(exporting)
     con = duckdb.connect(str(building))
     try:
         con.execute("set TimeZone = 'UTC'")
@@ -365,15 +408,18 @@ def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: 
         build_models(con, values)
         con.execute("detach raw")
         run_data_tests(con, schema, values)
-        export_csv(con, Path(derived_dir), schema)
-        write_json(Path(metrics_file), headline_metrics(con))
+        export_csv(con, exporting, schema)
+        metrics = headline_metrics(con)
         summary = {t: con.execute(f"select count(*) from {t}").fetchone()[0] for t in PUBLIC_TABLES}
         con.close()
     except BaseException:
         con.close()
-        _remove_db(building)
+        _remove(building)
+        _remove(exporting)
         raise
     campaign_db.with_name(campaign_db.name + ".wal").unlink(missing_ok=True)
     os.replace(building, campaign_db)
+    swap_in(exporting, derived_dir)
+    write_json(Path(metrics_file), metrics)
     return summary
 
