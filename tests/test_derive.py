@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -543,3 +546,65 @@ def test_error_logged_after_ready_is_not_a_launch_error(tmp_path):
     _, out = derive_into(tmp_path, rows=rows)
     [row] = query(out, "select status, error_type from launches where run_id = $r", {"r": BIG})
     assert row == {"status": "ready", "error_type": None}
+
+
+# ---------------------------------------------------------------------------------------------
+# outputs built beside their place and renamed into it
+
+
+def _leftovers(out: Path) -> list[str]:
+    return sorted(p.name for p in out.iterdir() if ".tmp-" in p.name or ".old-" in p.name)
+
+
+def test_outputs_are_built_beside_and_renamed_into_place(tmp_path, monkeypatch):
+    _, out = derive_into(tmp_path)
+    (out / "derived" / "stray.csv").write_text("left by hand\n")
+    previous = {p: p.read_bytes() for p in (out / "campaign.duckdb", out / "metrics.json",
+                                            out / "derived" / "runs.csv")}
+    seen = {}
+    real_export = derive.export_csv
+
+    def export_and_look(con, derived_dir, schema):
+        real_export(con, derived_dir, schema)
+        seen["derived_dir"] = derived_dir
+        seen["untouched"] = all(p.read_bytes() == b for p, b in previous.items())
+        seen["building"] = derive.partial(out / "campaign.duckdb").is_file()
+
+    monkeypatch.setattr(derive, "export_csv", export_and_look)
+    (tmp_path / "warehouse.duckdb").unlink()
+    derive_into(tmp_path)
+    assert seen == {"derived_dir": derive.partial(out / "derived"), "untouched": True, "building": True}
+    assert not (out / "derived" / "stray.csv").exists()      # the folder was replaced, not written into
+    assert sorted(p.name for p in (out / "derived").iterdir()) == sorted(f"{t}.csv" for t in derive.PUBLIC_TABLES)
+    assert _leftovers(out) == []
+    assert query(out, "select count(*) as n from runs") == [{"n": 4}]
+
+
+def test_a_failed_build_leaves_every_previous_output_as_it_was(tmp_path, monkeypatch):
+    _, out = derive_into(tmp_path)
+    files = [out / "campaign.duckdb", out / "metrics.json", *sorted((out / "derived").iterdir())]
+    previous = {p: p.read_bytes() for p in files}
+
+    def fail(con):
+        raise CampaignError("headline metrics failed")
+
+    monkeypatch.setattr(derive, "headline_metrics", fail)    # after the CSVs are exported
+    (tmp_path / "warehouse.duckdb").unlink()
+    with pytest.raises(CampaignError, match="headline metrics failed"):
+        derive_into(tmp_path)
+    assert {p: p.read_bytes() for p in files} == previous
+    assert _leftovers(out) == []
+
+
+def test_leftovers_of_a_killed_derive_are_removed_and_a_live_ones_kept(tmp_path):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    out = tmp_path / "out"
+    (out / f"derived.tmp-{gone.pid}").mkdir(parents=True)
+    (out / f"derived.tmp-{gone.pid}" / "runs.csv").write_text("half\n")
+    (out / f"campaign.duckdb.tmp-{gone.pid}").write_bytes(b"half-built")
+    (out / f"derived.old-{gone.pid}").mkdir()
+    live = out / f"campaign.duckdb.tmp-{os.getppid()}"
+    live.write_bytes(b"another derive, still building")
+    derive_into(tmp_path)
+    assert _leftovers(out) == [live.name]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,20 @@ def test_node_multi_turn_workloads_fit_their_specs_context():
         spec = params["specs"][name]
         _, turns = run.split_workloads(run.spec_workloads(params, name, spec), spec["args"]["--max-model-len"])
         assert {w.name: w.kind for w in turns} == {"ramp-1m": "ramp", "agents-200k": "agents"}
+
+
+@pytest.mark.parametrize("spec_name", ["tiny-seqs4", "glm53-tp8-dcp8"])      # local and docker
+def test_dry_run_prints_no_secret(tmp_path, spec_name):
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    spec = params["specs"][spec_name]
+    spec["env"] = {**(spec.get("env") or {}), "MY_PASSWORD": "hunter2hunter2"}
+    spec["args"]["--hf-overrides"] = '{"hf_token": "abc123456"}'
+    spec["args"]["--api-key"] = "sk-live-0123456789abcdef"
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    result = CliRunner().invoke(main, ["run", spec_name, "--dry-run", "--root", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    for secret in ("hunter2hunter2", "abc123456", "sk-live-0123456789abcdef"):
+        assert secret not in result.output
+    assert re.search(r"MY_PASSWORD='?\*\*\*", result.output) and '"hf_token": "***"' in result.output
+    assert "--api-key '***'" in result.output
+    assert list(tmp_path.iterdir()) == [tmp_path / "params.yaml"]      # a dry run writes nothing
