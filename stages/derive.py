@@ -345,7 +345,8 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def swap_in(built: Path, target: Path) -> None:
-    """Put the folder `built` in place of `target`; the old folder is removed once replaced."""
+    """Put the folder `built` in place of `target`; the old folder is removed once replaced.
+    Two renames, not one: the caller holds the output's write lock (stages/locks.py)."""
     old = target.with_name(f"{target.name}.old-{os.getpid()}")
     if target.exists():
         os.replace(target, old)
@@ -372,11 +373,11 @@ def remove_stale(target: Path) -> None:
 
 def _alive(pid: int) -> bool:
     try:
-        os.kill(pid, 0)
+        os.kill(pid, 0)            # signal 0: only asks whether the process exists
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
+    except PermissionError:        # it exists, under another user
+        pass
     return True
 
 
