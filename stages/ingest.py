@@ -731,7 +731,7 @@ def _plan(runs_dir: Path, known: dict[str, str], version: str, seals: dict[str, 
     plans, found = [], {}
     for folder in folders:
         sealed_at, problem = None, None
-        if (seal_unsealed and folder.name not in seals
+        if (seal_unsealed and folder.name not in seals and not folder.is_symlink()
                 and not os.path.lexists(folder / MANIFEST)):
             try:
                 seal(folder)
