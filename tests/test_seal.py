@@ -247,3 +247,23 @@ def test_campaign_seal_and_campaign_ingest_seal_unsealed_folders(tmp_path: Path)
 
     result = runner.invoke(main, ["seal", "--root", str(tmp_path)])
     assert result.exit_code == 0 and result.stdout.strip() == "sealed=0 made_read_only=0 already_sealed=2"
+
+
+def test_the_launch_section_of_a_tampered_run_says_so_and_names_the_files(tmp_path: Path):
+    from render_helpers import RUN4, RUN16, build_campaign, render_kwargs
+    from stages import render
+
+    db = build_campaign(tmp_path)
+    con = duckdb.connect(str(db))
+    con.execute("update runs set tampered = true, tampered_files = 'bench/long__c04.json, launch.out', "
+                "tampered_rows_kept = true where run_id = $run_id", {"run_id": RUN4})
+    con.close()
+    render.run(**render_kwargs(tmp_path))
+    text = (tmp_path / "data" / "docs" / "part-local-cpu.md").read_text()
+    box = '!!! danger "Tampered: changed after it was sealed"'
+    assert text.count(box) == 1
+    section = text[text.index(f"### <code>{RUN4}</code>"):]
+    assert section.index(box) < section.index('<pre class="evidence">')
+    assert "no longer match its seal: bench/long&#95;&#95;c04.json, launch.out." in section
+    assert "The figures shown are the ones read before the change." in section
+    assert box not in text[text.index(f"### <code>{RUN16}</code>"):]
