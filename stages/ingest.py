@@ -603,6 +603,8 @@ def _stamp_tampered(con: duckdb.DuckDBPyConnection, rows: FolderRows, kept: bool
                     now: datetime) -> None:
     """Complete a folder's raw_tampered rows: whether its stored rows are kept, and when each
     change was first seen (an earlier record of the same change keeps its time)."""
+    if not rows.tables["raw_tampered"]:
+        return
     seen = {(file, reason): at for file, reason, at in
             con.execute(_sql("tampered.sql"), {"run_id": rows.run_id}).fetchall()}
     for row in rows.tables["raw_tampered"]:
