@@ -3,6 +3,7 @@
     campaign model                 generate the tiny local model (local-cpu profile)
     campaign run tiny-seqs4        launch, gate and benchmark one spec
     campaign ingest                raw run folders -> data/warehouse.duckdb
+    campaign seal [RUN_ID ...]     make run folders write-once (manifest, read-only)
     campaign derive                SQL models, data tests, CSV exports
     campaign render                article series -> mkdocs site
     campaign trace FACT            a published number back to its run, raw line and command
@@ -159,11 +160,57 @@ def ingest(root: str) -> None:
     _, paths = _load(root)
     with locks.writing(paths.root, [paths.warehouse], "campaign ingest"):
         summary = ingest_stage.run(runs_dir=paths.runs, warehouse=paths.warehouse, root=paths.root,
-                                   progress=progress)
+                                   progress=progress, seal_unsealed=True)
         _echo_summary(summary)
         nodes = ingest_nodes.run(nodes_dir=paths.nodes, warehouse=paths.warehouse, root=paths.root,
                                  progress=progress)
     _echo_summary(nodes)
+
+
+@main.command()
+@click.argument("run_ids", nargs=-1, metavar="[RUN_ID]...")
+@root_option
+@user_errors
+def seal(run_ids: tuple[str, ...], root: str) -> None:
+    """Make run folders write-once: a folder without MANIFEST.sha256 gets one (an existing one
+    is never rewritten), then every file and folder in it is made read-only. With no RUN_ID,
+    every run folder under paths.runs. Do not seal a folder a run is still writing.
+
+    Example: campaign seal
+              campaign seal tiny-llama__cpu_seqs4__4k__vllm__1130-053610
+    """
+    from stages.ingest import subfolders
+    from stages.provenance import RUN_MANIFEST, seal as seal_folder
+
+    _, paths = _load(root)
+    folders = [_run_folder(paths.runs, run_id) for run_id in run_ids] or [
+        f for f in subfolders(paths.runs) if not f.is_symlink()]
+    counts = {"sealed": 0, "made_read_only": 0, "already_sealed": 0}
+    for folder in folders:
+        had_manifest = (folder / RUN_MANIFEST).exists()
+        was_read_only = folder.stat().st_mode & 0o222 == 0
+        try:
+            seal_folder(folder)
+        except OSError as exc:
+            raise CampaignError(f"{folder.name}: cannot seal: {exc.strerror or exc}") from None
+        if not had_manifest:
+            counts["sealed"] += 1
+            click.echo(f"sealed {folder.name}: {RUN_MANIFEST} written, folder read-only")
+        elif not was_read_only:
+            counts["made_read_only"] += 1
+            click.echo(f"sealed {folder.name}: {RUN_MANIFEST} kept, folder made read-only")
+        else:
+            counts["already_sealed"] += 1
+    _echo_summary(counts)
+
+
+def _run_folder(runs: Path, run_id: str) -> Path:
+    """The folder of `run_id` under `runs`; a name that is not one is a user error."""
+    folder = runs / run_id
+    if (run_id in ("", ".", "..") or Path(run_id).name != run_id or run_id.startswith(".")
+            or folder.is_symlink() or not folder.is_dir()):
+        raise CampaignError(f"{run_id}: no run folder of that name under {runs}")
+    return folder
 
 
 @main.command()

@@ -49,6 +49,8 @@ STAGING_MODELS: dict[str, str] = {
     "stg_turn_workloads": "raw_turn_workloads",
     "stg_turn_requests": "raw_turn_requests",
     "stg_ingest_errors": "ingest_errors",
+    "stg_tampered": "raw_tampered",
+    "stg_seals": "raw_seals",
     "stg_nodes": "raw_nodes",
     "stg_node_groups": "raw_node_groups",
     "stg_node_env": "raw_node_env",

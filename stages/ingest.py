@@ -1,9 +1,18 @@
 """Ingest: raw run folders -> raw_* tables of the warehouse (DuckDB).
 
-Incremental: a folder whose fingerprint (its files' names, sizes and mtimes, plus the version of
-this code and of the raw schema) is unchanged is skipped; changed folders have their rows replaced
-in transactions of whole folders (up to BATCH_FOLDERS at a time); a folder gone from disk has its
-rows removed. Whatever cannot be read becomes an `ingest_errors` row and ingest goes on.
+Incremental: a folder whose fingerprint (its files' names, sizes, mtimes, ctimes and inodes, plus
+the version of this code and of the raw schema) is unchanged is skipped; changed folders have their
+rows replaced in transactions of whole folders (up to BATCH_FOLDERS at a time); a folder gone from
+disk has its rows removed. Whatever cannot be read becomes an `ingest_errors` row and ingest goes on.
+
+Write-once: a run folder is sealed (MANIFEST.sha256, every file and folder read-only; see
+stages.provenance.seal). Each folder read is checked file by file against its manifest (sha256),
+and the manifest's own sha256 against the one stored at the folder's first ingest (raw_seals).
+A folder that no longer matches keeps the rows stored before the change; only its `raw_tampered`
+rows say what changed. One that mismatches at its first ingest is read, and marked the same way.
+With `seal_unsealed` (the ingest stage sets it), a folder that has no manifest and never had one
+is sealed before it is read: the only write ingest makes into the runs folder, and never to a file
+that exists.
 
 Big files are read in bulk: the common shapes of stats lines and /metrics samples become columns
 (numpy arrays), not one Python object per row, and reach DuckDB as few, large frames.
@@ -19,6 +28,8 @@ import hashlib
 import json
 import multiprocessing
 import os
+import re
+import stat
 import time
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
@@ -33,7 +44,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from stages.provenance import RUN_MANIFEST, file_sha256
+from stages.provenance import RUN_MANIFEST, file_sha256, seal
 from stages.parsers import bench_json, cmd as cmd_parser, metrics, scan, small, turns
 from stages.parsers.scan import ParseError
 from stages.parsers.sglang_log import parse_sglang_log
@@ -48,8 +59,11 @@ CODE_FILES = (Path(__file__), *sorted((Path(__file__).parent / "parsers").glob("
 RAW_TABLES = (
     "raw_folders", "raw_runs", "raw_commands", "raw_command_flags", "raw_launch_out",
     "raw_log_facts", "raw_log_stats", "raw_gate_probes", "raw_gates", "raw_bench_points",
-    "raw_bench_requests", "raw_metrics", "raw_turn_workloads", "raw_turn_requests", "ingest_errors",
+    "raw_bench_requests", "raw_metrics", "raw_turn_workloads", "raw_turn_requests", "raw_tampered",
+    "ingest_errors",
 )
+# Tables ingest keeps across a rebuild of the raw tables (see keep_seals).
+KEPT_TABLES = ("raw_seals",)
 ROW_TABLES = RAW_TABLES[1:]
 LOG_NAMES = ("server.log",)
 BENCH_SUFFIXES = (".json", ".jsonl")
@@ -68,6 +82,7 @@ WRITER_MEMORY = "512MB"        # DuckDB's buffer limit while writing (it spills 
 WRITER_THREADS = 1
 
 Progress = Callable[[str], None]
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
 @dataclass
@@ -107,6 +122,13 @@ def code_version() -> str:
 
 def folder_files(folder: Path) -> list[tuple[str, int, int]]:
     """(relative posix name, size, mtime_ns) of every file under `folder`, sorted."""
+    return [(name, size, mtime_ns) for name, size, mtime_ns, _, _ in folder_stats(folder)]
+
+
+def folder_stats(folder: Path) -> list[tuple[str, int, int, int, int]]:
+    """(relative posix name, size, mtime_ns, ctime_ns, inode) of every file under `folder`,
+    sorted. Any write or replacement changes a file's ctime or inode, and neither can be set back
+    (mtime can), so a fingerprint of these sees every edit without reading the files."""
     out = []
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames.sort()
@@ -116,15 +138,17 @@ def folder_files(folder: Path) -> list[tuple[str, int, int]]:
                 st = path.stat()
             except OSError:
                 continue
-            out.append((path.relative_to(folder).as_posix(), st.st_size, st.st_mtime_ns))
+            out.append((path.relative_to(folder).as_posix(), st.st_size, st.st_mtime_ns,
+                        st.st_ctime_ns, st.st_ino))
     out.sort()
     return out
 
 
-def fingerprint(files: Iterable[tuple[str, int, int]], version: str) -> str:
+def fingerprint(files: Iterable[tuple[str | int, ...]], version: str) -> str:
+    """A hash of the files' stat fields (folder_stats) and the code version."""
     digest = hashlib.sha256(version.encode())
-    for name, size, mtime_ns in files:
-        digest.update(f"{name}\0{size}\0{mtime_ns}\n".encode())
+    for entry in files:
+        digest.update(("\0".join(str(field) for field in entry) + "\n").encode())
     return digest.hexdigest()
 
 
@@ -185,23 +209,28 @@ MANIFEST = RUN_MANIFEST
 
 
 def _check_manifest(folder: Path, rows: FolderRows, source: str, names: set[str]) -> None:
-    """A sealed run folder lists every file's sha256: report each file that no longer matches
-    (edited after the run), is gone, or was added since. The rows are still read: the report is
-    what tells an auditor which of them to distrust."""
+    """A sealed run folder lists every file's sha256: hash every file and report each one that no
+    longer matches (edited after the run), is gone, or was added since, as an ingest_errors row
+    and a raw_tampered row. The rows are still read: the writer decides which ones to keep."""
     listed: set[str] = set()
     for number, line in enumerate(folder.joinpath(MANIFEST).read_text(errors="replace").splitlines(), 1):
         digest, sep, name = line.partition("  ")
         if not sep or len(digest) != 64:
-            rows.error(source, line=number, reason="MANIFEST.sha256: unreadable line")
+            tampered(rows, source, MANIFEST, "unreadable line", number)
             continue
         listed.add(name)
         if name not in names:
-            rows.error(source, line=number, reason=f"{name}: listed in the manifest but missing")
+            tampered(rows, source, name, "listed in the manifest but missing", number)
         elif file_sha256(folder / name) != digest:
-            rows.error(source, line=number,
-                       reason=f"{name}: changed after the run (sha256 differs from the manifest)")
+            tampered(rows, source, name, "changed after the run (sha256 differs from the manifest)", number)
     for name in sorted(names - listed - {MANIFEST}):
-        rows.error(source, line=None, reason=f"{name}: added after the run (not in the manifest)")
+        tampered(rows, source, name, "added after the run (not in the manifest)", None)
+
+
+def tampered(rows: FolderRows, manifest_source: str, name: str, reason: str, line: int | None) -> None:
+    """Record that file `name` of a sealed folder no longer matches its seal."""
+    rows.error(manifest_source, line=line, reason=f"{name}: {reason}")
+    rows.add("raw_tampered", manifest_source[: -len(MANIFEST)] + name, line, file=name, reason=reason)
 
 
 def _guard(rows: FolderRows, source_file: str, fn: Callable[[], Any]) -> Any:
@@ -390,6 +419,12 @@ def _statements(sql: str) -> list[str]:
     return [s.strip() for s in body.split(";") if s.strip()]
 
 
+def _execute(con: duckdb.DuckDBPyConnection, name: str, values: dict[str, Any]) -> None:
+    """Run each statement of an ingest SQL file with the values it names."""
+    for statement in _statements(_sql(name)):
+        con.execute(statement, {k: values[k] for k in set(_PARAM.findall(statement))})
+
+
 def table_columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
     """Column names and types of every table in the database, in table order."""
     out: dict[str, list[tuple[str, str]]] = {}
@@ -403,23 +438,49 @@ def _columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]
 
 
 def open_warehouse(warehouse: Path) -> tuple[duckdb.DuckDBPyConnection, bool]:
-    """Connect and make the raw tables match raw.sql; True when they had to be rebuilt."""
+    """Connect and make the raw tables match raw.sql; True when they had to be rebuilt. The
+    tables of KEPT_TABLES are never dropped: see keep_seals."""
     schema = SCHEMA_SQL.read_text()
     expected = duckdb.connect()
     expected.execute(schema)
-    want = _columns(expected)
+    want_all = table_columns(expected)
     expected.close()
+    want = {t: cols for t, cols in want_all.items() if t in RAW_TABLES}
     warehouse.parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(warehouse),
                          config={"memory_limit": WRITER_MEMORY, "threads": WRITER_THREADS})
-    have = _columns(con)
+    have_all = table_columns(con)
+    have = {t: cols for t, cols in have_all.items() if t in RAW_TABLES}
     rebuilt = False
     if have and have != want:
         for table in RAW_TABLES:
             con.execute(f"drop table if exists {table}")
         rebuilt = True
-    con.execute(schema)
+    keep_seals(con, schema, have_all, want_all)
     return con, rebuilt
+
+
+def keep_seals(con: duckdb.DuckDBPyConnection, schema: str, have: dict[str, list[tuple[str, str]]],
+               want: dict[str, list[tuple[str, str]]]) -> None:
+    """Create the tables of raw.sql, and re-create a kept table (raw_seals) whose columns changed
+    there with its old rows copied in (the columns both versions have), so that a change of
+    raw.sql never forgets the manifest hashes taken at first ingest. A column added to a kept
+    table must allow nulls or have a default."""
+    changed = [t for t in KEPT_TABLES if t in have and have[t] != want[t]]
+    con.execute("begin transaction")
+    try:
+        for table in changed:
+            con.execute(f"alter table {table} rename to {table}_previous")  # identifier from KEPT_TABLES
+        con.execute(schema)
+        for table in changed:
+            old = {name for name, _ in have[table]}
+            common = ", ".join(name for name, _ in want[table] if name in old)
+            con.execute(f"insert into {table} ({common}) select {common} from {table}_previous")
+            con.execute(f"drop table {table}_previous")
+        con.execute("commit")
+    except Exception:
+        con.execute("rollback")
+        raise
 
 
 def typed_frame(rows: list[dict[str, Any]], columns: list[tuple[str, str]]) -> pd.DataFrame:
@@ -489,29 +550,66 @@ def write_folders(con: duckdb.DuckDBPyConnection, columns: dict[str, list[tuple[
                   batch: list[tuple[FolderRows, dict[str, Any]]], stored: set[str] | None = None
                   ) -> list[dict[str, int]]:
     """Replace the rows of each folder of `batch` in a single transaction; rows of a folder
-    already in the warehouse (`stored`; None: maybe any) are deleted first. Returns rows
-    written per table, per folder."""
+    already in the warehouse (`stored`; None: look it up) are deleted first, except those of a
+    folder found tampered (raw_tampered rows): it keeps the rows stored before, and only its
+    tamper record is replaced. A folder's first ingest records its seal (`manifest_sha256`,
+    `sealed_at` in its folder row). Returns rows written per table, per folder."""
+    now = datetime.now(timezone.utc)
     con.execute("begin transaction")
     try:
-        for rows, _ in batch:
-            if stored is None or rows.run_id in stored:
-                for statement in _statements(_sql("delete_run.sql")):
-                    con.execute(statement, {"run_id": rows.run_id})
-        folders = [rows for rows, _ in batch]
+        if stored is None:
+            stored = {run_id for run_id, _ in con.execute(_sql("folders.sql")).fetchall()}
+        fresh, counts = [], []
+        for rows, folder_row in batch:
+            keep = rows.run_id in stored and bool(rows.tables["raw_tampered"])
+            _stamp_tampered(con, rows, keep, now)
+            if keep:
+                _execute(con, "keep_tampered.sql", folder_row)
+                _insert_rows(con, "raw_tampered", [rows], columns)
+                counts.append({table: rows.count(table) if table == "raw_tampered" else 0
+                               for table in ROW_TABLES})
+            else:
+                if rows.run_id in stored:
+                    _execute(con, "delete_run.sql", folder_row)
+                fresh.append((rows, folder_row))
+                counts.append({table: rows.count(table) for table in ROW_TABLES})
         for table in ROW_TABLES:
-            for frame in _table_frames(table, folders, columns[table]):
-                con.register("ingest_frame", frame)
-                try:
-                    con.execute(f"insert into {table} by name select * from ingest_frame")
-                finally:
-                    con.unregister("ingest_frame")
+            _insert_rows(con, table, [rows for rows, _ in fresh], columns)
+        for _, folder_row in fresh:
+            _execute(con, "insert_folder.sql", folder_row)
         for _, folder_row in batch:
-            con.execute(_sql("insert_folder.sql"), folder_row)
+            if folder_row.get("manifest_sha256"):
+                _execute(con, "insert_seal.sql", {
+                    **folder_row, "first_ingested_at": folder_row["ingested_at"],
+                    "sealed_by": "ingest" if folder_row.get("sealed_at") else "run"})
         con.execute("commit")
     except Exception:
         con.execute("rollback")
         raise
-    return [{table: rows.count(table) for table in ROW_TABLES} for rows, _ in batch]
+    return counts
+
+
+def _insert_rows(con: duckdb.DuckDBPyConnection, table: str, folders: list[FolderRows],
+                 columns: dict[str, list[tuple[str, str]]]) -> None:
+    for frame in _table_frames(table, folders, columns[table]):
+        con.register("ingest_frame", frame)
+        try:
+            con.execute(f"insert into {table} by name select * from ingest_frame")
+        finally:
+            con.unregister("ingest_frame")
+
+
+def _stamp_tampered(con: duckdb.DuckDBPyConnection, rows: FolderRows, kept: bool,
+                    now: datetime) -> None:
+    """Complete a folder's raw_tampered rows: whether its stored rows are kept, and when each
+    change was first seen (an earlier record of the same change keeps its time)."""
+    if not rows.tables["raw_tampered"]:
+        return
+    seen = {(file, reason): at for file, reason, at in
+            con.execute(_sql("tampered.sql"), {"run_id": rows.run_id}).fetchall()}
+    for row in rows.tables["raw_tampered"]:
+        row["rows_kept"] = kept
+        row["detected_at"] = seen.get((row["file"], row["reason"]), now)
 
 
 def _write_batch(con: duckdb.DuckDBPyConnection, columns: dict[str, list[tuple[str, str]]],
@@ -532,11 +630,36 @@ def _write_batch(con: duckdb.DuckDBPyConnection, columns: dict[str, list[tuple[s
         return write_folders(con, columns, [(failed, {**folder_row, "fingerprint": "failed"})], stored)
 
 
+def _check_seal(rows: FolderRows, source: str, found: SealFound, first_sha256: str | None) -> None:
+    """Compare a folder's manifest with the one of its first ingest: one rewritten (to match an
+    edited file) or removed since is a change to the folder."""
+    if found.problem:
+        rows.error(source, reason=f"{MANIFEST}: {found.problem}")
+    if first_sha256 is None:
+        return
+    if found.manifest_sha256 is None:
+        tampered(rows, source, MANIFEST, "removed after the first ingest", None)
+    elif found.manifest_sha256 != first_sha256:
+        tampered(rows, source, MANIFEST,
+                 "rewritten after the first ingest (sha256 differs from the one stored then)", None)
+
+
+def _seal_note(rows: FolderRows, folder_row: dict[str, Any], was_stored: bool) -> str:
+    """What the progress line says of a folder's seal."""
+    note = ""
+    if folder_row["sealed_at"] is not None:
+        note += f", sealed at ingest {folder_row['sealed_at']:%Y-%m-%d %H:%M:%S} UTC"
+    changed = sorted({row["file"] for row in rows.tables["raw_tampered"]})
+    if changed:
+        kept = "rows of its first ingest kept" if was_stored else "read as it is, marked tampered"
+        note += f", TAMPERED ({', '.join(changed)}): {kept}"
+    return note
+
+
 def remove_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
     con.execute("begin transaction")
     try:
-        for statement in _statements(_sql("delete_run.sql")):
-            con.execute(statement, {"run_id": run_id})
+        _execute(con, "delete_run.sql", {"run_id": run_id})
         con.execute("commit")
     except Exception:
         con.execute("rollback")
@@ -591,38 +714,77 @@ def _in_order(pool: ProcessPoolExecutor, plans: list[tuple[Path, list, str]], ro
         yield done
 
 
-def _plan(runs_dir: Path, known: dict[str, str], version: str) -> tuple[list[Path], list[tuple[Path, list, str]]]:
+@dataclass
+class SealFound:
+    """A planned folder's seal as ingest found it before reading the folder."""
+    manifest_sha256: str | None          # None: the folder has no manifest
+    sealed_at: datetime | None = None    # when ingest sealed it just now
+    problem: str | None = None           # why ingest could not seal it
+
+
+def _plan(runs_dir: Path, known: dict[str, str], version: str, seals: dict[str, str] | None = None,
+          seal_unsealed: bool = False
+          ) -> tuple[list[Path], list[tuple[Path, list, str]], dict[str, SealFound]]:
+    """The run folders, those to read (changed since their fingerprint in `known`), and the seal
+    of each one to read. With `seal_unsealed`, a folder without a manifest that never had one
+    (not in `seals`) is sealed first; a folder whose manifest was removed is left as it is."""
     folders = subfolders(runs_dir)
-    plans = []
+    seals = seals or {}
+    plans, found = [], {}
     for folder in folders:
-        files = folder_files(folder)
-        fp = fingerprint(files, version)
+        sealed_at, problem = None, None
+        if (seal_unsealed and folder.name not in seals and not folder.is_symlink()
+                and not os.path.lexists(folder / MANIFEST)):
+            try:
+                seal(folder)
+                sealed_at = datetime.now(timezone.utc)
+            except OSError as exc:
+                problem = f"could not seal the folder: {exc.strerror or exc}"
+        stats = folder_stats(folder)
+        fp = fingerprint(stats, version)
         if known.get(folder.name) != fp:
-            plans.append((folder, files, fp))
-    return folders, plans
+            plans.append((folder, [(n, size, mtime) for n, size, mtime, _, _ in stats], fp))
+            found[folder.name] = SealFound(_manifest_sha256(folder), sealed_at, problem)
+    return folders, plans, found
 
 
-def _known(warehouse: Path) -> tuple[dict[str, str], bool]:
-    """Fingerprints already stored, and whether the raw tables had to be rebuilt first."""
+def _manifest_sha256(folder: Path) -> str | None:
+    """The sha256 of the folder's manifest; None when it has none (or it is not a regular file)."""
+    try:
+        if not stat.S_ISREG(os.lstat(folder / MANIFEST).st_mode):
+            return None
+        return file_sha256(folder / MANIFEST)
+    except OSError:
+        return None
+
+
+def _known(warehouse: Path) -> tuple[dict[str, str], bool, dict[str, str]]:
+    """Fingerprints already stored, whether the raw tables had to be rebuilt first, and the
+    manifest sha256 of every folder's first ingest."""
     con, rebuilt = open_warehouse(warehouse)
     try:
-        return dict(con.execute(_sql("folders.sql")).fetchall()), rebuilt
+        return (dict(con.execute(_sql("folders.sql")).fetchall()), rebuilt,
+                dict(con.execute(_sql("seals.sql")).fetchall()))
     finally:
         con.close()
 
 
-def run(*, runs_dir: Path, warehouse: Path, root: Path, progress: Progress | None = None) -> dict:
+def run(*, runs_dir: Path, warehouse: Path, root: Path, progress: Progress | None = None,
+        seal_unsealed: bool = False) -> dict:
     """Read every changed run folder under `runs_dir` into the raw tables of `warehouse`.
+    `seal_unsealed` seals each folder that arrives without a manifest first (the ingest stage
+    sets it; a reader of someone else's folders, such as `trace --verify`, does not).
 
-    Returns counts: runs_seen, runs_read, runs_skipped, runs_removed, rows (per table, written
-    this time), errors (ingest_errors rows written this time), bytes_read, workers, seconds.
+    Returns counts: runs_seen, runs_read, runs_skipped, runs_removed, runs_sealed (sealed by this
+    ingest), runs_tampered (read this time and found changed since sealed), rows (per table,
+    written this time), errors (ingest_errors rows written this time), bytes_read, workers, seconds.
     """
     started = time.perf_counter()
     runs_dir, warehouse, root = Path(runs_dir), Path(warehouse), Path(root)
     say = progress or (lambda _line: None)
     version = code_version()
-    known, rebuilt = _known(warehouse)
-    folders, plans = _plan(runs_dir, known, version)
+    known, rebuilt, seals = _known(warehouse)
+    folders, plans, found = _plan(runs_dir, known, version, seals, seal_unsealed)
     workers = _workers(plans)
     # The worker processes start before the warehouse is opened for writing.
     pool = (ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
@@ -630,7 +792,7 @@ def run(*, runs_dir: Path, warehouse: Path, root: Path, progress: Progress | Non
     try:
         con, _ = open_warehouse(warehouse)
         try:
-            summary = _ingest(con, folders, plans, root, say, pool, workers)
+            summary = _ingest(con, folders, plans, root, say, pool, workers, found)
         finally:
             con.close()
     finally:
@@ -642,13 +804,16 @@ def run(*, runs_dir: Path, warehouse: Path, root: Path, progress: Progress | Non
 
 
 def _ingest(con: duckdb.DuckDBPyConnection, folders: list[Path], plans: list[tuple[Path, list, str]],
-            root: Path, say: Progress, pool: ProcessPoolExecutor | None, workers: int = 1
-            ) -> dict[str, Any]:
+            root: Path, say: Progress, pool: ProcessPoolExecutor | None, workers: int = 1,
+            found: dict[str, SealFound] | None = None) -> dict[str, Any]:
     columns = _columns(con)
     known = dict(con.execute(_sql("folders.sql")).fetchall())
+    seals = dict(con.execute(_sql("seals.sql")).fetchall())
+    found = found or {}
     summary: dict[str, Any] = {
         "runs_seen": len(folders), "runs_read": 0, "runs_skipped": len(folders) - len(plans),
-        "runs_removed": 0, "rows": {t: 0 for t in ROW_TABLES}, "errors": 0, "bytes_read": 0,
+        "runs_removed": 0, "runs_sealed": 0, "runs_tampered": 0, "rows": {t: 0 for t in ROW_TABLES},
+        "errors": 0, "bytes_read": 0,
     }
     on_disk = {f.name for f in folders}
     for run_id in sorted(set(known) - on_disk):
@@ -671,14 +836,20 @@ def _ingest(con: duckdb.DuckDBPyConnection, folders: list[Path], plans: list[tup
             summary["errors"] += counts.get("ingest_errors", 0)
             summary["runs_read"] += 1
             summary["bytes_read"] += folder_row["bytes"]
+            summary["runs_sealed"] += folder_row["sealed_at"] is not None
+            summary["runs_tampered"] += bool(rows.tables["raw_tampered"])
             done += 1
-            say(f"ingest {done}/{len(plans)} {rows.run_id} {_size(folder_row['bytes'])}")
+            say(f"ingest {done}/{len(plans)} {rows.run_id} {_size(folder_row['bytes'])}"
+                + _seal_note(rows, folder_row, rows.run_id in stored))
         batch.clear()
 
     for (folder, files, fp), rows in zip(plans, results):
+        seal_found = found.get(folder.name) or SealFound(_manifest_sha256(folder))
+        _check_seal(rows, relative(folder / MANIFEST, root), seal_found, seals.get(folder.name))
         folder_row = {"run_id": folder.name, "folder": relative(folder, root), "fingerprint": fp,
                       "files": len(files), "bytes": sum(s for _, s, _ in files),
-                      "ingested_at": datetime.now(timezone.utc)}
+                      "ingested_at": datetime.now(timezone.utc),
+                      "manifest_sha256": seal_found.manifest_sha256, "sealed_at": seal_found.sealed_at}
         batch.append((rows, folder_row))
         if (len(batch) >= BATCH_FOLDERS
                 or sum(rows.count(t) for rows, _ in batch for t in BULK_TABLES) >= BATCH_ROWS):

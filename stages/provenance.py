@@ -1,11 +1,13 @@
 """Provenance helpers shared by the stages: the project's commit, file digests, the run manifest.
 
-A run folder is sealed with RUN_MANIFEST (`sha256sum -c` reads it) by the run stage and checked
-by ingest; the published site archive carries its own manifest in the same format.
+A run folder is sealed (`seal`) with RUN_MANIFEST (`sha256sum -c` reads it) by the run stage, by
+`campaign seal`, or by ingest when a folder arrives without one; ingest checks it. The published
+site archive carries its own manifest in the same format.
 """
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -32,3 +34,32 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+READ_ONLY_FILE = 0o444
+READ_ONLY_FOLDER = 0o555
+
+
+def seal(folder: Path) -> Path:
+    """Make a run folder write-once: a manifest of every file's sha256 (the format `sha256sum -c`
+    reads), written only when the folder has none (an existing manifest is never rewritten), then
+    every file and every folder in it, itself included, read-only, so that no file can be edited,
+    replaced or added. Links are neither hashed nor followed. Idempotent. Returns the manifest."""
+    folder = Path(folder)
+    manifest = folder / RUN_MANIFEST
+    if not manifest.exists():
+        files = sorted(p for p in folder.rglob("*")
+                       if p.is_file() and not p.is_symlink() and p != manifest)
+        lines = [f"{file_sha256(p)}  {p.relative_to(folder).as_posix()}\n" for p in files]
+        with manifest.open("x") as f:
+            f.writelines(lines)
+    for dirpath, dirnames, filenames in os.walk(folder, topdown=False):
+        here = Path(dirpath)
+        for name in filenames:
+            if not (here / name).is_symlink():
+                (here / name).chmod(READ_ONLY_FILE)
+        for name in dirnames:
+            if not (here / name).is_symlink():
+                (here / name).chmod(READ_ONLY_FOLDER)
+    folder.chmod(READ_ONLY_FOLDER)
+    return manifest

@@ -35,7 +35,8 @@ RAW_TABLES = ["raw_runs", "raw_commands", "raw_command_flags", "raw_launch_out",
 
 
 def _writable(folder: Path) -> None:
-    for p in folder.rglob("*"):
+    """Undo a seal on a copy (its folders are read-only too), so the copy can be damaged."""
+    for p in [folder, *folder.rglob("*")]:
         p.chmod(0o755 if p.is_dir() else 0o644)
 
 

@@ -28,7 +28,7 @@ from stages.config import CampaignError, Paths, profile as active_profile, profi
 from stages.config import spec as get_spec
 from stages.engine import Engine, EngineDied, Launch, executor_for
 from stages.schedule import QUADS
-from stages.provenance import RUN_MANIFEST, file_sha256, git_sha
+from stages.provenance import RUN_MANIFEST, git_sha, seal
 from stages.secrets import redact_mapping
 
 SCHEMA_VERSION = 1
@@ -321,20 +321,8 @@ def _benchmark(steps: list[Step], eng: Engine, out: LaunchOut, interrupts: _Inte
             tally.died = tally.died or not eng.alive()
 
 
+# seal(folder), from stages.provenance, makes a finished run folder write-once.
 MANIFEST = RUN_MANIFEST
-
-
-def seal(folder: Path) -> Path:
-    """Make a finished run folder write-once: a manifest of every file's sha256 (the format
-    `sha256sum -c` reads), then every file read-only. Ingest checks the manifest."""
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
-    lines = [f"{file_sha256(p)}  {p.relative_to(folder).as_posix()}\n" for p in files]
-    manifest = folder / MANIFEST
-    with manifest.open("x") as f:
-        f.writelines(lines)
-    for p in files + [manifest]:
-        p.chmod(0o444)
-    return manifest
 
 
 def _kv_tokens(log: Path) -> int | None:

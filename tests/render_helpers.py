@@ -27,7 +27,9 @@ PUBLIC_DDL = """
 create table runs (run_id varchar, spec varchar, profile varchar, model varchar, layout varchar,
   ctx_label varchar, engine varchar, engine_version varchar, image varchar, image_digest varchar,
   executor varchar, started_at timestamptz, finished_at timestamptz, git_sha varchar,
-  attempt integer, is_latest boolean, run_status varchar, is_current boolean, recovered boolean, source_file varchar, source_line integer);
+  attempt integer, is_latest boolean, run_status varchar, is_current boolean, recovered boolean,
+  tampered boolean, tampered_files varchar, tampered_rows_kept boolean, sealed_by varchar,
+  sealed_at timestamptz, source_file varchar, source_line integer);
 create table launches (run_id varchar, status varchar, ready_s double, kv_tokens bigint,
   kv_cache_gib double, weights_gib double, load_s double, init_s double, max_model_len bigint,
   max_num_seqs integer, seq_cap integer, engines integer, tp integer, moe_backend varchar,
@@ -188,7 +190,8 @@ def build_campaign(root: Path) -> Path:
         started = f"2026-11-30T{hhmmss[:2]}:{hhmmss[2:4]}:{hhmmss[4:]}Z"
         con.execute(
             "insert into runs values (?, ?, 'local-cpu', 'tiny-llama', ?, '4k', 'vllm', '0.32.0', "
-            "null, null, 'local', ?, ?, null, ?, ?, 'complete', ?, true, ?, 1)",
+            "null, null, 'local', ?, ?, null, ?, ?, 'complete', ?, true, false, null, null, 'run', null,"
+            " ?, 1)",
             [run_id, spec, layout, started, started, attempt, latest, latest, rel(d / "cmd.sh")])
         cmd_line = _line_of(d / "cmd.sh", "--max-num-seqs")
         if status == "ready":

@@ -1,4 +1,5 @@
 -- Remove every raw row of one run folder before it is read again (or after it is gone).
+-- raw_seals is kept: a folder that comes back is checked against the seal it had.
 delete from raw_runs where run_id = $run_id;
 delete from raw_commands where run_id = $run_id;
 delete from raw_command_flags where run_id = $run_id;
@@ -12,5 +13,6 @@ delete from raw_bench_requests where run_id = $run_id;
 delete from raw_metrics where run_id = $run_id;
 delete from raw_turn_workloads where run_id = $run_id;
 delete from raw_turn_requests where run_id = $run_id;
+delete from raw_tampered where run_id = $run_id;
 delete from ingest_errors where run_id = $run_id;
 delete from raw_folders where run_id = $run_id;

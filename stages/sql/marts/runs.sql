@@ -2,9 +2,25 @@
 -- a run without a spec is grouped by model, layout, context and engine instead.
 -- run_status is launch.out's last `run_status=` (complete, interrupted, engine_died, failed),
 -- 'unknown' when the run never wrote one. is_current marks the attempt the articles report for
--- its spec: the latest complete one, else the latest.
+-- its spec: the latest complete one, else the latest. tampered marks a run whose sealed folder no
+-- longer matches its seal (tampered_files names the files); tampered_rows_kept says its rows were
+-- read before the change. sealed_by: run (sealed when the run ended, or by `campaign seal`) or
+-- ingest (it arrived unsealed and ingest sealed it at sealed_at); null while it has no seal.
 with runs as (
     select * from stg_runs
+),
+
+seals as (
+    select * from stg_seals
+),
+
+tampered as (
+    select
+        run_id,
+        string_agg(distinct file, ', ' order by file) as tampered_files,
+        bool_and(rows_kept)                           as tampered_rows_kept
+    from stg_tampered
+    group by run_id
 ),
 
 run_status as (
@@ -39,6 +55,19 @@ numbered as (
     left join run_status on run_status.run_id = grouped.run_id
 ),
 
+marked as (
+    select
+        numbered.*,
+        tampered.run_id is not null                  as tampered,
+        tampered.tampered_files,
+        tampered.tampered_rows_kept,
+        seals.sealed_by,
+        seals.sealed_at
+    from numbered
+    left join tampered on tampered.run_id = numbered.run_id
+    left join seals on seals.run_id = numbered.run_id
+),
+
 final as (
     select
         run_id,
@@ -60,9 +89,14 @@ final as (
         run_status,
         report_rank = 1         as is_current,
         recovered,
+        tampered,
+        tampered_files,
+        tampered_rows_kept,
+        sealed_by,
+        sealed_at,
         source_file,
         source_line
-    from numbered
+    from marked
 )
 
 select * from final

@@ -2,7 +2,7 @@
 with profile_runs as (
     select
         r.run_id, r.spec, r.model, r.layout, r.ctx_label, r.engine, r.attempt, r.is_latest,
-        r.started_at
+        r.started_at, r.tampered, r.tampered_files, r.tampered_rows_kept
     from runs as r
     where r.profile = $profile
 ),

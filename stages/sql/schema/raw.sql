@@ -7,7 +7,7 @@
 create table if not exists raw_folders (
     run_id        varchar primary key,
     folder        varchar not null,        -- data/runs/<run_id>
-    fingerprint   varchar not null,        -- hash of (name, size, mtime_ns) of every file in it
+    fingerprint   varchar not null,        -- hash of (name, size, mtime_ns, ctime_ns, inode) of every file in it
     files         integer not null,
     bytes         bigint  not null,
     ingested_at   timestamptz not null
@@ -244,6 +244,34 @@ create table if not exists ingest_errors (
     source_file varchar not null,
     source_line integer,
     reason      varchar not null
+);
+
+-- Files of a sealed run folder that no longer match: a file whose sha256 differs from its
+-- MANIFEST.sha256 line, a file missing or added, or the manifest itself rewritten or removed since
+-- the first ingest (its sha256 differs from the one in raw_seals). When the folder had been read
+-- before, its first-ingested rows are kept and only these rows are replaced.
+create table if not exists raw_tampered (
+    run_id      varchar not null,
+    file        varchar not null,          -- the file, relative to its run folder
+    reason      varchar not null,
+    rows_kept   boolean not null,          -- true: the rows were read before the change and kept
+    detected_at timestamptz not null,      -- first seen by ingest
+    source_file varchar not null,          -- the file, relative to the project root
+    source_line integer                    -- its line in MANIFEST.sha256, when it has one
+);
+
+-- The seal of each run folder as ingest first found it: the sha256 of its MANIFEST.sha256, so that
+-- a manifest rewritten later (to match an edited file) is caught. This table is not a raw table
+-- of the rebuild: ingest never drops it, and when its own columns change here, open_warehouse
+-- makes it again and copies the old rows into it (stages/ingest.py, keep_seals), so a change of
+-- raw.sql does not forget the first hashes. Rows stay when a folder is gone: one that comes back
+-- is checked against the seal it had.
+create table if not exists raw_seals (
+    run_id            varchar primary key,
+    manifest_sha256   varchar not null,
+    sealed_by         varchar not null,    -- run (manifest there at first ingest) | ingest
+    sealed_at         timestamptz,         -- when ingest wrote the manifest (null: sealed by the run)
+    first_ingested_at timestamptz not null
 );
 
 -- ---------------------------------------------------------------- node probes
