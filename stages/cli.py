@@ -174,17 +174,26 @@ def ingest(root: str) -> None:
 def seal(run_ids: tuple[str, ...], root: str) -> None:
     """Make run folders write-once: a folder without MANIFEST.sha256 gets one (an existing one
     is never rewritten), then every file and folder in it is made read-only. With no RUN_ID,
-    every run folder under paths.runs. Do not seal a folder a run is still writing.
+    every run folder under paths.runs that no run is still writing.
 
     Example: campaign seal
               campaign seal tiny-llama__cpu_seqs4__4k__vllm__1130-053610
     """
     from stages.ingest import subfolders
-    from stages.provenance import RUN_MANIFEST, seal as seal_folder
+    from stages.provenance import RUN_MANIFEST, at_rest, seal as seal_folder
 
     _, paths = _load(root)
-    folders = [_run_folder(paths.runs, run_id) for run_id in run_ids] or [
-        f for f in subfolders(paths.runs) if not f.is_symlink()]
+    folders = [_run_folder(paths.runs, run_id) for run_id in run_ids]
+    if not run_ids:
+        for folder in subfolders(paths.runs):
+            if folder.is_symlink():
+                continue
+            if (folder / RUN_MANIFEST).exists() or at_rest(folder):
+                folders.append(folder)
+            else:
+                click.echo(f"left {folder.name} unsealed: a run may still be writing it "
+                           "(no run_status in launch.out, files changed within the hour); "
+                           "name it to seal it anyway")
     counts = {"sealed": 0, "made_read_only": 0, "already_sealed": 0}
     for folder in folders:
         had_manifest = (folder / RUN_MANIFEST).exists()

@@ -11,8 +11,8 @@ and the manifest's own sha256 against the one stored at the folder's first inges
 A folder that no longer matches keeps the rows stored before the change; only its `raw_tampered`
 rows say what changed. One that mismatches at its first ingest is read, and marked the same way.
 With `seal_unsealed` (the ingest stage sets it), a folder that has no manifest and never had one
-is sealed before it is read: the only write ingest makes into the runs folder, and never to a file
-that exists.
+is sealed before it is read, once no run is writing it (`provenance.at_rest`): the only write
+ingest makes into the runs folder, and never to a file that exists.
 
 Big files are read in bulk: the common shapes of stats lines and /metrics samples become columns
 (numpy arrays), not one Python object per row, and reach DuckDB as few, large frames.
@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from stages.provenance import RUN_MANIFEST, file_sha256, seal
+from stages.provenance import RUN_MANIFEST, at_rest, file_sha256, seal
 from stages.parsers import bench_json, cmd as cmd_parser, metrics, scan, small, turns
 from stages.parsers.scan import ParseError
 from stages.parsers.sglang_log import parse_sglang_log
@@ -734,7 +734,7 @@ def _plan(runs_dir: Path, known: dict[str, str], version: str, seals: dict[str, 
     for folder in folders:
         sealed_at, problem = None, None
         if (seal_unsealed and folder.name not in seals and not folder.is_symlink()
-                and not os.path.lexists(folder / MANIFEST)):
+                and not os.path.lexists(folder / MANIFEST) and at_rest(folder)):
             try:
                 seal(folder)
                 sealed_at = datetime.now(timezone.utc)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import subprocess
+import time
 from pathlib import Path
 
 RUN_MANIFEST = "MANIFEST.sha256"
@@ -34,6 +36,29 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+# A folder whose launch.out records no run_status may be one a run stage is still writing; it is
+# taken as finished once nothing in it has changed for this long (a running engine logs far more
+# often, and a run stage appends to launch.out at every step).
+AT_REST_S = 3600
+
+
+def at_rest(folder: Path, now: float | None = None) -> bool:
+    """Whether no run stage is writing `folder` any more: its launch.out records the run's end
+    (`run_status=`), or no file in it changed for AT_REST_S. Links are not followed."""
+    folder = Path(folder)
+    launch_out = folder / "launch.out"
+    try:
+        if stat.S_ISREG(os.lstat(launch_out).st_mode):
+            with launch_out.open("rb") as f:
+                if any(line.startswith(b"run_status=") for line in f.read(1 << 20).splitlines()):
+                    return True
+    except OSError:
+        pass
+    newest = max((os.lstat(os.path.join(d, n)).st_mtime for d, _, names in os.walk(folder)
+                  for n in names), default=0.0)
+    return (time.time() if now is None else now) - newest >= AT_REST_S
 
 
 READ_ONLY_FILE = 0o444

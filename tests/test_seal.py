@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import duckdb
@@ -15,7 +16,7 @@ from click.testing import CliRunner
 
 from stages import derive, ingest
 from stages.cli import main
-from stages.provenance import RUN_MANIFEST
+from stages.provenance import AT_REST_S, RUN_MANIFEST, at_rest
 from stages.run import seal
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -267,3 +268,17 @@ def test_the_launch_section_of_a_tampered_run_says_so_and_names_the_files(tmp_pa
     assert "no longer match its seal: bench/long&#95;&#95;c04.json, launch.out." in section
     assert "The figures shown are the ones read before the change." in section
     assert box not in text[text.index(f"### <code>{RUN16}</code>"):]
+
+
+def test_a_folder_a_run_may_still_be_writing_is_not_sealed(tmp_path: Path):
+    runs = tmp_path / "data" / "runs"
+    folder = write_run(runs, OTHER, launch="status=ready\nready_s=71.3\n")   # no run_status yet
+    assert ingest_project(tmp_path)["runs_sealed"] == 0
+    assert not (folder / RUN_MANIFEST).exists() and folder.stat().st_mode & 0o200
+
+    old = time.time() - AT_REST_S - 60                   # untouched for over an hour: at rest
+    for p in folder.rglob("*"):
+        os.utime(p, (old, old))
+    assert at_rest(folder)
+    assert ingest_project(tmp_path)["runs_sealed"] == 1
+    assert (folder / RUN_MANIFEST).is_file()
