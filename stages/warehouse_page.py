@@ -14,7 +14,6 @@ exists fails the tests). Descriptions are prose and pass the same digit check as
 from __future__ import annotations
 
 import dataclasses
-import html
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,7 @@ import duckdb
 import yaml
 
 from stages.config import CampaignError
-from stages.facts import (PUBLIC_TABLES, Fact, FactCheckError, check_digits, escape_cell,
+from stages.facts import (PUBLIC_TABLES, Fact, FactCheckError, check_digits, code, escape_cell,
                           escape_text)
 
 SQL_DIR = Path(__file__).parent / "sql"
@@ -95,8 +94,8 @@ def parse_raw_schema(text: str) -> list[Table]:
                 tables.append(current)
                 current = None
                 continue
-            code, _, note = stripped.partition("--")
-            cols = [c for c in (_column(p) for p in _split_top_level(code)) if c]
+            definition, _, note = stripped.partition("--")
+            cols = [c for c in (_column(p) for p in _split_top_level(definition)) if c]
             if cols:
                 cols[-1].note = note.strip()
                 current.columns.extend(cols)
@@ -212,28 +211,24 @@ def fact_fields() -> list[Column]:
 
 # ---------------------------------------------------------------- the page
 
-def _code(text: Any) -> str:
-    return f"<code>{html.escape(str(text))}</code>"
-
-
 def _column_table(rows: list[tuple[str, str, str]]) -> list[str]:
     lines = ["| Column | Type | Description |", "| --- | --- | --- |"]
     for name, dtype, text in rows:
-        lines.append(f"| {_code(name)} | {_code(dtype)} | {escape_cell(text) if text else '-'} |")
+        lines.append(f"| {code(name)} | {code(dtype)} | {escape_cell(text) if text else '-'} |")
     return lines + [""]
 
 
 def _column_list(columns: list[Column]) -> str:
-    return "Columns: " + ", ".join(f"{_code(c.name)} <small>{html.escape(c.type)}</small>"
+    return "Columns: " + ", ".join(f"{code(c.name)} <small>{escape_text(c.type)}</small>"
                                    for c in columns)
 
 
 def invariants(spec: dict[str, Any]) -> list[str]:
     lines = []
     if spec.get("unique"):
-        lines.append("- Unique key: " + ", ".join(_code(c) for c in spec["unique"]))
+        lines.append("- Unique key: " + ", ".join(code(c) for c in spec["unique"]))
     if spec.get("not_null"):
-        lines.append("- Never null: " + ", ".join(_code(c) for c in spec["not_null"]))
+        lines.append("- Never null: " + ", ".join(code(c) for c in spec["not_null"]))
     checks = spec.get("checks") or {}
     if checks:
         lines.append("- Checks, each a query that must return no rows:")
@@ -290,7 +285,7 @@ def page(*, public: dict[str, list[Column]], docs: dict[str, dict[str, Any]],
     for layer, name, reads, text in models:
         cols = model_columns.get(name, [])
         out += [f"### `{name}` {{#model-{name.replace('_', '-')}}}", "",
-                f"*{layer}*, reads {_code(reads) if reads else '-'}. "
+                f"*{layer}*, reads {code(reads) if reads else '-'}. "
                 f"{escape_text(text) if text else ''}", ""]
         if cols:
             out += [_column_list(cols), ""]
@@ -304,7 +299,7 @@ def page(*, public: dict[str, list[Column]], docs: dict[str, dict[str, Any]],
         out += [_column_list(table.columns), ""]
         notes = [c for c in table.columns if c.note]
         if notes:
-            out += [f"- {_code(c.name)}: {escape_text(c.note)}" for c in notes] + [""]
+            out += [f"- {code(c.name)}: {escape_text(c.note)}" for c in notes] + [""]
     return "\n".join(out) + "\n"
 
 
