@@ -196,8 +196,9 @@ def sources_page(sources: dict[str, dict], pages: list[RenderedPage]) -> str:
 
 def _redacted(df: pd.DataFrame) -> pd.DataFrame:
     """Chart rows with their text redacted (labels and tooltips print it)."""
-    for column in df.select_dtypes(include="object").columns:
-        df[column] = df[column].map(redact_value)
+    for column in df.columns:
+        if df[column].dtype.kind not in "biufcmM":   # not numbers, times or booleans
+            df[column] = df[column].map(redact_value)
     return df
 
 
