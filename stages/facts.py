@@ -246,7 +246,8 @@ def read_raw(path: Path, within: tuple[Path, ...], limit: int = RAW_MAX) -> tupl
 
 
 def read_line(root: Path, source_file: str, line: int, within: tuple[Path, ...] | None = None) -> str:
-    """Line `line` of a raw file (relative to root, inside one of `within`), redacted and cut."""
+    """Line `line` of a raw file (relative to root, inside one of `within`), redacted and cut; a
+    short note in its place when the file is refused (a link, a FIFO, outside the raw folders)."""
     path = root / source_file
     try:
         with open_raw(path, within or (root,)) as fh:
@@ -259,8 +260,7 @@ def read_line(root: Path, source_file: str, line: int, within: tuple[Path, ...] 
                 if seen > RAW_MAX:
                     break
     except RawFileRefused as exc:
-        raise FactError(f"{source_file}: {str(exc).split(': ', 1)[-1]}; a fact's source must be "
-                        "a raw file of the project") from None
+        return f"(not shown: {str(exc).split(': ', 1)[-1]})"
     except OSError as exc:
         raise FactError(f"{source_file}: cannot read the fact's source ({exc.strerror})") from None
     raise FactError(f"{source_file}: has no line {line}")

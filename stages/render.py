@@ -12,6 +12,7 @@ chart specs with static SVG and PNG, the site's own Vega bundle; then data/facts
 """
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -35,7 +36,7 @@ from stages import compare_page, derive, warehouse_page
 from stages.config import CampaignError
 from stages.facts import (PUBLIC_TABLES, Fact, FactBook, FactError, PageMacros, audit_target,
                           check_digits, code, escape_text, render_evidence, sql_params)
-from stages.secrets import redact_value
+from stages.secrets import redact_text, redact_value
 from stages.provenance import git_sha
 
 INDEX_TEMPLATE = "index.md.j2"
@@ -416,7 +417,19 @@ def audit_index(facts: list[Fact], titles: dict[str, str]) -> str:
 def write_csv_downloads(con: duckdb.DuckDBPyConnection, docs_dir: Path) -> list[str]:
     """The public tables as the site's CSV downloads: the same files derive exports."""
     derive.export_csv(con, docs_dir / "downloads", derive.load_schema())
+    for table in PUBLIC_TABLES:
+        redact_csv(docs_dir / "downloads" / f"{table}.csv")
     return [f"downloads/{table}.csv" for table in PUBLIC_TABLES]
+
+
+def redact_csv(path: Path) -> None:
+    """Rewrite a CSV file with every cell redacted (the site publishes it)."""
+    with path.open(newline="") as fh:
+        rows = list(csv.reader(fh))
+    redacted = [[redact_text(cell) for cell in row] for row in rows]
+    if redacted != rows:
+        with path.open("w", newline="") as fh:
+            csv.writer(fh, lineterminator="\n").writerows(redacted)
 
 
 def write_assets(assets_dir: Path, docs_dir: Path) -> bool:
@@ -630,11 +643,11 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
     index, parts = load_pages(templates_dir)
     compare_spec = load_page(templates_dir / compare_page.TEMPLATE)
     docs_dir, site_dir = Path(docs_dir), Path(site_dir)
+    for target in (docs_dir, site_dir) if build else (docs_dir,):
+        check_ours(target)
     if build and (docs_dir.resolve().is_relative_to(site_dir.resolve())
                   or site_dir.resolve().is_relative_to(docs_dir.resolve())):
         raise CampaignError(f"{site_dir}: the site and docs folders must not hold one another")
-    for target in (docs_dir, site_dir) if build else (docs_dir,):
-        check_ours(target)
     docs_tmp, site_tmp = fresh_dir(docs_dir), None
     try:
         rendered, facts, downloads, interactive, book = write_docs(

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import threading
 import time
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -255,3 +256,39 @@ class Page:
 
     def dialogs(self) -> list[str]:
         return [ev["params"].get("message", "") for ev in self.events("Page.javascriptDialogOpening")]
+
+
+# ---------------------------------------------------------------- static checks of built pages
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.found.append((tag, dict(attrs)))
+
+
+def tags(page: str) -> list[tuple[str, dict[str, str | None]]]:
+    """Every start tag of an HTML page with its attributes, values decoded as a browser reads them."""
+    parser = _Tags()
+    parser.feed(page)
+    parser.close()
+    return parser.found
+
+
+URL_ATTRIBUTES = ("href", "src", "action", "formaction", "xlink:href", "data")
+
+
+def static_scan(site: Path) -> list[str]:
+    """Inline handlers (on* attributes) and javascript: URLs in any built page of the site."""
+    problems = []
+    for path in sorted(site.rglob("*.html")):
+        for tag, attrs in tags(path.read_text(errors="replace")):
+            for name, value in attrs.items():
+                url = "".join((value or "").split()).lower()
+                if name.startswith("on"):
+                    problems.append(f"{path.relative_to(site)}: <{tag} {name}=...>")
+                elif name in URL_ATTRIBUTES and url.startswith(("javascript:", "vbscript:", "data:text/html")):
+                    problems.append(f"{path.relative_to(site)}: <{tag} {name}={value[:60]!r}>")
+    return problems
