@@ -118,20 +118,21 @@ def format_value(value: Any, decimals: int | None = None) -> str:
     return str(value)
 
 
-def escape_text(text: Any) -> str:
+def escape_text(text: Any, *, redact: bool = True) -> str:
     """Data text as it may stand anywhere on a page: redacted, then escaped for HTML and for
     Markdown, so neither a tag nor a link, code span or attribute list can come out of it. The
-    result is also safe inside a double-quoted HTML attribute (see escape_attr)."""
-    out = html.escape(redact_text(str(text)), quote=True)
+    result is also safe inside a double-quoted HTML attribute (see escape_attr). redact=False
+    only for the project's own prose (schema comments), where `key=value` is not a secret."""
+    out = html.escape(redact_text(str(text)) if redact else str(text), quote=True)
     return "".join(f"&#{ord(ch)};" if ch in MD_SPECIALS else ch for ch in out)
 
 
-def escape_cell(text: Any, max_chars: int | None = None) -> str:
+def escape_cell(text: Any, max_chars: int | None = None, *, redact: bool = True) -> str:
     """Data text on one line (a table cell), cut to max_chars."""
-    flat = " ".join(redact_text(str(text)).split())
+    flat = " ".join((redact_text(str(text)) if redact else str(text)).split())
     if max_chars and len(flat) > max_chars:
         flat = flat[:max_chars] + "…"
-    return escape_text(flat)
+    return escape_text(flat, redact=redact)
 
 
 def escape_attr(text: Any) -> str:

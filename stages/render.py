@@ -7,8 +7,13 @@ series (index, navigation, prev/next links) while that query returns no rows, e.
 before any node was probed. `compare.md.j2` is not a part: it is the Compare page, which draws the
 pairs of run sets listed under params `compare:` (stages/compare_page.py). The stage writes the docs folder from scratch: pages, one audit page per fact,
 SOURCES.md, the Warehouse page (stages/warehouse_page.py), CSV downloads of the public tables,
-chart specs with static SVG and PNG, the site's own Vega bundle; then data/facts.json; then runs
-`mkdocs build --strict`.
+chart specs with static SVG and PNG, the site's own Vega bundle; then runs `mkdocs build --strict`;
+then data/facts.json.
+
+Docs and site are built into fresh folders beside their targets and renamed into place only when
+the whole build succeeded. A target is replaced only when it holds the marker file render writes
+(MARKER) or is empty: a site or docs path pointed at the runs refuses, deleting nothing. Every
+value printed goes through facts.escape_text (redacted; escaped for HTML and Markdown alike).
 """
 from __future__ import annotations
 
