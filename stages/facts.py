@@ -15,20 +15,25 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import errno
 import hashlib
 import html
 import json
+import os
 import re
 import shlex
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import duckdb
 from markupsafe import Markup
 
 from stages.config import CampaignError
 from stages.derive import PUBLIC_TABLES
+from stages.secrets import redact_text, redact_value
 
 SQL_DIR = Path(__file__).parent / "sql"
 FACTS_SQL = SQL_DIR / "facts"
@@ -36,6 +41,7 @@ ROWS_SQL = SQL_DIR / "render"
 STAGE = "derive"  # the stage whose tables the fact queries read
 REQUIRED_COLUMNS = ("value", "run_id", "source_file", "source_line")
 EXCERPT_MAX = 400
+RAW_MAX = 64 << 20      # bytes read from one raw file at render or trace time
 # Digits a template may type itself: part numbers, a few hardware tokens, citation ids.
 ALLOWED_PATTERNS = (
     r"\bParts? \d+\b",
@@ -51,8 +57,10 @@ NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 RUN_TIME = re.compile(r"__\d{4}-(\d{2})(\d{2})\d{2}$")
 RUN_LINK = re.compile(r'<a class="run-ref" href="#([^"]+)" title="([^"]*)">([^<]*)</a>')
-MD_SPECIALS = {"\\": "&#92;", "`": "&#96;", "*": "&#42;", "_": "&#95;", "[": "&#91;",
-               "]": "&#93;", "|": "&#124;", "~": "&#126;", "$": "&#36;"}
+# Characters Markdown reads as syntax inside text, code and raw HTML attributes alike (links,
+# images, code spans, emphasis, attr_list braces, table cells), written as character references.
+MD_SPECIALS = frozenset("\\`*_[](){}!|~$")
+ESCAPED = re.compile("|".join([*(f"&#{ord(ch)};" for ch in sorted(MD_SPECIALS)), "&#x27;"]))
 
 
 class FactError(CampaignError):
@@ -110,21 +118,41 @@ def format_value(value: Any, decimals: int | None = None) -> str:
     return str(value)
 
 
-def escape_text(text: str) -> str:
-    """Escape raw text (a log line, a model answer) for HTML, and for Markdown inline."""
-    out = html.escape(str(text), quote=True)
-    return "".join(MD_SPECIALS.get(ch, ch) for ch in out)
+def escape_text(text: Any, *, redact: bool = True) -> str:
+    """Data text as it may stand anywhere on a page: redacted, then escaped for HTML and for
+    Markdown, so neither a tag nor a link, code span or attribute list can come out of it. The
+    result is also safe inside a double-quoted HTML attribute (see escape_attr). redact=False
+    only for the project's own prose (schema comments), where `key=value` is not a secret."""
+    out = html.escape(redact_text(str(text)) if redact else str(text), quote=True)
+    return "".join(f"&#{ord(ch)};" if ch in MD_SPECIALS else ch for ch in out)
 
 
-def escape_cell(text: str, max_chars: int | None = None) -> str:
-    flat = " ".join(str(text).split())
+def escape_cell(text: Any, max_chars: int | None = None, *, redact: bool = True) -> str:
+    """Data text on one line (a table cell), cut to max_chars."""
+    flat = " ".join((redact_text(str(text)) if redact else str(text)).split())
     if max_chars and len(flat) > max_chars:
         flat = flat[:max_chars] + "…"
-    return escape_text(flat)
+    return escape_text(flat, redact=redact)
+
+
+def escape_attr(text: Any) -> str:
+    """Data text for a double-quoted HTML attribute value (one line; Markdown cannot re-read it)."""
+    return escape_cell(text)
+
+
+def code(text: Any) -> str:
+    """Data text as inline code, written as HTML so that Markdown leaves its content alone."""
+    return f"<code>{escape_text(text)}</code>"
+
+
+def audit_target(prefix: str, fid: str) -> str:
+    """The link target of a fact's audit page: the fact id URL-quoted."""
+    return f"{prefix}{quote(fid, safe='')}.md"
 
 
 def run_anchor(run_id: str) -> str:
-    """The HTML id of a run's section on a page: run-<run id>, other characters as '-'."""
+    """The HTML id of a run's section on a page: run-<run id>, other characters than letters,
+    digits, '_' and '-' as '-' (safe in an href, an id and attr_list)."""
     return "run-" + re.sub(r"[^A-Za-z0-9_-]", "-", run_id)
 
 
@@ -138,8 +166,8 @@ def run_label(run_id: str, spec: str | None = None) -> str:
 
 def run_label_link(run_id: str, spec: str | None = None) -> str:
     """The compact run label, linked to the run's section; the full id is its tooltip."""
-    return (f'<a class="run-ref" href="#{html.escape(run_anchor(run_id))}" '
-            f'title="{html.escape(run_id)}">{escape_text(run_label(run_id, spec))}</a>')
+    return (f'<a class="run-ref" href="#{run_anchor(run_id)}" '
+            f'title="{escape_attr(run_id)}">{escape_text(run_label(run_id, spec))}</a>')
 
 
 def unlink_missing_runs(text: str, anchors: set[str]) -> str:
@@ -185,16 +213,55 @@ def fact_id(name: str, params: dict[str, Any]) -> str:
     return f"{name}--{digest[:12]}"
 
 
-def read_line(root: Path, source_file: str, line: int) -> str:
-    path = (root / source_file).resolve()
-    if not path.is_relative_to(root.resolve()):
-        raise FactError(f"{source_file}: outside the project; a fact's source must be a raw file in it")
+class RawFileRefused(CampaignError):
+    """A raw file that render or trace will not read (a link, not a regular file, outside its folder)."""
+
+
+def open_raw(path: Path, within: tuple[Path, ...]):
+    """A raw file opened for reading (binary), only when it is a regular file, not a symbolic
+    link, in a folder inside one of `within` (whose own path may hold links). FIFOs and devices
+    are never opened for reading; the refusal says why without quoting the target."""
+    path = Path(path)
+    if ".." in path.parts:
+        raise RawFileRefused(f"{path}: refused (a path with '..')")
+    folder = path.parent.resolve()
+    if not any(folder.is_relative_to(Path(d).resolve()) for d in within):
+        raise RawFileRefused(f"{path}: refused (outside the raw folders)")
     try:
-        with path.open(encoding="utf-8", errors="replace") as fh:
-            for i, text in enumerate(fh, start=1):
+        fd = os.open(folder / path.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise RawFileRefused(f"{path}: refused (a symbolic link)") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RawFileRefused(f"{path}: refused (not a regular file)")
+    return os.fdopen(fd, "rb")
+
+
+def read_raw(path: Path, within: tuple[Path, ...], limit: int = RAW_MAX) -> tuple[bytes, bool]:
+    """Up to `limit` bytes of a raw file (see open_raw), and whether there was more."""
+    with open_raw(path, within) as fh:
+        data = fh.read(limit + 1)
+    return data[:limit], len(data) > limit
+
+
+def read_line(root: Path, source_file: str, line: int, within: tuple[Path, ...] | None = None) -> str:
+    """Line `line` of a raw file (relative to root, inside one of `within`), redacted and cut; a
+    short note in its place when the file is refused (a link, a FIFO, outside the raw folders)."""
+    path = root / source_file
+    try:
+        with open_raw(path, within or (root,)) as fh:
+            seen = 0
+            for i, raw in enumerate(fh, start=1):
+                seen += len(raw)
                 if i == line:
-                    text = text.rstrip("\r\n")
+                    text = redact_text(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
                     return text if len(text) <= EXCERPT_MAX else text[:EXCERPT_MAX] + " …"
+                if seen > RAW_MAX:
+                    break
+    except RawFileRefused as exc:
+        return f"(not shown: {str(exc).split(': ', 1)[-1]})"
     except OSError as exc:
         raise FactError(f"{source_file}: cannot read the fact's source ({exc.strerror})") from None
     raise FactError(f"{source_file}: has no line {line}")
@@ -222,9 +289,11 @@ class FactBook:
     """Evaluates named queries against campaign.duckdb and keeps every fact it printed."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, *, root: Path, sha: str | None,
-                 facts_sql: Path = FACTS_SQL, rows_sql: Path = ROWS_SQL):
+                 facts_sql: Path = FACTS_SQL, rows_sql: Path = ROWS_SQL,
+                 raw_dirs: tuple[Path, ...] | None = None):
         self.con = con
         self.root = root
+        self.raw_dirs = tuple(d for d in raw_dirs or () if d is not None) or (root,)
         self.sha = sha
         self.facts_sql = facts_sql
         self.rows_sql = rows_sql
@@ -268,12 +337,14 @@ class FactBook:
             raise FactError(f"fact {name!r} with {params}: {len(rows)} rows, expected one")
         row = dict(zip(columns, rows[0]))
         source_file, source_line = row["source_file"], row["source_line"]
-        excerpt = read_line(self.root, source_file, int(source_line)) if source_file else None
-        value = _plain(row["value"])
+        excerpt = read_line(self.root, source_file, int(source_line), self.raw_dirs) \
+            if source_file else None
+        value = redact_value(_plain(row["value"]))
         display = row.get("display")
         return Fact(
-            id=fid, name=name, params=params, value=value, unit=row.get("unit"),
-            display=format_value(value) if display is None else str(display), sql=sql,
+            id=fid, name=name, params={k: redact_value(v) for k, v in params.items()}, value=value,
+            unit=row.get("unit"),
+            display=redact_text(format_value(value) if display is None else str(display)), sql=sql,
             run_ids=_run_ids(row["run_id"]),
             source_file=source_file, source_line=int(source_line) if source_line else None,
             excerpt=excerpt, stage=STAGE, git_sha=self.sha)
@@ -342,7 +413,7 @@ class PageMacros:
     # -- facts
     def fact_markup(self, fact: Fact, show_unit: bool = False) -> str:
         text = fact.display + (f" {fact.unit}" if show_unit and fact.unit else "")
-        return f'[{escape_text(text)}]({self.audit_prefix}{fact.id}.md "audit trail"){{.fact}}'
+        return f'[{escape_text(text)}]({audit_target(self.audit_prefix, fact.id)} "audit trail"){{.fact}}'
 
     def fact(self, name: str, decimals: int | None = None, show_unit: bool = False,
              **params: Any) -> Markup:
@@ -363,12 +434,12 @@ class PageMacros:
     def run_ref(self, run_id: str, anchor: bool = False) -> Markup:
         """A run id as code. With anchor=True (a heading), it becomes the run's section, the
         target of the compact run labels in this page's tables."""
-        code = f"<code>{html.escape(str(run_id))}</code>"
+        shown = code(run_id)
         if not anchor:
-            return self.hold(code)
+            return self.hold(shown)
         slug = run_anchor(str(run_id))
         self.anchors.add(slug)
-        return self.hold(f"{code} {{#{slug}}}")
+        return self.hold(f"{shown} {{#{slug}}}")
 
     def text(self, value: Any, max_chars: int | None = None) -> Markup:
         """Data text (an id, a label, an error message) printed escaped; numbers are refused."""
@@ -491,20 +562,26 @@ def render_evidence(command: str, run_id: str, file: str, *, runs_dir: Path, roo
         shell = f"{command} {shown}"
     if cut:
         shell += f" | cut -c1-{int(cut)}"
-    if path.is_file():
-        if command == "cat -v":
-            out = cat_v(path.read_bytes()).splitlines()
-        else:
-            out = evidence_output(command, path.read_text(encoding="utf-8", errors="replace"),
-                                  pattern, lines)
-        if cut:
-            out = [line[: int(cut)] for line in out]
-    else:
+    try:
+        data, more = read_raw(path, (runs_dir,))
+    except FileNotFoundError:
         if command != "cat -v":
             evidence_output(command, "", pattern, lines)  # still reject unknown commands
         out = [f"{command.split()[0]}: {_shown(path, root)}: No such file or directory"]
-    body = "\n".join(html.escape(line, quote=False) for line in out)
-    return (f'<pre class="evidence"><code><span class="evidence-cmd">$ {html.escape(shell, quote=False)}'
+    except (RawFileRefused, OSError) as exc:
+        reason = str(exc).split(": ", 1)[-1] if isinstance(exc, RawFileRefused) else exc.strerror
+        out = [f"(not shown: {_shown(path, root)}: {reason})"]
+    else:
+        if command == "cat -v":
+            out = cat_v(data).splitlines()
+        else:
+            out = evidence_output(command, data.decode("utf-8", errors="replace"), pattern, lines)
+        if cut:
+            out = [line[: int(cut)] for line in out]
+        if more:
+            out.append(f"(cut at {RAW_MAX:,} bytes)")
+    body = "\n".join(escape_text(line) for line in out)
+    return (f'<pre class="evidence"><code><span class="evidence-cmd">$ {escape_text(shell)}'
             f"</span>\n{body}</code></pre>")
 
 
@@ -514,6 +591,7 @@ def check_digits(page: str, text: str, allowed: tuple[str, ...] = ALLOWED_PATTER
     """Fail when the template typed a digit outside a fact (macro outputs are placeholders)."""
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = PLACEHOLDER.sub(" ", raw)
+        line = ESCAPED.sub(" ", line)  # characters escape_text wrote as references
         line = re.sub(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)", "]()", line)  # link targets
         line = re.sub(r"\{#[A-Za-z0-9_-]+\}", "", line)  # heading ids
         for pattern in allowed:
@@ -543,4 +621,4 @@ def trace(fact_id_: str, facts_file: Path) -> str:
         f"stage    {found['stage']} (re-run: dvc repro {found['stage']})",
         f"git      {found['git_sha'] or '-'}",
     ]
-    return "\n".join(lines)
+    return redact_text("\n".join(lines))

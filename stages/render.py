@@ -7,18 +7,25 @@ series (index, navigation, prev/next links) while that query returns no rows, e.
 before any node was probed. `compare.md.j2` is not a part: it is the Compare page, which draws the
 pairs of run sets listed under params `compare:` (stages/compare_page.py). The stage writes the docs folder from scratch: pages, one audit page per fact,
 SOURCES.md, the Warehouse page (stages/warehouse_page.py), CSV downloads of the public tables,
-chart specs with static SVG and PNG, the site's own Vega bundle; then data/facts.json; then runs
-`mkdocs build --strict`.
+chart specs with static SVG and PNG, the site's own Vega bundle; then runs `mkdocs build --strict`;
+then data/facts.json.
+
+Docs and site are built into fresh folders beside their targets and renamed into place only when
+the whole build succeeded. A target is replaced only when it holds the marker file render writes
+(MARKER) or is empty: a site or docs path pointed at the runs refuses, deleting nothing. Every
+value printed goes through facts.escape_text (redacted; escaped for HTML and Markdown alike).
 """
 from __future__ import annotations
 
-import html
+import csv
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -27,12 +34,14 @@ import duckdb
 import jinja2
 import pandas as pd
 import yaml
+from markupsafe import Markup
 
 from stages import charts as chart_lib
 from stages import compare_page, derive, warehouse_page
 from stages.config import CampaignError
-from stages.facts import (PUBLIC_TABLES, Fact, FactBook, FactError, PageMacros, check_digits,
-                          escape_text, render_evidence, sql_params)
+from stages.facts import (PUBLIC_TABLES, Fact, FactBook, FactError, PageMacros, audit_target,
+                          check_digits, code, escape_text, render_evidence, sql_params)
+from stages.secrets import redact_text, redact_value
 from stages.provenance import git_sha
 
 INDEX_TEMPLATE = "index.md.j2"
@@ -42,6 +51,7 @@ SOURCE_FIELDS = ("id", "title", "publisher", "url", "accessed")
 ASSET_FILES = {"charts.js": "assets/javascripts/charts.js",
                "campaign.css": "assets/stylesheets/campaign.css"}
 VEGA_BUNDLE = "assets/javascripts/vega-bundle.js"
+MARKER = ".campaign-render"   # in the root of each folder render writes; only such a folder is replaced
 PNG_SCALE = 2  # pixels per chart unit: sharp on high-density screens and in slides
 EXTERNAL_LOAD = re.compile(
     r"<(?:script|link|img|iframe|source|video|audio|embed)\b[^>]*?\b(?:src|href)\s*=\s*[\"']?(?:https?:)?//",
@@ -133,6 +143,8 @@ def load_sources(path: Path) -> dict[str, dict[str, Any]]:
         missing = [f for f in SOURCE_FIELDS if not rec.get(f)]
         if missing:
             raise SourceError(f"{path.name}: record {i} lacks {', '.join(missing)}")
+        if not re.match(r"https?://[^\s<>\"']+$", str(rec["url"])):
+            raise SourceError(f"{path.name}: record {i}: url is not an http(s) address")
         if not re.fullmatch(r"S\d+", str(rec["id"])):
             raise SourceError(f"{path.name}: record {i}: id {rec['id']!r} is not like S12")
         if rec["id"] in sources:
@@ -188,6 +200,14 @@ def sources_page(sources: dict[str, dict], pages: list[RenderedPage]) -> str:
 
 # ---------------------------------------------------------------- charts
 
+def _redacted(df: pd.DataFrame) -> pd.DataFrame:
+    """Chart rows with their text redacted (labels and tooltips print it)."""
+    for column in df.columns:
+        if df[column].dtype.kind not in "biufcmM":   # not numbers, times or booleans
+            df[column] = df[column].map(redact_value)
+    return df
+
+
 class ChartWriter:
     """Writes a chart's Vega-Lite spec, static SVG and PNG under assets/charts/<page>/."""
 
@@ -201,7 +221,7 @@ class ChartWriter:
     def points(self, profile: str) -> pd.DataFrame:
         if profile not in self._points:
             _, rows = self.book.rows("chart_points", {"profile": profile})
-            self._points[profile] = pd.DataFrame(rows)
+            self._points[profile] = _redacted(pd.DataFrame(rows))
         return self._points[profile]
 
     def domain(self) -> list[str]:
@@ -224,7 +244,7 @@ class ChartWriter:
                 params.setdefault("profile", profile)
             sql, rows = self.book.rows(chart_lib.CHART_ROWS[name], params)
             params = {k: v for k, v in params.items() if k in sql_params(sql)}   # names the files
-            df = pd.DataFrame(rows)
+            df = _redacted(pd.DataFrame(rows))
             if df.empty:
                 return "*No measurements for this chart yet.*"
             chart = fn(df, self.domain())
@@ -345,24 +365,20 @@ def _rel(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
-def _code(value: Any) -> str:
-    return f"<code>{html.escape(str(value))}</code>"
-
-
 def audit_page(fact: Fact, *, runs_dir: Path, root: Path, titles: dict[str, str]) -> str:
     unit = f" {escape_text(fact.unit)}" if fact.unit else ""
-    params = ", ".join(f"{_code(k)} = {_code(v)}" for k, v in fact.params.items()) or "none"
-    runs = ", ".join(_code(r) for r in fact.run_ids) or "-"
+    params = ", ".join(f"{code(k)} = {code(v)}" for k, v in fact.params.items()) or "none"
+    runs = ", ".join(code(r) for r in fact.run_ids) or "-"
     used = ", ".join(f"[{escape_text(titles.get(p, p))}](../{p})" for p in fact.pages) or "-"
-    source = (f"{_code(fact.source_file)}, line {fact.source_line}"
+    source = (f"{code(fact.source_file)}, line {fact.source_line}"
               if fact.source_file else "computed over the runs listed (no single raw line)")
     lines = [
         "---", f"title: {json.dumps('Audit: ' + fact.id)}", "---", "",
-        f"# Audit: `{fact.name}`", "",
+        f"# Audit: {code(fact.name)}", "",
         "| | |", "| --- | --- |",
         f"| Value | **{escape_text(fact.display)}**{unit} |",
-        f"| Stored value | {_code(json.dumps(fact.value, default=str))} |",
-        f"| Fact id | {_code(fact.id)} |",
+        f"| Stored value | {code(json.dumps(fact.value, default=str))} |",
+        f"| Fact id | {code(fact.id)} |",
         f"| Query | `stages/sql/facts/{fact.name}.sql` |",
         f"| Parameters | {params} |",
         f"| Runs | {runs} |",
@@ -375,8 +391,8 @@ def audit_page(fact: Fact, *, runs_dir: Path, root: Path, titles: dict[str, str]
     if fact.source_file:
         shell = f"sed -n '{fact.source_line}p' {fact.source_file}"
         lines += ["## The raw line", "",
-                  f'<pre class="evidence"><code><span class="evidence-cmd">$ {html.escape(shell)}</span>\n'
-                  f"{html.escape(fact.excerpt or '')}</code></pre>", ""]
+                  f'<pre class="evidence"><code><span class="evidence-cmd">$ {escape_text(shell)}</span>\n'
+                  f"{escape_text(fact.excerpt or '')}</code></pre>", ""]
     lines += ["## The query", "", "Evaluated against `campaign.duckdb` with the parameters above:", "",
               "```sql", fact.sql.rstrip(), "```", ""]
     shown = fact.run_ids[:5]
@@ -397,7 +413,7 @@ def audit_index(facts: list[Fact], titles: dict[str, str]) -> str:
              "| Fact | Value | Printed on |", "| --- | ---: | --- |"]
     for f in facts:
         used = ", ".join(f"[{escape_text(titles.get(p, p))}](../{p})" for p in f.pages)
-        lines.append(f"| [{f.id}]({f.id}.md) | {escape_text(f.display)} | {used} |")
+        lines.append(f"| [{escape_text(f.id)}]({audit_target('', f.id)}) | {escape_text(f.display)} | {used} |")
     return "\n".join(lines) + "\n"
 
 
@@ -406,7 +422,19 @@ def audit_index(facts: list[Fact], titles: dict[str, str]) -> str:
 def write_csv_downloads(con: duckdb.DuckDBPyConnection, docs_dir: Path) -> list[str]:
     """The public tables as the site's CSV downloads: the same files derive exports."""
     derive.export_csv(con, docs_dir / "downloads", derive.load_schema())
+    for table in PUBLIC_TABLES:
+        redact_csv(docs_dir / "downloads" / f"{table}.csv")
     return [f"downloads/{table}.csv" for table in PUBLIC_TABLES]
+
+
+def redact_csv(path: Path) -> None:
+    """Rewrite a CSV file with every cell redacted (the site publishes it)."""
+    with path.open(newline="") as fh:
+        rows = list(csv.reader(fh))
+    redacted = [[redact_text(cell) for cell in row] for row in rows]
+    if redacted != rows:
+        with path.open("w", newline="") as fh:
+            csv.writer(fh, lineterminator="\n").writerows(redacted)
 
 
 def write_assets(assets_dir: Path, docs_dir: Path) -> bool:
@@ -426,13 +454,71 @@ def write_assets(assets_dir: Path, docs_dir: Path) -> bool:
     return False
 
 
-def clear_dir(path: Path, root: Path) -> None:
-    resolved, top = path.resolve(), root.resolve()
-    if resolved == top or resolved in top.parents:
-        raise CampaignError(f"{path}: refusing to clear a folder that holds the project")
-    if path.exists():
-        shutil.rmtree(path)
-    path.mkdir(parents=True)
+def check_ours(target: Path) -> None:
+    """Refuse to replace `target` unless render wrote it (its marker file) or it is an empty
+    folder: a misconfigured path must never empty a folder of runs."""
+    if not (target.exists() or target.is_symlink()):
+        return
+    if target.is_dir() and not target.is_symlink() and ((target / MARKER).is_file()
+                                                       or not any(target.iterdir())):
+        return
+    raise CampaignError(f"{target}: exists and was not written by render (no {MARKER} in it); "
+                        "refusing to replace it")
+
+
+def _scratch(target: Path, kind: str) -> Path:
+    return target.parent / f".{target.name}.{kind}-{uuid.uuid4().hex[:8]}"
+
+
+def fresh_dir(target: Path) -> Path:
+    """A new empty folder beside `target` (same parent) to build into, marked as render's own.
+    Marked leftovers of a render that was killed are removed first."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in [*target.parent.glob(f".{target.name}.tmp-*"), *target.parent.glob(f".{target.name}.old-*")]:
+        if stale.is_dir() and not stale.is_symlink() and (stale / MARKER).is_file():
+            shutil.rmtree(stale)
+    tmp = _scratch(target, "tmp")
+    tmp.mkdir()
+    mark(tmp)
+    return tmp
+
+
+def mark(folder: Path) -> None:
+    (folder / MARKER).write_text("Written by `campaign render`, which replaces this folder whole.\n")
+
+
+def swap_in(new: Path, target: Path) -> None:
+    """Put the folder `new` at `target`: the old one is renamed aside, the new one renamed in, and
+    the old one removed only when render had written it."""
+    check_ours(target)
+    old = None
+    if target.exists():
+        old = _scratch(target, "old")
+        os.rename(target, old)
+    try:
+        os.rename(new, target)
+    except OSError as exc:
+        if old is not None:
+            os.rename(old, target)
+        raise CampaignError(f"{target}: cannot move the new build in ({exc.strerror})") from None
+    if old is not None:
+        if (old / MARKER).is_file():
+            shutil.rmtree(old)
+        else:
+            old.rmdir()     # check_ours let it through empty
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a file through a temporary file beside it, renamed into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def external_loads(site_dir: Path) -> list[str]:
@@ -489,36 +575,22 @@ def page_shown(spec: PageSpec, book: FactBook) -> bool:
     return bool(rows)
 
 
-def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, runs_dir: Path,
-        root: Path, build: bool = True, templates_dir: Path | None = None,
-        sources_file: Path | None = None, mkdocs_config: Path | None = None,
-        warehouse_file: Path | None = None, nodes_dir: Path | None = None,
-        compare: list[dict] | None = None, run_sets: dict | None = None) -> dict[str, Any]:
-    """Render the article series from campaign.duckdb and (when build) build the site.
-    `nodes_dir` holds the node probe folders that node evidence blocks read. `compare` is
-    params.yaml's list of {base, head, title} pairs for the Compare page; `run_sets` the run sets
-    a side may name (stages/compare_page.py).
+def _print(value: Any) -> Markup:
+    """What a template prints without a macro is data text: redacted and escaped like it."""
+    return value if isinstance(value, Markup) else Markup(escape_text(value))
 
-    Example: run(campaign_db=p.campaign_db, docs_dir=p.docs, site_dir=p.site,
-                 facts_file=p.facts, runs_dir=p.runs, root=p.root, nodes_dir=p.nodes)
-    """
-    root = Path(root)
-    templates_dir = templates_dir or root / "site" / "templates"
-    sources_file = sources_file or root / "site" / "sources.yaml"
-    mkdocs_config = mkdocs_config or root / "mkdocs.yml"
-    warehouse_file = warehouse_file or templates_dir.parent / "warehouse.yaml"
-    if not Path(campaign_db).is_file():
-        raise CampaignError(f"{campaign_db}: not found (run the derive stage first)")
-    sources = load_sources(sources_file)
-    index, parts = load_pages(templates_dir)
-    compare_spec = load_page(templates_dir / compare_page.TEMPLATE)
-    clear_dir(docs_dir, root)
+
+def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, sources: dict,
+               index: PageSpec | None, parts: list[PageSpec], compare_spec: PageSpec | None,
+               runs_dir: Path, root: Path, nodes_dir: Path | None, compare: list[dict] | None,
+               run_sets: dict | None, warehouse_file: Path):
+    """The docs folder's content, written into the (empty) folder `docs_dir`."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir)), autoescape=True,
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                             trim_blocks=True, lstrip_blocks=True)
+                             trim_blocks=True, lstrip_blocks=True, finalize=_print)
     con = duckdb.connect(str(campaign_db), read_only=True)
     try:
-        book = FactBook(con, root=root, sha=git_sha(root))
+        book = FactBook(con, root=root, sha=git_sha(root), raw_dirs=(runs_dir, nodes_dir))
         parts = [p for p in parts if page_shown(p, book)]
         writer = ChartWriter(docs_dir, book)
         kwargs = dict(env=env, book=book, parts=parts, writer=writer, sources=sources,
@@ -549,10 +621,60 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
     finally:
         con.close()
     interactive = write_assets(templates_dir.parent / "assets", docs_dir)
-    facts_file.parent.mkdir(parents=True, exist_ok=True)
-    facts_file.write_text(json.dumps(book.records(), indent=1, default=str) + "\n")
-    nav = site_nav([p.name for p in rendered] + ["SOURCES.md", warehouse_page.PAGE_NAME], mkdocs_config)
-    site_index = build_site(mkdocs_config, docs_dir, site_dir, nav) if build else None
+    return rendered, facts, downloads, interactive, book
+
+
+def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, runs_dir: Path,
+        root: Path, build: bool = True, templates_dir: Path | None = None,
+        sources_file: Path | None = None, mkdocs_config: Path | None = None,
+        warehouse_file: Path | None = None, nodes_dir: Path | None = None,
+        compare: list[dict] | None = None, run_sets: dict | None = None) -> dict[str, Any]:
+    """Render the article series from campaign.duckdb and (when build) build the site.
+    `nodes_dir` holds the node probe folders that node evidence blocks read. `compare` is
+    params.yaml's list of {base, head, title} pairs for the Compare page; `run_sets` the run sets
+    a side may name (stages/compare_page.py).
+
+    Example: run(campaign_db=p.campaign_db, docs_dir=p.docs, site_dir=p.site,
+                 facts_file=p.facts, runs_dir=p.runs, root=p.root, nodes_dir=p.nodes)
+    """
+    root = Path(root)
+    templates_dir = templates_dir or root / "site" / "templates"
+    sources_file = sources_file or root / "site" / "sources.yaml"
+    mkdocs_config = mkdocs_config or root / "mkdocs.yml"
+    warehouse_file = warehouse_file or templates_dir.parent / "warehouse.yaml"
+    if not Path(campaign_db).is_file():
+        raise CampaignError(f"{campaign_db}: not found (run the derive stage first)")
+    sources = load_sources(sources_file)
+    index, parts = load_pages(templates_dir)
+    compare_spec = load_page(templates_dir / compare_page.TEMPLATE)
+    docs_dir, site_dir = Path(docs_dir), Path(site_dir)
+    for target in (docs_dir, site_dir) if build else (docs_dir,):
+        check_ours(target)
+    if build and (docs_dir.resolve().is_relative_to(site_dir.resolve())
+                  or site_dir.resolve().is_relative_to(docs_dir.resolve())):
+        raise CampaignError(f"{site_dir}: the site and docs folders must not hold one another")
+    docs_tmp, site_tmp = fresh_dir(docs_dir), None
+    try:
+        rendered, facts, downloads, interactive, book = write_docs(
+            docs_tmp, campaign_db=campaign_db, templates_dir=templates_dir, sources=sources,
+            index=index, parts=parts, compare_spec=compare_spec, runs_dir=runs_dir, root=root,
+            nodes_dir=nodes_dir, compare=compare, run_sets=run_sets, warehouse_file=warehouse_file)
+        nav = site_nav([p.name for p in rendered] + ["SOURCES.md", warehouse_page.PAGE_NAME], mkdocs_config)
+        if build:
+            site_tmp = fresh_dir(site_dir)
+            build_site(mkdocs_config, docs_tmp, site_tmp, nav)
+            mark(site_tmp)   # mkdocs --clean emptied the fresh folder
+        swap_in(docs_tmp, docs_dir)
+        docs_tmp = None
+        if site_tmp is not None:
+            swap_in(site_tmp, site_dir)
+            site_tmp = None
+    finally:
+        for tmp in (docs_tmp, site_tmp):
+            if tmp is not None and tmp.exists():
+                shutil.rmtree(tmp)
+    write_atomic(facts_file, json.dumps(book.records(), indent=1, default=str) + "\n")
+    site_index = site_dir / "index.html" if build else None
     return {
         "pages": [p.name for p in rendered] + ["SOURCES.md", warehouse_page.PAGE_NAME],
         "facts": len(facts),

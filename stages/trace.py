@@ -19,9 +19,11 @@ import duckdb
 import yaml
 
 from stages.config import CampaignError, Paths, profile_workloads
-from stages.facts import format_value, read_line, tables_in
+from stages.facts import RawFileRefused, format_value, read_line, read_raw, tables_in
+from stages.secrets import redact_text, redact_value
 
 MAX_ROWS = 5
+SMALL_FILE = 1 << 20   # bytes read from a run's meta.json or cmd.sh
 
 
 @dataclass(frozen=True)
@@ -73,18 +75,31 @@ def find_by_value(facts: list[dict], value: str) -> list[dict]:
     return hits
 
 
+def _raw_dirs(paths: Paths) -> tuple[Path, ...]:
+    return (paths.runs, paths.nodes)
+
+
+def _run_file(paths: Paths, run_id: str, name: str) -> str | None:
+    """A small file of a run folder as text, or None when absent or refused (a link, a FIFO)."""
+    if "/" in run_id or run_id in ("", ".", ".."):
+        return None
+    try:
+        data, _ = read_raw(paths.runs / run_id / name, (paths.runs,), SMALL_FILE)
+    except (RawFileRefused, OSError):
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
 def _run_meta(paths: Paths, run_id: str) -> dict:
     try:
-        return json.loads((paths.runs / run_id / "meta.json").read_text())
-    except (OSError, ValueError):
+        meta = json.loads(_run_file(paths, run_id, "meta.json") or "{}")
+    except ValueError:
         return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def _cmd_line(paths: Paths, run_id: str) -> str | None:
-    try:
-        lines = (paths.runs / run_id / "cmd.sh").read_text().splitlines()
-    except OSError:
-        return None
+    lines = (_run_file(paths, run_id, "cmd.sh") or "").splitlines()
     body = [ln for ln in lines if ln.strip() and not ln.startswith("#")]
     return body[-1] if body else None
 
@@ -119,7 +134,7 @@ def derived_rows(db_file: Path, fact: dict) -> list[tuple[str, list[dict]]]:
 
 
 def chain(fact: dict, paths: Paths) -> str:
-    """The whole chain behind one fact, as lines of text."""
+    """The whole chain behind one fact, as lines of text, redacted."""
     unit = f" {fact['unit']}" if fact.get("unit") else ""
     lines = [
         f"fact      {fact['id']}",
@@ -131,7 +146,7 @@ def chain(fact: dict, paths: Paths) -> str:
             brief = {k: v for k, v in row.items() if v is not None and k != "generated_text"}
             lines.append(f"row       {table}: {json.dumps(brief, default=str)[:300]}")
     if fact.get("source_file"):
-        now = read_line(paths.root, fact["source_file"], fact["source_line"])
+        now = read_line(paths.root, fact["source_file"], fact["source_line"], _raw_dirs(paths))
         lines.append(f"raw       {fact['source_file']}:{fact['source_line']}")
         lines.append(f"excerpt   {now}")
         if fact.get("excerpt") and now != fact["excerpt"]:
@@ -147,7 +162,7 @@ def chain(fact: dict, paths: Paths) -> str:
     lines.append(f"stage     {fact['stage']}  (dvc.lock md5 of {db_rel}: "
                  f"{stage_hash(paths.root, fact['stage'], db_rel) or '-'}; re-run: dvc repro {fact['stage']})")
     lines.append(f"git       {fact.get('git_sha') or '-'}")
-    return "\n".join(lines)
+    return redact_text("\n".join(lines))
 
 
 def verify(fact: dict, *, paths: Paths, params: dict, progress=lambda s: None) -> Verdict:
@@ -168,15 +183,17 @@ def verify(fact: dict, *, paths: Paths, params: dict, progress=lambda s: None) -
     if len(rows) != 1:
         return Verdict(fact["id"], fact["value"], None, False, None,
                        f"the query now returns {len(rows)} rows")
-    recomputed = rows[0][0]
+    recomputed = redact_value(rows[0][0])   # as published
     matches = _same(fact["value"], recomputed)
     line_ok = None
     if fact.get("source_file") and fact.get("excerpt") is not None:
-        line_ok = read_line(paths.root, fact["source_file"], fact["source_line"]) == fact["excerpt"]
+        line_ok = read_line(paths.root, fact["source_file"], fact["source_line"],
+                            _raw_dirs(paths)) == fact["excerpt"]
     detail = "matches" if matches else f"published {fact['value']!r}, recomputed {recomputed!r}"
     if line_ok is False:
         detail += "; the raw line no longer reads as published"
-    return Verdict(fact["id"], fact["value"], recomputed, matches and line_ok is not False, line_ok, detail)
+    return Verdict(fact["id"], fact["value"], recomputed, matches and line_ok is not False, line_ok,
+                   redact_text(detail))
 
 
 def _same(a: Any, b: Any) -> bool:

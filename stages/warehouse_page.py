@@ -14,7 +14,6 @@ exists fails the tests). Descriptions are prose and pass the same digit check as
 from __future__ import annotations
 
 import dataclasses
-import html
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,7 @@ import duckdb
 import yaml
 
 from stages.config import CampaignError
-from stages.facts import (PUBLIC_TABLES, Fact, FactCheckError, check_digits, escape_cell,
+from stages.facts import (PUBLIC_TABLES, Fact, FactCheckError, check_digits, code, escape_cell,
                           escape_text)
 
 SQL_DIR = Path(__file__).parent / "sql"
@@ -95,8 +94,8 @@ def parse_raw_schema(text: str) -> list[Table]:
                 tables.append(current)
                 current = None
                 continue
-            code, _, note = stripped.partition("--")
-            cols = [c for c in (_column(p) for p in _split_top_level(code)) if c]
+            definition, _, note = stripped.partition("--")
+            cols = [c for c in (_column(p) for p in _split_top_level(definition)) if c]
             if cols:
                 cols[-1].note = note.strip()
                 current.columns.extend(cols)
@@ -212,34 +211,30 @@ def fact_fields() -> list[Column]:
 
 # ---------------------------------------------------------------- the page
 
-def _code(text: Any) -> str:
-    return f"<code>{html.escape(str(text))}</code>"
-
-
 def _column_table(rows: list[tuple[str, str, str]]) -> list[str]:
     lines = ["| Column | Type | Description |", "| --- | --- | --- |"]
     for name, dtype, text in rows:
-        lines.append(f"| {_code(name)} | {_code(dtype)} | {escape_cell(text) if text else '-'} |")
+        lines.append(f"| {code(name)} | {code(dtype)} | {escape_cell(text, redact=False) if text else '-'} |")
     return lines + [""]
 
 
 def _column_list(columns: list[Column]) -> str:
-    return "Columns: " + ", ".join(f"{_code(c.name)} <small>{html.escape(c.type)}</small>"
+    return "Columns: " + ", ".join(f"{code(c.name)} <small>{escape_text(c.type, redact=False)}</small>"
                                    for c in columns)
 
 
 def invariants(spec: dict[str, Any]) -> list[str]:
     lines = []
     if spec.get("unique"):
-        lines.append("- Unique key: " + ", ".join(_code(c) for c in spec["unique"]))
+        lines.append("- Unique key: " + ", ".join(code(c) for c in spec["unique"]))
     if spec.get("not_null"):
-        lines.append("- Never null: " + ", ".join(_code(c) for c in spec["not_null"]))
+        lines.append("- Never null: " + ", ".join(code(c) for c in spec["not_null"]))
     checks = spec.get("checks") or {}
     if checks:
         lines.append("- Checks, each a query that must return no rows:")
         lines.append("")
         for name, sql in checks.items():
-            lines += [f'    ??? note "{escape_text(name)}"', "",
+            lines += [f'    ??? note "{escape_text(name, redact=False)}"', "",
                       "        ```sql"]
             lines += [f"        {l}" if l else "" for l in str(sql).rstrip().splitlines()]
             lines += ["        ```", ""]
@@ -268,19 +263,19 @@ def page(*, public: dict[str, list[Column]], docs: dict[str, dict[str, Any]],
     out.append("")
     for table, columns in public.items():
         spec = docs[table]
-        out += [f"### `{table}` {{#table-{table}}}", "", escape_text(spec["description"]), ""]
+        out += [f"### `{table}` {{#table-{table}}}", "", escape_text(spec["description"], redact=False), ""]
         if table in downloads:
             out += [f"Download: [{table}.csv]({downloads[table]}) · defined in "
                     f"`stages/sql/marts/{table}.sql`", ""]
         if mart_comments.get(table):
             out += [f'??? info "How it is computed (from the model\'s own comment)"', "",
-                    "    " + escape_text(mart_comments[table]), ""]
+                    "    " + escape_text(mart_comments[table], redact=False), ""]
         out += _column_table([(c.name, c.type, str(spec["columns"][c.name])) for c in columns])
         out += ["**Invariants** (`stages/sql/marts/schema.yaml`, checked by derive):", ""]
         out += invariants(schema.get(table) or {}) + [""]
     if FACTS_KEY in docs:
         spec = docs[FACTS_KEY]
-        out += ["### `facts` {#table-facts}", "", escape_text(spec["description"]), "",
+        out += ["### `facts` {#table-facts}", "", escape_text(spec["description"], redact=False), "",
                 "Browse them in the [audit trail](audit/index.md).", ""]
         out += _column_table([(c.name, c.type, str(spec["columns"].get(c.name, "")))
                               for c in fact_fields()])
@@ -290,8 +285,8 @@ def page(*, public: dict[str, list[Column]], docs: dict[str, dict[str, Any]],
     for layer, name, reads, text in models:
         cols = model_columns.get(name, [])
         out += [f"### `{name}` {{#model-{name.replace('_', '-')}}}", "",
-                f"*{layer}*, reads {_code(reads) if reads else '-'}. "
-                f"{escape_text(text) if text else ''}", ""]
+                f"*{layer}*, reads {code(reads) if reads else '-'}. "
+                f"{escape_text(text, redact=False) if text else ''}", ""]
         if cols:
             out += [_column_list(cols), ""]
     out += ["## Raw tables", "",
@@ -300,11 +295,11 @@ def page(*, public: dict[str, list[Column]], docs: dict[str, dict[str, Any]],
             "comments.", ""]
     for table in raw:
         out += [f"### `{table.name}` {{#raw-{table.name.replace('_', '-')}}}", "",
-                escape_text(table.description) if table.description else "", ""]
+                escape_text(table.description, redact=False) if table.description else "", ""]
         out += [_column_list(table.columns), ""]
         notes = [c for c in table.columns if c.note]
         if notes:
-            out += [f"- {_code(c.name)}: {escape_text(c.note)}" for c in notes] + [""]
+            out += [f"- {code(c.name)}: {escape_text(c.note, redact=False)}" for c in notes] + [""]
     return "\n".join(out) + "\n"
 
 

@@ -256,3 +256,48 @@ def render_kwargs(root: Path, **extra) -> dict:
         mkdocs_config=PROJECT / "mkdocs.yml", build=False)
     kwargs.update(extra)
     return kwargs
+
+
+# ---------------------------------------------------------------- hostile data
+
+HOSTILE_RUN = 'tiny[x](mailto:a onmouseover=alert(1);")__cpu_seqs16__4k__vllm__1129-000007'
+HOSTILE_FAILED = "tiny[y](javascript:alert(2))`{onclick=alert(3)}__cpu_seqs16__4k__vllm__1129-000008"
+HOSTILE_TEXT = ('[z](javascript:alert(4)) <img src=x onerror=alert(5)> "><svg onload=alert(6)> '
+                "`{onmouseover=alert(7)}` ![i](javascript:alert(8)) | *_")
+SECRETS = ("hf_AbCdEfGhIjKlMnOpQrStUv123", "sk-proj-AbCdEfGhIjKlMnOpQrSt456")
+OUTSIDE_TEXT = "OUTSIDE-THE-PROJECT-root:x:0:0"
+
+
+def make_hostile(root: Path) -> dict[str, str]:
+    """Turn the campaign of build_campaign(root) hostile: run ids, specs, model, layout, image,
+    error text, run events and gate answers carry markup, Markdown links and handlers; cmd.sh
+    carries an HF token and an API key. Returns the renamed run ids."""
+    runs = root / "data" / "runs"
+    renamed = {RUN16: HOSTILE_RUN, RUN16_FAILED: HOSTILE_FAILED}
+    for old, new in renamed.items():
+        (runs / old).rename(runs / new)
+    for d in runs.iterdir():
+        cmd = d / "cmd.sh"
+        cmd.write_text(cmd.read_text().replace(
+            "VLLM_CPU_KVCACHE_SPACE=1 .venv", f"HF_TOKEN={SECRETS[0]} VLLM_CPU_KVCACHE_SPACE=1 .venv")
+            .replace("--num-gpu-blocks-override 128", f"--num-gpu-blocks-override 128 --api-key {SECRETS[1]}"))
+    log = runs / HOSTILE_RUN / "server.log"
+    log.write_text(log.read_text().replace("CPU KV cache size", f"HF_TOKEN={SECRETS[0]} CPU KV cache size"))
+    con = duckdb.connect(str(root / "data" / "campaign.duckdb"))
+    tables = [r[0] for r in con.execute("select table_name from information_schema.columns "
+                                        "where column_name = 'run_id'").fetchall()]
+    for old, new in renamed.items():
+        for table in tables:
+            con.execute(f"update {table} set run_id = ? where run_id = ?", [new, old])
+            for (col,) in con.execute("select column_name from information_schema.columns where "
+                                      "table_name = ? and column_name like '%source_file'", [table]).fetchall():
+                con.execute(f"update {table} set {col} = replace({col}, ?, ?)", [old, new])
+    con.execute("update runs set spec = ? || spec, model = ?, layout = ? || layout, image = ?",
+                [HOSTILE_TEXT, HOSTILE_TEXT, HOSTILE_TEXT, HOSTILE_TEXT])
+    con.execute("update launches set error_message = ?, command = ? where status = 'failed'",
+                [HOSTILE_TEXT, f"vllm serve --api-key {SECRETS[1]}"])
+    con.execute("update run_events set detail = ? || detail", [HOSTILE_TEXT])
+    con.execute("update gate_probes set answer = ? || ? where probe_idx = 2",
+                [HOSTILE_TEXT, f" Authorization: Bearer {SECRETS[1]}"])
+    con.close()
+    return renamed

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import threading
 import time
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,45 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--no-first-run", "--disable-component-update", "--disable-sync",
          "--disable-extensions", "--disable-default-apps", "--no-default-browser-check",
          "--mute-audio", "--remote-debugging-pipe")
+
+TRAP = """
+window.__fired = [];
+for (const name of ["alert", "confirm", "prompt", "print"]) {
+  window[name] = (...args) => { window.__fired.push(name + "(" + args.join(",") + ")"); };
+}
+"""
+# Links of the page's content and elements with an on* attribute, numbered for the mouse.
+TARGETS = """
+[...document.querySelectorAll('article a, *')]
+  .filter(e => e.closest('article') && e.tagName === 'A'
+               || [...e.attributes].some(a => a.name.startsWith('on')))
+  .filter(e => e.getClientRects().length > 0)
+  .slice(0, 300)
+  .map((e, i) => e.setAttribute('data-probe', String(i))).length
+"""
+CENTRE = """
+(() => { const e = document.querySelector('[data-probe="%d"]'); e.scrollIntoView({block: 'center'});
+         const r = e.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()
+"""
+PROVOKE = r"""
+(() => {
+  const all = [...document.querySelectorAll('*')];
+  const handlers = all.flatMap(e => [...e.attributes].filter(a => a.name.startsWith('on'))
+                                        .map(a => e.tagName.toLowerCase() + ' ' + a.name));
+  const targets = all.filter(e => e.tagName === 'A' || [...e.attributes].some(a => a.name.startsWith('on')));
+  for (const e of targets) {
+    for (const type of ['pointerover', 'mouseover', 'mouseenter', 'mousemove', 'mouseout', 'focusin']) {
+      e.dispatchEvent(new MouseEvent(type, {bubbles: true}));
+    }
+    e.dispatchEvent(new KeyboardEvent('keydown', {bubbles: true, key: 'Tab'}));
+    try { e.focus(); e.blur(); } catch (_) {}
+  }
+  const urls = [...document.querySelectorAll('[href], [src], [action], [formaction]')]
+    .flatMap(e => ['href', 'src', 'action', 'formaction'].map(n => e.getAttribute(n)))
+    .filter(u => u && /^(javascript|vbscript):/i.test(u.replace(/\s+/g, '')));
+  return JSON.stringify({handlers, scriptUrls: urls, targets: targets.length, fired: window.__fired || []});
+})()
+"""
 
 WIRE_FDS = ("import os, sys; r, w = int(sys.argv[1]), int(sys.argv[2]); "
             "os.dup2(r, 3); os.dup2(w, 4); os.execv(sys.argv[3], sys.argv[3:])")
@@ -253,5 +293,54 @@ class Page:
     def requested_urls(self) -> list[str]:
         return [ev["params"]["request"]["url"] for ev in self.events("Network.requestWillBeSent")]
 
+    def trap_dialogs(self) -> None:
+        """From the next navigation on, alert/confirm/prompt only record their call in
+        window.__fired (the dialog events still count, should a page get past this)."""
+        self.call("Page.addScriptToEvaluateOnNewDocument", {"source": TRAP})
+
+    def provoke(self) -> dict[str, Any]:
+        """Hover every link and every element with an inline handler with the real mouse, then
+        send each the pointer, focus and key events by script; what fired, and what was there."""
+        for i in range(self.js(TARGETS)):
+            x, y = self.js(CENTRE % i)
+            self.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
+        return json.loads(self.js(PROVOKE))
+
     def dialogs(self) -> list[str]:
         return [ev["params"].get("message", "") for ev in self.events("Page.javascriptDialogOpening")]
+
+
+# ---------------------------------------------------------------- static checks of built pages
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.found.append((tag, dict(attrs)))
+
+
+def tags(page: str) -> list[tuple[str, dict[str, str | None]]]:
+    """Every start tag of an HTML page with its attributes, values decoded as a browser reads them."""
+    parser = _Tags()
+    parser.feed(page)
+    parser.close()
+    return parser.found
+
+
+URL_ATTRIBUTES = ("href", "src", "action", "formaction", "xlink:href", "data")
+
+
+def static_scan(site: Path) -> list[str]:
+    """Inline handlers (on* attributes) and javascript: URLs in any built page of the site."""
+    problems = []
+    for path in sorted(site.rglob("*.html")):
+        for tag, attrs in tags(path.read_text(errors="replace")):
+            for name, value in attrs.items():
+                url = "".join((value or "").split()).lower()
+                if name.startswith("on"):
+                    problems.append(f"{path.relative_to(site)}: <{tag} {name}=...>")
+                elif name in URL_ATTRIBUTES and url.startswith(("javascript:", "vbscript:", "data:text/html")):
+                    problems.append(f"{path.relative_to(site)}: <{tag} {name}={value[:60]!r}>")
+    return problems

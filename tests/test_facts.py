@@ -1,6 +1,7 @@
 """Facts: named queries evaluated against campaign.duckdb, with the raw line each rests on."""
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -120,12 +121,13 @@ def test_table_refuses_a_numeric_text_column(macros):
 
 def test_evidence_runs_commands_on_raw_files_and_escapes(macros, campaign):
     root, _ = campaign
-    cat = macros.substitute(str(macros.evidence("cat", RUN4, "launch.out")))
+    cat = html.unescape(macros.substitute(str(macros.evidence("cat", RUN4, "launch.out"))))
     assert f"$ cat data/runs/{RUN4}/launch.out" in cat and "ready_s=71.3" in cat
-    grep = macros.substitute(str(macros.evidence("grep -m1", RUN4, "server.log", pattern="KV cache size")))
+    grep = html.unescape(macros.substitute(str(macros.evidence("grep -m1", RUN4, "server.log",
+                                                               pattern="KV cache size"))))
     assert grep.count("\n") == 1 and "CPU KV cache size: 1,048,576 tokens" in grep
     head = macros.substitute(str(macros.evidence("head", RUN4, "niah.log", lines=2, cut=40)))
-    assert "| cut -c1-40" in head and len(head.split("</span>\n", 1)[1].splitlines()) == 2
+    assert "&#124; cut -c1-40" in head and len(head.split("</span>\n", 1)[1].splitlines()) == 2
     niah = macros.substitute(str(macros.evidence("cat", RUN4, "niah.log")))
     assert "<script>" not in niah and "&lt;script&gt;" in niah
     missing = macros.substitute(str(macros.evidence("cat", RUN16_FAILED, "niah.log")))
@@ -165,9 +167,10 @@ def test_run_label_is_spec_and_start_time(run_id, spec, label):
 def test_table_run_labels_link_only_to_sections_on_the_page(macros):
     columns = [["Run", "run:run_id"], ["Workload", "workload"]]
     without = macros.substitute(str(macros.table("fit_rows", profile="local-cpu", columns=columns)))
-    assert f'<span class="run-ref" title="{RUN4}">tiny-seqs4 · 05:12</span>' in without
+    shown = RUN4.replace("_", "&#95;")
+    assert f'<span class="run-ref" title="{shown}">tiny-seqs4 · 05:12</span>' in without
     assert 'href="#run-' not in without
     heading = macros.substitute(str(macros.run_ref(RUN4, anchor=True)))
-    assert heading == f"<code>{RUN4}</code> {{#run-{RUN4}}}"
+    assert heading == f"<code>{shown}</code> {{#run-{RUN4}}}"
     linked = macros.substitute(str(macros.table("fit_rows", profile="local-cpu", columns=columns)))
-    assert f'<a class="run-ref" href="#run-{RUN4}" title="{RUN4}">tiny-seqs4 · 05:12</a>' in linked
+    assert f'<a class="run-ref" href="#run-{RUN4}" title="{shown}">tiny-seqs4 · 05:12</a>' in linked

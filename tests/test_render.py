@@ -1,6 +1,7 @@
 """The render stage: pages from templates and facts, audit pages, sources, and the built site."""
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -26,6 +27,11 @@ def page(root: Path, name: str = "part-local-cpu.md") -> str:
     return (root / "data" / "docs" / name).read_text()
 
 
+def shown(text: str) -> str:
+    """Markdown as the reader sees its text: character references decoded."""
+    return html.unescape(text)
+
+
 def copy_templates(tmp_path: Path) -> Path:
     site = tmp_path / "site"
     shutil.copytree(PROJECT / "site", site)
@@ -47,7 +53,7 @@ def test_article_prints_facts_that_link_to_audit_pages(rendered):
 
 def test_audit_page_shows_file_line_excerpt_sql_and_command(rendered):
     root, _ = rendered
-    audit = page(root, f"audit/launch_kv_tokens--{RUN16}.md")
+    audit = shown(page(root, f"audit/launch_kv_tokens--{RUN16}.md"))
     log = root / "data" / "runs" / RUN16 / "server.log"
     line = next(i for i, l in enumerate(log.read_text().splitlines(), 1) if "CPU KV cache size" in l)
     assert f"<code>data/runs/{RUN16}/server.log</code>, line {line}" in audit
@@ -71,7 +77,8 @@ def test_article_content_launches_gate_fit_and_charts(rendered):
     root, summary = rendered
     text = page(root)
     assert "--max-num-seqs 4 --num-gpu-blocks-override 128" in text  # quoted from cmd.sh
-    assert "ValueError: max_num_seqs (16) exceeds available &lt;cache&gt; blocks" in text
+    assert "ValueError: max_num_seqs (16) exceeds available <cache> blocks" in shown(text)
+    assert "<cache>" not in text
     assert '!!! warning "Provisional: dummy weights"' in text
     # beyond the server's max context: a dash, still linked to its audit page
     assert f"[-](audit/fit_sequences--{RUN4}--long8k.md" in text
@@ -95,7 +102,7 @@ def test_ramp_and_agents_section_is_facts_with_their_raw_lines(rendered):
     assert f"[0.2](audit/ramp_longest_wait_s--{RUN4}--ramp.md" in text
     assert f"[2](audit/ramp_longest_wait_turn--{RUN4}--ramp.md" in text
     assert f"[80.0](audit/ramp_turn_cache_hit_pct--{RUN4}--2--ramp.md" in text
-    assert f"$ head -n 3 data/runs/{RUN4}/ramp.log" in text
+    assert f"$ head -n 3 data/runs/{RUN4}/ramp.log" in shown(text)
     assert f"[568.5](audit/agent_output_tok_s--{RUN4}--agents.md" in text
     records = {r["id"]: r for r in json.loads((root / "data" / "facts.json").read_text())}
     rec = records[f"ramp_longest_wait_s--{RUN4}--ramp"]
@@ -190,7 +197,7 @@ def test_charts_fit_the_article_column(rendered):
 
 def test_table_runs_show_spec_and_time_linked_to_their_section(rendered):
     root, _ = rendered
-    text = page(root)
+    text = shown(page(root))
     anchor = "run-" + RUN4
     assert f"### <code>{RUN4}</code> {{#{anchor}}}" in text  # the full id stays on the page
     launches = text.split("| Run | Status |", 1)[1].split("\n\n", 1)[0]
@@ -204,9 +211,9 @@ def test_warehouse_page_documents_every_public_column(rendered):
     root, _ = rendered
     text = page(root, "warehouse.md")
     assert "### `bench_points` {#table-bench_points}" in text
-    assert "| <code>decode_tok_s_per_user</code> | <code>double</code> | Decode speed" in text
+    assert "| <code>decode_tok_s_per_user</code> | <code>double</code> | Decode speed" in shown(text)
     assert "Download: [bench_requests.csv](downloads/bench_requests.csv)" in text
     assert (root / "data" / "docs" / "downloads" / "bench_requests.csv").is_file()
     assert '??? note "one&#95;latest&#95;attempt&#95;per&#95;spec"' in text
-    assert "- Unique key: <code>run_id</code>" in text and "where finished_at < started_at" in text
+    assert "- Unique key: <code>run_id</code>" in shown(text) and "where finished_at < started_at" in text
     assert "### `raw_log_facts`" in text and "### `stg_runs`" in text

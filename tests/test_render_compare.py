@@ -1,6 +1,7 @@
 """The Compare page: pairs from params drawn with stages/diff.py, every printed number a fact."""
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -42,7 +43,7 @@ def test_pair_is_drawn_with_facts_marks_and_both_runs(compared):
     # seqs4 queues at 16 chat users (12 over its cap): 0.2 s * 13 = 2.6 s against 0.2 s
     assert "[2.60](" in row and "[0.2](" in row and "[-92.3%](" in row
     assert "| better |" in row and "capacity-limited, provisional" in row
-    assert "| Ready (s) |" in text and "[71.3](audit/launch_ready_s--" in text
+    assert "| Ready (s) |" in html.unescape(text) and "[71.3](audit/launch_ready_s--" in text
     assert "[-3.4%](audit/compare_launch_change_pct--" in text
     assert "every row below is tiny-llama / 4k" in text
     for target in set(re.findall(r"\]\((audit/[^ )]+\.md)", text)):

@@ -1,6 +1,7 @@
 """Part 1, the node: rendered from the committed probe of a two-GPU H200 machine, or left out."""
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -78,7 +79,7 @@ def test_numbers_are_facts_with_their_raw_lines(rendered):
     assert '"busbw_gbs": 347.635' in peak["excerpt"] and peak["run_ids"] == []
     size = records[f"node_busbw_peak_message--0-1--{NODE}"]
     assert size["value"] == 4 * 2**30 and size["display"] == "4 GiB"
-    audit = page(root, f"audit/node_busbw_peak_gbs--0-1--{NODE}.md")
+    audit = html.unescape(page(root, f"audit/node_busbw_peak_gbs--0-1--{NODE}.md"))
     assert f"<code>data/nodes/{NODE}/allreduce.jsonl</code>, line 13" in audit
 
 
@@ -98,8 +99,9 @@ def test_inventory_matrix_p2p_and_sweep_tables(rendered):
 def test_evidence_blocks_read_the_node_folder(rendered):
     root, _ = rendered
     text = page(root)
-    assert f"$ cat -v data/nodes/{NODE}/topo.txt</span>\n\t^[[4mGPU0\tGPU1" in text
     assert "\x1b" not in text
+    text = html.unescape(text)
+    assert f"$ cat -v data/nodes/{NODE}/topo.txt</span>\n\t^[[4mGPU0\tGPU1" in text
     assert f"$ head -n 4 data/nodes/{NODE}/nvlink.txt" in text and "Link 0: 26.562 GB/s" in text
     assert f"$ cat data/nodes/{NODE}/gpus.csv" in text and "143771 MiB" in text
     assert "busbw 347.64 GB/s" in text  # probe.log

@@ -1,6 +1,8 @@
 """Part 2's section on what went wrong: run_events quoted from launch.out, or one sentence."""
 from __future__ import annotations
 
+import html
+
 import duckdb
 
 from render_helpers import RUN4, RUN16, RUN16_FAILED, build_campaign, render_kwargs
@@ -23,15 +25,16 @@ def test_events_are_counted_quoted_and_tabled(tmp_path):
     assert "[0](audit/profile_run_events--run_interrupted--local-cpu.md" in text
     assert "runs were interrupted" in text
     # the failed launch is kept beside the attempt of its spec that completed
-    failed = text.split(f"<code>{RUN16_FAILED}</code>", 1)[1].split("<pre", 1)[0]
+    shown = html.unescape(text)
+    failed = shown.split(f"<code>{RUN16_FAILED}</code>", 1)[1].split("<pre", 1)[0]
     assert "never became ready" in failed and f"<code>{RUN16}</code>" in failed
-    assert f"$ cat data/runs/{RUN4}/launch.out</span>" in text
-    assert "point_error=long__c16 ReadTimeout: &lt;timed out&gt;" in text
+    assert f"$ cat data/runs/{RUN4}/launch.out</span>" in shown
+    assert "point&#95;error=long&#95;&#95;c16 ReadTimeout: &lt;timed out&gt;" in text
     table = text.split("| Run | Event | Point | What launch.out says |", 1)[1]
     assert "| point failed | long&#95;&#95;c16 | ReadTimeout: &lt;timed out&gt; |" in table
-    assert "| launch failed | - | the engine did not become ready (status=failed) |" in table
+    assert "| launch failed | - | the engine did not become ready (status=failed) |" in html.unescape(table)
     audit = (tmp_path / "data" / "docs" / "audit" / "profile_run_events--point_failed--local-cpu.md")
-    assert f"<code>data/runs/{RUN4}/launch.out</code>, line 4" in audit.read_text()
+    assert f"<code>data/runs/{RUN4}/launch.out</code>, line 4" in html.unescape(audit.read_text())
 
 
 def test_without_events_the_section_is_one_sentence(tmp_path):

@@ -1,5 +1,6 @@
 """The built site in a real browser: charts drawn by vega-embed, no errors, nothing fetched from
-another host, and a model answer holding <script> shown as text.
+another host, a model answer holding <script> shown as text, and run names, specs and texts that
+carry links and handlers running nothing on any page when hovered or focused.
 
 Headless Chromium is required (Debian package `chromium`; `$CHROMIUM` names another binary). The
 test fails, not skips, when it is missing: the site's promises are only checked here.
@@ -12,8 +13,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from render_helpers import RUN4, SCRIPT_ANSWER, build_campaign, render_kwargs
-from site_browser import Browser, SiteServer, find_chromium
+from render_helpers import HOSTILE_RUN, RUN4, SCRIPT_ANSWER, build_campaign, make_hostile, render_kwargs
+from site_browser import Browser, SiteServer, find_chromium, static_scan, tags
 from stages import render
 
 ARTICLE = "part-local-cpu.html"
@@ -140,3 +141,50 @@ def test_warehouse_page_renders(visits):
     text = visits[WAREHOUSE]["text"]
     assert "decode_tok_s_per_user" in text and "raw_log_facts" in text
     assert "bench_points.csv" in text
+
+
+# ---------------------------------------------------------------- hostile names in a real browser
+
+@pytest.fixture(scope="module")
+def hostile_site(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("hostile-browser")
+    build_campaign(root)
+    make_hostile(root)
+    render.run(**render_kwargs(root, build=True))
+    return root / "data" / "site"
+
+
+def visit_all(browser, site: Path) -> dict[str, dict]:
+    """Every page of the site loaded in one tab that traps dialogs, each link hovered."""
+    tab = browser.page()
+    tab.trap_dialogs()
+    out = {}
+    with SiteServer(site) as server:
+        for path in sorted(site.rglob("*.html")):
+            name = path.relative_to(site).as_posix()
+            tab.goto(server.base + name)
+            out[name] = tab.provoke()
+    out["dialogs"] = tab.dialogs()
+    return out
+
+
+def test_the_probe_sees_a_handler_fire(browser, tmp_path):
+    """The check below can fail: a page with an inline handler and a javascript: link is caught."""
+    (tmp_path / "bad.html").write_text(
+        '<html><body><article><a href="#x" title="t" onmouseover="alert(1)">run</a> '
+        '<a href="javascript:alert(2)">x</a></article></body></html>')
+    seen = visit_all(browser, tmp_path)["bad.html"]
+    assert seen["fired"] and seen["fired"][0] == "alert(1)"
+    assert seen["handlers"] == ["a onmouseover"] and seen["scriptUrls"] == ["javascript:alert(2)"]
+    assert static_scan(tmp_path) != []
+
+
+def test_hostile_names_run_no_script_in_any_page(browser, hostile_site):
+    assert static_scan(hostile_site) == []
+    seen = visit_all(browser, hostile_site)
+    assert seen.pop("dialogs") == []
+    assert len(seen) > 20 and seen["part-local-cpu.html"]["targets"] > 20
+    for name, page in seen.items():
+        assert page["fired"] == [] and page["handlers"] == [] and page["scriptUrls"] == [], (name, page)
+    article = (hostile_site / "part-local-cpu.html").read_text()
+    assert HOSTILE_RUN in [a.get("title") for _, a in tags(article)]

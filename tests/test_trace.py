@@ -69,5 +69,9 @@ def test_a_source_outside_the_project_is_refused(tmp_path):
 
     (tmp_path / "inside.txt").write_text("a\nb\n")
     assert read_line(tmp_path, "inside.txt", 2) == "b"
-    with pytest.raises(FactError, match="outside the project"):
-        read_line(tmp_path, "../../etc/passwd", 1)
+    assert read_line(tmp_path, "../../etc/passwd", 1) == "(not shown: refused (a path with '..'))"
+    (tmp_path / "sub").mkdir()
+    assert read_line(tmp_path, "inside.txt", 1, within=(tmp_path / "sub",)) \
+        == "(not shown: refused (outside the raw folders))"
+    with pytest.raises(FactError, match="has no line"):
+        read_line(tmp_path, "inside.txt", 9)

@@ -1,6 +1,7 @@
 """The Warehouse page: raw.sql parsed, every public column described, invariants and downloads."""
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import duckdb
@@ -112,12 +113,12 @@ def test_page_lists_models_invariants_and_downloads(tmp_path):
                                     downloads={"gates": "downloads/gates.csv"})
     finally:
         con.close()
-    gates = text.split("### `gates`", 1)[1].split("\n### ", 1)[0]
+    gates = html.unescape(text.split("### `gates`", 1)[1].split("\n### ", 1)[0])
     assert "Download: [gates.csv](downloads/gates.csv)" in gates
     assert "| <code>passed_probes</code> | <code>integer</code> | Probes whose answer" in gates
     assert "- Unique key: <code>run_id</code>, <code>gate</code>" in gates
     assert "where passed_probes > probes or passed_probes < 0" in gates
     assert "How it is computed" in gates and "no score" in gates  # the mart's own comment
-    assert "### `stg_launch_out`" in text and "launch.out key=value lines." in text
+    assert "### `stg_launch_out`" in text and "launch.out key=value lines." in html.unescape(text)
     assert "### `int_requests`" in text
     assert "### `facts` {#table-facts}" in text and "| <code>excerpt</code> |" in text
