@@ -26,6 +26,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import stat
 import time
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
@@ -643,10 +644,65 @@ def _size(n: int) -> str:
 
 
 def subfolders(parent: Path) -> list[Path]:
-    """The folders under parent (run or node folders), hidden ones left out; none if it is missing."""
+    """The folders under parent (run or node folders), hidden ones and links left out; none if
+    it is missing."""
+    return [path for path, refusal in folder_entries(parent) if refusal is None]
+
+
+def folder_entries(parent: Path) -> list[tuple[Path, str | None]]:
+    """Each entry under parent that is a folder or a link (hidden ones left out), sorted, with
+    why it is not read as a folder (a link is not followed), or None."""
     if not parent.is_dir():
         return []
-    return sorted(p for p in parent.iterdir() if p.is_dir() and not p.name.startswith("."))
+    out = []
+    with os.scandir(parent) as entries:
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_symlink():
+                out.append((Path(entry.path), rawfile.kind_of(stat.S_IFLNK)))
+            elif entry.is_dir(follow_symlinks=False):
+                out.append((Path(entry.path), None))
+    return sorted(out)
+
+
+def run_folders(runs_dir: Path) -> tuple[list[Path], list[str]]:
+    """The run folders under runs_dir, and why each other entry there is not one (a link; a
+    name that is not a run id, shown inert): nothing in those is read."""
+    folders, refused = [], []
+    for path, refusal in folder_entries(runs_dir):
+        name = small.shown(path.name)
+        if refusal:
+            refused.append(f"{name}: {refusal}")
+        elif not small.is_run_id(path.name) or redact_text(path.name) != path.name:
+            refused.append(f"folder name is not a run id: {name} (expected "
+                           "<model>__<layout>__<ctx>__<engine>__<MMDD-HHMMSS>, letters, digits, "
+                           "'.', '_', '-'); not read")
+        else:
+            folders.append(path)
+    return folders, refused
+
+
+def _record_refused(con: duckdb.DuckDBPyConnection, runs_dir: Path, root: Path,
+                    refused: list[str]) -> None:
+    """Replace the rows of the entries of runs_dir refused last time by this time's: ingest_errors
+    rows with no run id, of the runs folder itself."""
+    source = relative(runs_dir, root)
+    rows = [{"run_id": None, "source_file": source, "source_line": None, "reason": _redact(reason)}
+            for reason in refused]
+    con.execute("begin transaction")
+    try:
+        con.execute(_sql("delete_refused.sql"), {"folder": source})
+        if rows:
+            con.register("refused_frame", typed_frame(rows, _columns(con)["ingest_errors"]))
+            try:
+                con.execute("insert into ingest_errors by name select * from refused_frame")
+            finally:
+                con.unregister("refused_frame")
+        con.execute("commit")
+    except Exception:
+        con.execute("rollback")
+        raise
 
 
 def _workers(plans: list[tuple[Path, list, str]]) -> int:
@@ -683,7 +739,7 @@ def _in_order(pool: ProcessPoolExecutor, plans: list[tuple[Path, list, str]], ro
 
 
 def _plan(runs_dir: Path, known: dict[str, str], version: str) -> tuple[list[Path], list[tuple[Path, list, str]]]:
-    folders = subfolders(runs_dir)
+    folders, _ = run_folders(runs_dir)
     plans = []
     for folder in folders:
         files = folder_files(folder)
@@ -705,8 +761,10 @@ def _known(warehouse: Path) -> tuple[dict[str, str], bool]:
 def run(*, runs_dir: Path, warehouse: Path, root: Path, progress: Progress | None = None) -> dict:
     """Read every changed run folder under `runs_dir` into the raw tables of `warehouse`.
 
-    Returns counts: runs_seen, runs_read, runs_skipped, runs_removed, rows (per table, written
-    this time), errors (ingest_errors rows written this time), bytes_read, workers, seconds.
+    Returns counts: runs_seen, runs_read, runs_skipped, runs_removed, runs_refused (entries of
+    runs_dir that are not read: links, names that are not run ids), rows (per table, written
+    this time), errors (ingest_errors rows written this time, refusals included), bytes_read,
+    workers, seconds.
     """
     started = time.perf_counter()
     runs_dir, warehouse, root = Path(runs_dir), Path(warehouse), Path(root)
@@ -722,6 +780,12 @@ def run(*, runs_dir: Path, warehouse: Path, root: Path, progress: Progress | Non
         con, _ = open_warehouse(warehouse)
         try:
             summary = _ingest(con, folders, plans, root, say, pool, workers)
+            _, refused = run_folders(runs_dir)
+            _record_refused(con, runs_dir, root, refused)
+            for reason in refused:
+                say(f"ingest refused {reason}")
+            summary["runs_refused"] = len(refused)
+            summary["errors"] += len(refused)
         finally:
             con.close()
     finally:
