@@ -134,7 +134,8 @@ def _redact_column(values: Any) -> Any:
             return values.rename_categories(categories)
         return pd.Categorical(np.asarray(categories, dtype=object)[values.codes])
     if isinstance(values, list) or (isinstance(values, np.ndarray) and values.dtype == object):
-        return [_redact(v) if isinstance(v, str) else v for v in values]
+        changed = {v: r for v in set(values) if isinstance(v, str) and (r := _redact(v)) != v}
+        return [changed.get(v, v) for v in values] if changed else values
     return values
 
 
