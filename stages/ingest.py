@@ -644,12 +644,6 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-def subfolders(parent: Path) -> list[Path]:
-    """The folders under parent (run or node folders), hidden ones and links left out; none if
-    it is missing."""
-    return [path for path, refusal in folder_entries(parent) if refusal is None]
-
-
 def folder_entries(parent: Path) -> list[tuple[Path, str | None]]:
     """Each entry under parent that is a folder or a link (hidden ones left out), sorted, with
     why it is not read as a folder (a link is not followed), or None."""
