@@ -20,7 +20,6 @@ Example:
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import json
@@ -355,8 +354,7 @@ def _read_log(folder: Path, name: str, rows: FolderRows, source: str, engine: st
         rows.add_block("raw_log_stats", source, columns)
     for err in parsed.errors:
         rows.error(source, err)
-    return [dataclasses.replace(f, value_text=_redact(f.value_text)) if f.value_text else f
-            for f in parsed.facts]
+    return parsed.facts
 
 
 def _read_launch_out(folder: Path, name: str, rows: FolderRows, source: str) -> None:
