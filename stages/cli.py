@@ -179,15 +179,13 @@ def seal(run_ids: tuple[str, ...], root: str) -> None:
     Example: campaign seal
               campaign seal tiny-llama__cpu_seqs4__4k__vllm__1130-053610
     """
-    from stages.ingest import subfolders
+    from stages.ingest import run_folders
     from stages.provenance import RUN_MANIFEST, at_rest, seal as seal_folder
 
     _, paths = _load(root)
     folders = [_run_folder(paths.runs, run_id) for run_id in run_ids]
     if not run_ids:
-        for folder in subfolders(paths.runs):
-            if folder.is_symlink():
-                continue
+        for folder in run_folders(paths.runs)[0]:
             if (folder / RUN_MANIFEST).exists() or at_rest(folder):
                 folders.append(folder)
             else:

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import errno
 import hashlib
 import html
 import json
 import os
 import re
 import shlex
-import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +29,7 @@ from urllib.parse import quote
 import duckdb
 from markupsafe import Markup
 
+from stages import rawfile
 from stages.config import CampaignError
 from stages.derive import PUBLIC_TABLES
 from stages.secrets import redact_text, redact_value
@@ -218,25 +217,20 @@ class RawFileRefused(CampaignError):
 
 
 def open_raw(path: Path, within: tuple[Path, ...]):
-    """A raw file opened for reading (binary), only when it is a regular file, not a symbolic
-    link, in a folder inside one of `within` (whose own path may hold links). FIFOs and devices
-    are never opened for reading; the refusal says why without quoting the target."""
-    path = Path(path)
-    if ".." in path.parts:
-        raise RawFileRefused(f"{path}: refused (a path with '..')")
-    folder = path.parent.resolve()
-    if not any(folder.is_relative_to(Path(d).resolve()) for d in within):
-        raise RawFileRefused(f"{path}: refused (outside the raw folders)")
-    try:
-        fd = os.open(folder / path.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.EMLINK):
-            raise RawFileRefused(f"{path}: refused (a symbolic link)") from None
-        raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise RawFileRefused(f"{path}: refused (not a regular file)")
-    return os.fdopen(fd, "rb")
+    """A raw file opened for reading (binary), as ingest opens it (stages.rawfile.open_fd): only
+    a regular file inside one of the folders `within`, no link on the way. The refusal says why
+    without quoting the target."""
+    path = Path(os.path.abspath(path))       # absolute, links not resolved
+    for folder in map(os.path.abspath, within):
+        try:
+            name = path.relative_to(folder).as_posix()
+        except ValueError:
+            continue
+        try:
+            return os.fdopen(rawfile.open_fd(Path(folder), name), "rb")
+        except rawfile.Refused as exc:
+            raise RawFileRefused(f"{path}: refused ({exc.reason})") from None
+    raise RawFileRefused(f"{path}: refused (outside the raw folders)")
 
 
 def read_raw(path: Path, within: tuple[Path, ...], limit: int = RAW_MAX) -> tuple[bytes, bool]:

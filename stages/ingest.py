@@ -14,6 +14,12 @@ With `seal_unsealed` (the ingest stage sets it), a folder that has no manifest a
 is sealed before it is read, once no run is writing it (`provenance.at_rest`): the only write
 ingest makes into the runs folder, and never to a file that exists.
 
+Only regular files inside a run folder are read (stages.parsers.rawfile: no link, FIFO, socket or
+device is opened or followed, each file under a size limit; `name.gz` is read decompressed); a
+folder that is a link, or whose name is not a run id, is refused whole with an `ingest_errors` row
+of the runs folder (run_id null) and counted as runs_refused. Every text value stored goes
+through stages.secrets.redact_text first.
+
 Big files are read in bulk: the common shapes of stats lines and /metrics samples become columns
 (numpy arrays), not one Python object per row, and reach DuckDB as few, large frames.
 
@@ -44,16 +50,20 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from stages.provenance import RUN_MANIFEST, at_rest, file_sha256, seal
+from stages.provenance import RUN_MANIFEST, at_rest, seal
+from stages import rawfile, secrets
 from stages.parsers import bench_json, cmd as cmd_parser, metrics, scan, small, turns
+from stages.rawfile import Refused
 from stages.parsers.scan import ParseError
+from stages.secrets import REDACTED, SECRET_FLAGS, is_secret_name, redact_text
 from stages.parsers.sglang_log import parse_sglang_log
 from stages.parsers.vllm_log import parse_vllm_log
 
 SQL_DIR = Path(__file__).parent / "sql"
 SCHEMA_SQL = SQL_DIR / "schema" / "raw.sql"
 INGEST_SQL = SQL_DIR / "ingest"
-CODE_FILES = (Path(__file__), *sorted((Path(__file__).parent / "parsers").glob("*.py")), SCHEMA_SQL)
+CODE_FILES = (Path(__file__), Path(rawfile.__file__), Path(secrets.__file__),
+              *sorted((Path(__file__).parent / "parsers").glob("*.py")), SCHEMA_SQL)
 
 # Identifiers used in SQL come only from this list.
 RAW_TABLES = (
@@ -94,12 +104,17 @@ class FolderRows:
     blocks: dict[str, list[tuple[str, dict[str, Any]]]] = field(default_factory=dict)
 
     def add(self, table: str, source_file: str, source_line: int | None, **values: Any) -> None:
-        values.update(run_id=self.run_id, source_file=source_file, source_line=source_line)
+        """One row; every text value in it redacted."""
+        for name, value in values.items():
+            if isinstance(value, str):
+                values[name] = _redact(value)
+        values.update(run_id=self.run_id, source_file=_redact(source_file), source_line=source_line)
         self.tables[table].append(values)
 
     def add_block(self, table: str, source_file: str, columns: dict[str, Any]) -> None:
-        """Rows given as equal-length columns; `source_line` is one of them."""
-        self.blocks.setdefault(table, []).append((source_file, columns))
+        """Rows given as equal-length columns; `source_line` is one of them. Text is redacted."""
+        self.blocks.setdefault(table, []).append(
+            (_redact(source_file), {name: _redact_column(values) for name, values in columns.items()}))
 
     def count(self, table: str) -> int:
         return len(self.tables[table]) + sum(len(c["source_line"]) for _, c in self.blocks.get(table, ()))
@@ -108,6 +123,55 @@ class FolderRows:
               reason: str | None = None) -> None:
         self.add("ingest_errors", source_file, err.line if err else line,
                  reason=err.reason if err else reason)
+
+
+# ---------------------------------------------------------------- redaction
+
+@functools.lru_cache(maxsize=65536)
+def _redact_short(text: str) -> str:
+    return redact_text(text)
+
+
+def _redact(text: str) -> str:
+    """stages.secrets.redact_text, remembered for short text (names, labels, times repeat)."""
+    return _redact_short(text) if len(text) <= 256 else redact_text(text)
+
+
+def _redact_column(values: Any) -> Any:
+    """A block column with its text redacted: one value, a categorical or an array or list of text."""
+    if isinstance(values, str):
+        return _redact(values)
+    if isinstance(values, pd.Categorical):
+        categories = [_redact(c) if isinstance(c, str) else c for c in values.categories]
+        if categories == list(values.categories):
+            return values
+        if len(set(categories)) == len(categories):
+            return values.rename_categories(categories)
+        return pd.Categorical(np.asarray(categories, dtype=object)[values.codes])
+    if isinstance(values, list) or (isinstance(values, np.ndarray) and values.dtype == object):
+        changed = {v: r for v in set(values) if isinstance(v, str) and (r := _redact(v)) != v}
+        return [changed.get(v, v) for v in values] if changed else values
+    return values
+
+
+def _redact_json(value: Any, key: str = "") -> Any:
+    """A parsed JSON value with secrets hidden: the value of a secret-named key or flag
+    (`api_key`, `--api-key`) in full, and every string through redact_text."""
+    if isinstance(value, dict):
+        return {k: _redact_json(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_json(v, key) for v in value]
+    if key and value is not None and not isinstance(value, bool) and (
+            key in SECRET_FLAGS or is_secret_name(key.lstrip("-"))):
+        return REDACTED
+    return _redact(value) if isinstance(value, str) else value
+
+
+def _secret_flag(flag: str) -> bool:
+    """A command-line flag or environment variable (`env:NAME`) whose value is a secret."""
+    if flag.startswith("env:"):
+        return is_secret_name(flag[4:])
+    return flag in SECRET_FLAGS or (flag.startswith("-") and is_secret_name(flag.lstrip("-")))
 
 
 # ---------------------------------------------------------------- files and fingerprints
@@ -126,16 +190,19 @@ def folder_files(folder: Path) -> list[tuple[str, int, int]]:
 
 
 def folder_stats(folder: Path) -> list[tuple[str, int, int, int, int]]:
-    """(relative posix name, size, mtime_ns, ctime_ns, inode) of every file under `folder`,
-    sorted. Any write or replacement changes a file's ctime or inode, and neither can be set back
-    (mtime can), so a fingerprint of these sees every edit without reading the files."""
+    """(relative posix name, size, mtime_ns, ctime_ns, inode) of every entry under `folder` that
+    is not a folder, sorted. Any write or replacement changes a file's ctime or inode, and neither
+    can be set back (mtime can), so a fingerprint of these sees every edit without reading the
+    files. Links are not followed: a link, to a file or to a folder, is listed with its own
+    stat fields, and what it points to is not looked at."""
     out = []
     for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames.sort()
-        for name in filenames:
+        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        dirnames[:] = sorted(d for d in dirnames if d not in links)
+        for name in filenames + links:
             path = Path(dirpath) / name
             try:
-                st = path.stat()
+                st = os.lstat(path)
             except OSError:
                 continue
             out.append((path.relative_to(folder).as_posix(), st.st_size, st.st_mtime_ns,
@@ -160,48 +227,64 @@ def relative(path: Path, root: Path) -> str:
 # ---------------------------------------------------------------- reading one folder
 
 def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> FolderRows:
-    """All raw rows of one run folder. Never raises for what is in the folder."""
+    """All raw rows of one run folder. Never raises for what is in the folder; an entry that is
+    not a regular file (a link, a FIFO, ...) is an error row and is not read."""
     run_id = folder.name
     rows = FolderRows(run_id)
-    names = {name for name, _, _ in files}
     rel = lambda name: relative(folder / name, root)  # noqa: E731
+    names = set()
+    for name, _, _ in files:
+        refusal = rawfile.entry_refusal(folder / name)
+        if refusal:
+            rows.error(rel(name), reason=refusal)
+        else:
+            names.add(name)
     rid = small.parse_run_id(run_id)
 
-    meta = None
-    if "meta.json" in names:
-        meta = _guard(rows, rel("meta.json"), lambda: _read_meta(folder / "meta.json", rows, rel("meta.json")))
+    def pick(name: str) -> str | None:
+        """`name`, or else `name.gz`; when both are there the .gz is left out, with an error."""
+        found = rawfile.present(names, name)
+        if found == name and name + rawfile.GZ in names:
+            rows.error(rel(name + rawfile.GZ), reason=f"not read: {name} is there too")
+        return found
 
-    command = None
-    if "cmd.sh" in names:
-        command = _guard(rows, rel("cmd.sh"), lambda: _read_cmd(folder / "cmd.sh", rows, rel("cmd.sh")))
+    def guard(name: str, reader: Callable[..., Any], *args: Any) -> Any:
+        return _guard(rows, rel(name), lambda: reader(folder, name, rows, rel(name), *args))
+
+    meta_name = pick("meta.json")
+    meta = guard(meta_name, _read_meta) if meta_name else None
+
+    cmd_name = pick("cmd.sh")
+    command = guard(cmd_name, _read_cmd) if cmd_name else None
 
     engine = ((meta or {}).get("engine") or rid.engine or (command.engine if command else None)
               or "vllm")
     log_facts: list[scan.Fact] = []
-    for name in LOG_NAMES:
-        if name in names:
-            got = _guard(rows, rel(name), lambda n=name: _read_log(
-                folder / n, rows, rel(n), engine, command.block_size if command else None))
+    for log in LOG_NAMES:
+        name = pick(log)
+        if name:
+            got = guard(name, _read_log, engine, command.block_size if command else None)
             log_facts.extend(got or [])
 
-    if "launch.out" in names:
-        _guard(rows, rel("launch.out"), lambda: _read_launch_out(folder / "launch.out", rows, rel("launch.out")))
-    if "niah.log" in names:
-        _guard(rows, rel("niah.log"), lambda: _read_niah(folder / "niah.log", rows, rel("niah.log")))
+    for small_file, reader in (("launch.out", _read_launch_out), ("niah.log", _read_niah)):
+        name = pick(small_file)
+        if name:
+            guard(name, reader)
     for name in sorted(n for n in names if turns.is_turns_log(n)):
-        _guard(rows, rel(name), lambda n=name: _read_turns(folder / n, n, rows, rel(n)))
+        guard(name, _read_turns)
     for name in sorted(names):
         if not name.startswith("bench/"):
             continue
         base = name.rsplit("/", 1)[-1]
         if METRICS_MARK in base and base.endswith(".txt"):
-            _guard(rows, rel(name), lambda n=name, b=base: _read_metrics(folder / n, b, rows, rel(n)))
+            guard(name, _read_metrics)
         elif base.endswith(BENCH_SUFFIXES):
-            _guard(rows, rel(name), lambda n=name, b=base: _read_bench(folder / n, b, rows, rel(n)))
+            guard(name, _read_bench)
 
     if MANIFEST in names:
         _guard(rows, rel(MANIFEST), lambda: _check_manifest(folder, rows, rel(MANIFEST), names))
-    _add_run_row(rows, folder, root, files, meta, command, rid, log_facts)
+    _add_run_row(rows, folder, root, files, meta, command, rid, log_facts,
+                 meta_name if meta is not None else cmd_name)
     return rows
 
 
@@ -213,7 +296,8 @@ def _check_manifest(folder: Path, rows: FolderRows, source: str, names: set[str]
     longer matches (edited after the run), is gone, or was added since, as an ingest_errors row
     and a raw_tampered row. The rows are still read: the writer decides which ones to keep."""
     listed: set[str] = set()
-    for number, line in enumerate(folder.joinpath(MANIFEST).read_text(errors="replace").splitlines(), 1):
+    text = scan.decode(rawfile.read_raw(folder, MANIFEST, rawfile.SMALL_BYTES))
+    for number, line in enumerate(text.splitlines(), 1):
         digest, sep, name = line.partition("  ")
         if not sep or len(digest) != 64:
             tampered(rows, source, MANIFEST, "unreadable line", number)
@@ -221,7 +305,13 @@ def _check_manifest(folder: Path, rows: FolderRows, source: str, names: set[str]
         listed.add(name)
         if name not in names:
             tampered(rows, source, name, "listed in the manifest but missing", number)
-        elif file_sha256(folder / name) != digest:
+            continue
+        try:
+            changed = rawfile.sha256(folder, name) != digest
+        except Refused as exc:
+            tampered(rows, source, name, exc.reason, number)
+            continue
+        if changed:
             tampered(rows, source, name, "changed after the run (sha256 differs from the manifest)", number)
     for name in sorted(names - listed - {MANIFEST}):
         tampered(rows, source, name, "added after the run (not in the manifest)", None)
@@ -236,22 +326,25 @@ def tampered(rows: FolderRows, manifest_source: str, name: str, reason: str, lin
 def _guard(rows: FolderRows, source_file: str, fn: Callable[[], Any]) -> Any:
     try:
         return fn()
+    except Refused as exc:
+        rows.error(source_file, reason=exc.reason)
     except OSError as exc:
-        rows.error(source_file, reason=f"cannot read: {exc.strerror or exc}")
+        rows.error(source_file, reason=f"cannot read: {exc.strerror or type(exc).__name__}")
     except Exception as exc:  # a parser bug must not stop the other folders
         rows.error(source_file, reason=f"{type(exc).__name__}: {exc}"[:500])
     return None
 
 
-def _read_meta(path: Path, rows: FolderRows, source: str) -> dict[str, Any] | None:
-    meta, errors = small.parse_meta(path.read_bytes())
+def _read_meta(folder: Path, name: str, rows: FolderRows, source: str) -> dict[str, Any] | None:
+    meta, errors = small.parse_meta(rawfile.read_raw(folder, name, rawfile.SMALL_BYTES))
     for err in errors:
         rows.error(source, err)
-    return meta
+    return None if meta is None else _redact_json(meta)
 
 
-def _read_cmd(path: Path, rows: FolderRows, source: str) -> cmd_parser.Command | None:
-    command, errors = cmd_parser.parse_cmd(scan.decode(path.read_bytes()))
+def _read_cmd(folder: Path, name: str, rows: FolderRows, source: str) -> cmd_parser.Command | None:
+    data = rawfile.read_raw(folder, name, rawfile.SMALL_BYTES)
+    command, errors = cmd_parser.parse_cmd(scan.decode(data))
     for err in errors:
         rows.error(source, err)
     if command is None:
@@ -263,16 +356,19 @@ def _read_cmd(path: Path, rows: FolderRows, source: str) -> cmd_parser.Command |
              kv_cache_dtype=command.kv_cache_dtype, prefix_caching=command.prefix_caching,
              command=command.command)
     for position, flag, value in command.flags:
-        rows.add("raw_command_flags", source, command.line, position=position, flag=flag, value=value)
+        rows.add("raw_command_flags", source, command.line, position=position, flag=flag,
+                 value=REDACTED if value is not None and _secret_flag(flag) else value)
     offset = len(command.flags)
-    for n, (name, value, line) in enumerate(command.env, start=1):
-        rows.add("raw_command_flags", source, line, position=offset + n, flag=f"env:{name}", value=value)
+    for n, (env_name, value, line) in enumerate(command.env, start=1):
+        flag = f"env:{env_name}"
+        rows.add("raw_command_flags", source, line, position=offset + n, flag=flag,
+                 value=REDACTED if value is not None and _secret_flag(flag) else value)
     return command
 
 
-def _read_log(path: Path, rows: FolderRows, source: str, engine: str,
+def _read_log(folder: Path, name: str, rows: FolderRows, source: str, engine: str,
               block_size: int | None) -> list[scan.Fact]:
-    with path.open("rb") as fh:
+    with rawfile.open_raw(folder, name, rawfile.LOG_BYTES) as fh:
         chunks = scan.read_chunks(fh)
         if engine == "sglang":
             parsed = parse_sglang_log(chunks)
@@ -298,16 +394,17 @@ def _read_log(path: Path, rows: FolderRows, source: str, engine: str,
     return parsed.facts
 
 
-def _read_launch_out(path: Path, rows: FolderRows, source: str) -> None:
-    pairs, errors = small.parse_launch_out(path.read_bytes())
+def _read_launch_out(folder: Path, name: str, rows: FolderRows, source: str) -> None:
+    pairs, errors = small.parse_launch_out(rawfile.read_raw(folder, name, rawfile.SMALL_BYTES))
     for key, value, line in pairs:
-        rows.add("raw_launch_out", source, line, key=key, value=value)
+        rows.add("raw_launch_out", source, line, key=key,
+                 value=REDACTED if value and is_secret_name(key) else value)
     for err in errors:
         rows.error(source, err)
 
 
-def _read_niah(path: Path, rows: FolderRows, source: str) -> None:
-    probes, gates, errors = small.parse_niah(path.read_bytes())
+def _read_niah(folder: Path, name: str, rows: FolderRows, source: str) -> None:
+    probes, gates, errors = small.parse_niah(rawfile.read_raw(folder, name, rawfile.SMALL_BYTES))
     for probe in probes:
         line = probe.pop("source_line")
         rows.add("raw_gate_probes", source, line, **probe)
@@ -317,8 +414,8 @@ def _read_niah(path: Path, rows: FolderRows, source: str) -> None:
         rows.error(source, err)
 
 
-def _read_turns(path: Path, name: str, rows: FolderRows, source: str) -> None:
-    parsed = turns.parse_turns(path.read_bytes(), name)
+def _read_turns(folder: Path, name: str, rows: FolderRows, source: str) -> None:
+    parsed = turns.parse_turns(rawfile.read_raw(folder, name, rawfile.LOG_BYTES), name)
     for workload in parsed.workloads:
         line = workload.pop("source_line")
         rows.add("raw_turn_workloads", source, line, **workload)
@@ -329,9 +426,9 @@ def _read_turns(path: Path, name: str, rows: FolderRows, source: str) -> None:
         rows.error(source, err)
 
 
-def _read_bench(path: Path, base: str, rows: FolderRows, source: str) -> None:
-    point_id = base.rsplit(".", 1)[0]
-    parsed = bench_json.parse_bench(path.read_bytes(), point_id)
+def _read_bench(folder: Path, name: str, rows: FolderRows, source: str) -> None:
+    point_id = name.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    parsed = bench_json.parse_bench(rawfile.read_raw(folder, name, rawfile.RESULT_BYTES), point_id)
     for point in parsed.points:
         line = point.pop("source_line")
         rows.add("raw_bench_points", source, line, **point)
@@ -342,10 +439,10 @@ def _read_bench(path: Path, base: str, rows: FolderRows, source: str) -> None:
         rows.error(source, err)
 
 
-def _read_metrics(path: Path, base: str, rows: FolderRows, source: str) -> None:
-    point_id, _, rest = base.partition(METRICS_MARK)
+def _read_metrics(folder: Path, name: str, rows: FolderRows, source: str) -> None:
+    point_id, _, rest = name.rsplit("/", 1)[-1].partition(METRICS_MARK)
     phase = rest.rsplit(".", 1)[0]
-    samples, errors = metrics.parse_columns(path.read_bytes())
+    samples, errors = metrics.parse_columns(rawfile.read_raw(folder, name, rawfile.RESULT_BYTES))
     if samples.lines:
         rows.add_block("raw_metrics", source, {
             "point_id": point_id, "phase": phase, "name": samples.names, "labels": samples.labels,
@@ -361,12 +458,14 @@ def _first_text(facts: list[scan.Fact], name: str) -> str | None:
 
 def _add_run_row(rows: FolderRows, folder: Path, root: Path, files: list[tuple[str, int, int]],
                  meta: dict[str, Any] | None, command: cmd_parser.Command | None,
-                 rid: small.RunId, log_facts: list[scan.Fact]) -> None:
+                 rid: small.RunId, log_facts: list[scan.Fact], source_name: str | None) -> None:
+    """The raw_runs row: meta.json (`source_name`, already redacted), or else what the run id,
+    cmd.sh (`source_name`) and the log say."""
     if meta is not None:
         spec_params = meta.get("spec_params")
         gpus = meta.get("gpus")
         rows.add(
-            "raw_runs", relative(folder / "meta.json", root), 1,
+            "raw_runs", relative(folder / source_name, root), 1,
             spec=text_value(meta.get("spec")), profile=text_value(meta.get("profile")),
             model=text_value(meta.get("model")) or rid.model,
             layout=text_value(meta.get("layout")) or rid.layout,
@@ -386,7 +485,7 @@ def _add_run_row(rows: FolderRows, folder: Path, root: Path, files: list[tuple[s
         return
     year = datetime.fromtimestamp(min((m for _, _, m in files), default=time.time_ns()) / 1e9,
                                   tz=timezone.utc).year
-    source = relative(folder / "cmd.sh", root) if command is not None else relative(folder, root)
+    source = relative(folder / source_name, root) if command is not None else relative(folder, root)
     rows.add(
         "raw_runs", source, command.line if command is not None else 1,
         spec=None, profile=None, model=rid.model, layout=rid.layout, ctx_label=rid.ctx_label,
@@ -674,11 +773,60 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-def subfolders(parent: Path) -> list[Path]:
-    """The folders under parent (run or node folders), hidden ones left out; none if it is missing."""
+def folder_entries(parent: Path) -> list[tuple[Path, str | None]]:
+    """Each entry under parent that is a folder or a link (hidden ones left out), sorted, with
+    why it is not read as a folder (a link is not followed), or None."""
     if not parent.is_dir():
         return []
-    return sorted(p for p in parent.iterdir() if p.is_dir() and not p.name.startswith("."))
+    out = []
+    with os.scandir(parent) as entries:
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_symlink():
+                out.append((Path(entry.path), rawfile.kind_of(stat.S_IFLNK)))
+            elif entry.is_dir(follow_symlinks=False):
+                out.append((Path(entry.path), None))
+    return sorted(out)
+
+
+def run_folders(runs_dir: Path) -> tuple[list[Path], list[str]]:
+    """The run folders under runs_dir, and why each other entry there is not one (a link; a
+    name that is not a run id, shown inert): nothing in those is read."""
+    folders, refused = [], []
+    for path, refusal in folder_entries(runs_dir):
+        name = small.shown(path.name)
+        if refusal:
+            refused.append(f"{name}: {refusal}")
+        elif not small.is_run_id(path.name) or redact_text(path.name) != path.name:
+            refused.append(f"folder name is not a run id: {name} (expected "
+                           "<model>__<layout>__<ctx>__<engine>__<MMDD-HHMMSS>, letters, digits, "
+                           "'.', '_', '-'); not read")
+        else:
+            folders.append(path)
+    return folders, refused
+
+
+def _record_refused(con: duckdb.DuckDBPyConnection, runs_dir: Path, root: Path,
+                    refused: list[str]) -> None:
+    """Replace the rows of the entries of runs_dir refused last time by this time's: ingest_errors
+    rows with no run id, of the runs folder itself."""
+    source = relative(runs_dir, root)
+    rows = [{"run_id": None, "source_file": source, "source_line": None, "reason": _redact(reason)}
+            for reason in refused]
+    con.execute("begin transaction")
+    try:
+        con.execute(_sql("delete_refused.sql"), {"folder": source})
+        if rows:
+            con.register("refused_frame", typed_frame(rows, _columns(con)["ingest_errors"]))
+            try:
+                con.execute("insert into ingest_errors by name select * from refused_frame")
+            finally:
+                con.unregister("refused_frame")
+        con.execute("commit")
+    except Exception:
+        con.execute("rollback")
+        raise
 
 
 def _workers(plans: list[tuple[Path, list, str]]) -> int:
@@ -722,13 +870,12 @@ class SealFound:
     problem: str | None = None           # why ingest could not seal it
 
 
-def _plan(runs_dir: Path, known: dict[str, str], version: str, seals: dict[str, str] | None = None,
-          seal_unsealed: bool = False
+def _plan(folders: list[Path], known: dict[str, str], version: str,
+          seals: dict[str, str] | None = None, seal_unsealed: bool = False
           ) -> tuple[list[Path], list[tuple[Path, list, str]], dict[str, SealFound]]:
     """The run folders, those to read (changed since their fingerprint in `known`), and the seal
     of each one to read. With `seal_unsealed`, a folder without a manifest that never had one
     (not in `seals`) is sealed first; a folder whose manifest was removed is left as it is."""
-    folders = subfolders(runs_dir)
     seals = seals or {}
     plans, found = [], {}
     for folder in folders:
@@ -751,10 +898,8 @@ def _plan(runs_dir: Path, known: dict[str, str], version: str, seals: dict[str, 
 def _manifest_sha256(folder: Path) -> str | None:
     """The sha256 of the folder's manifest; None when it has none (or it is not a regular file)."""
     try:
-        if not stat.S_ISREG(os.lstat(folder / MANIFEST).st_mode):
-            return None
-        return file_sha256(folder / MANIFEST)
-    except OSError:
+        return rawfile.sha256(folder, MANIFEST)
+    except (Refused, OSError):
         return None
 
 
@@ -775,16 +920,19 @@ def run(*, runs_dir: Path, warehouse: Path, root: Path, progress: Progress | Non
     `seal_unsealed` seals each folder that arrives without a manifest first (the ingest stage
     sets it; a reader of someone else's folders, such as `trace --verify`, does not).
 
-    Returns counts: runs_seen, runs_read, runs_skipped, runs_removed, runs_sealed (sealed by this
+    Returns counts: runs_seen, runs_read, runs_skipped, runs_removed, runs_refused (entries of
+    runs_dir that are not read: links, names that are not run ids), runs_sealed (sealed by this
     ingest), runs_tampered (read this time and found changed since sealed), rows (per table,
-    written this time), errors (ingest_errors rows written this time), bytes_read, workers, seconds.
+    written this time), errors (ingest_errors rows written this time, refusals included),
+    bytes_read, workers, seconds.
     """
     started = time.perf_counter()
     runs_dir, warehouse, root = Path(runs_dir), Path(warehouse), Path(root)
     say = progress or (lambda _line: None)
     version = code_version()
     known, rebuilt, seals = _known(warehouse)
-    folders, plans, found = _plan(runs_dir, known, version, seals, seal_unsealed)
+    run_dirs, refused = run_folders(runs_dir)
+    folders, plans, found = _plan(run_dirs, known, version, seals, seal_unsealed)
     workers = _workers(plans)
     # The worker processes start before the warehouse is opened for writing.
     pool = (ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
@@ -793,6 +941,11 @@ def run(*, runs_dir: Path, warehouse: Path, root: Path, progress: Progress | Non
         con, _ = open_warehouse(warehouse)
         try:
             summary = _ingest(con, folders, plans, root, say, pool, workers, found)
+            _record_refused(con, runs_dir, root, refused)
+            for reason in refused:
+                say(f"ingest refused {reason}")
+            summary["runs_refused"] = len(refused)
+            summary["errors"] += len(refused)
         finally:
             con.close()
     finally:

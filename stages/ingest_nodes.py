@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import duckdb
 
-from stages.ingest import relative, subfolders, table_columns, text_value, typed_frame
+from stages.ingest import folder_entries, relative, table_columns, text_value, typed_frame
 from stages.parsers import node as node_parser
 from stages.parsers.small import parse_time
 
@@ -172,9 +172,12 @@ def run(*, nodes_dir: Path, warehouse: Path, root: Path, progress: Progress | No
     started = time.perf_counter()
     nodes_dir, warehouse, root = Path(nodes_dir), Path(warehouse), Path(root)
     say = progress or (lambda _line: None)
-    folders = subfolders(nodes_dir)
+    entries = folder_entries(nodes_dir)
+    folders = [path for path, refusal in entries if refusal is None]
     tables: dict[str, list[dict[str, Any]]] = {t: [] for t in NODE_TABLES}
-    errors: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = [
+        {"run_id": None, "source_file": relative(path, root), "source_line": None,
+         "reason": f"node folder not read: {refusal}"} for path, refusal in entries if refusal]
     for i, folder in enumerate(folders, start=1):
         try:
             got, bad = folder_tables(folder, root)

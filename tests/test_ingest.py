@@ -104,6 +104,7 @@ def test_complete_run(project: Path):
     lines: list[str] = []
     summary = ingest_project(project, lines)
     assert (summary["runs_seen"], summary["runs_read"], summary["runs_skipped"]) == (4, 4, 0)
+    assert summary["runs_refused"] == 0
     assert len(lines) == 4 and lines[0].startswith("ingest 1/4 ")
     folder = f"data/runs/{COMPLETE}"
     assert query(project, "select spec, engine_version, recovered, started_at::varchar, source_file, "

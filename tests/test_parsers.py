@@ -370,7 +370,7 @@ def test_bench_metadata_keys_variants_and_percentiles():
     data = (b'{"date": "20261130-045959", "request_rate": "inf", "max_concurrency": 16, '
             b'"workload": "chat", "concurrency": "8", "run_id": "r", "request_goodput:": 1.5, '
             b'"p99.9_ttft_ms": 12.5, "p90_ttft_ms": 9.0, "completed": 2, '
-            b'"input_lens": [10, 20], "output_lens": [5], "ttfts": [0.1, 0.2], '
+            b'"input_lens": [10, 20], "output_lens": [5, null], "ttfts": [0.1, 0.2], '
             b'"itls": [[0.01, 0.02], []], "errors": ["", "boom"]}')
     b = bench_json.parse_bench(data, "whatever")
     (point,) = b.points
@@ -380,7 +380,49 @@ def test_bench_metadata_keys_variants_and_percentiles():
     assert [r["output_tokens"] for r in b.requests] == [5, None]
     assert [r["itl_count"] for r in b.requests] == [2, 0]
     assert b.requests[1]["error"] == "boom"
-    assert len(b.errors) == 1 and "differ in length" in b.errors[0].reason
+    assert b.errors == []
+
+
+def test_bench_arrays_of_different_lengths_keep_the_point_and_none_of_its_requests():
+    data = (b'{"completed": 2, "median_ttft_ms": 100.0, "input_lens": [10, 20], "output_lens": [5], '
+            b'"ttfts": [0.1, 0.2]}')
+    b = bench_json.parse_bench(data, "chat__c02")
+    assert [p["median_ttft_ms"] for p in b.points] == [100.0] and b.requests == []
+    (error,) = b.errors
+    assert error.reason == ("chat__c02: per-request arrays differ in length (input_lens=2, "
+                            "output_lens=1, ttfts=2); its requests are left out")
+
+
+@pytest.mark.parametrize("values, kind", [
+    (b'[0.1, NaN]', "ttfts[1] is NaN"), (b'[0.1, "0.2"]', "ttfts[1] is a string"),
+    (b'[Infinity, 0.2]', "ttfts[0] is infinite"), (b'[0.1, true]', "ttfts[1] is true/false"),
+    (b'"0.1 0.2"', "ttfts is a string, not a list")])
+def test_bench_request_values_that_are_not_numbers_leave_the_requests_out(values, kind):
+    b = bench_json.parse_bench(b'{"completed": 2, "input_lens": [1, 2], "ttfts": ' + values + b'}', "p")
+    assert len(b.points) == 1 and b.requests == []
+    assert [e.reason for e in b.errors] == [f"p: {kind} where a number belongs; its requests are left out"
+                                            if "not a list" not in kind
+                                            else f"p: {kind}; its requests are left out"]
+
+
+def test_bench_itls_that_are_not_numbers_leave_the_requests_out():
+    b = bench_json.parse_bench(b'{"ttfts": [0.1, 0.2], "itls": [[0.01], [0.02, NaN]]}', "p")
+    assert b.requests == [] and [e.reason for e in b.errors] == [
+        "p: itls[1] holds NaN where a number belongs; its requests are left out"]
+
+
+@pytest.mark.parametrize("member, kind", [
+    (b'"median_ttft_ms": NaN', "median_ttft_ms is NaN"),
+    (b'"completed": "8"', "completed is a string"),
+    (b'"mean_tpot_ms": -Infinity', "mean_tpot_ms is infinite"),
+    (b'"duration": [1.5]', "duration_s is a list")])
+def test_bench_point_figures_that_are_not_numbers_leave_the_point_out(member, kind):
+    data = b'{"completed": 2, "request_rate": "inf", ' + member + b', "ttfts": [0.1, 0.2]}'
+    b = bench_json.parse_bench(data.replace(b'"completed": 2, ', b'') if b'"completed"' in member
+                               else data, "long__c04")
+    assert b.points == [] and b.requests == []
+    assert [e.reason for e in b.errors] == [
+        f"long__c04: {kind} where a number belongs; the point is left out"]
 
 
 def test_sglang_bench_jsonl_with_bare_infinity():
@@ -495,6 +537,38 @@ def test_launch_out_and_niah():
         (0, "k1", False, 1), (1, "k2", True, 2)]
     assert gates == [("niah", 0.5, 4)]
     assert [e.line for e in errors] == [3]
+
+
+def test_launch_out_key_given_twice_with_another_value_is_an_error():
+    pairs, errors = small.parse_launch_out(
+        b"status=ready\npoint_error=chat__c01 timeout\npoint_error=chat__c02 timeout\n"
+        b"gate_score=0.5\ngate_score=0.5\nstatus=failed\n")
+    assert [k for k, _, _ in pairs] == ["status", "point_error", "point_error", "gate_score",
+                                        "gate_score", "status"]
+    assert [(e.line, e.reason) for e in errors] == [
+        (6, "launch.out: key status given twice with different values (lines 1 and 6)")]
+
+
+@pytest.mark.parametrize("name, ok", [
+    ("tiny-llama__cpu_seqs4__4k__vllm__1130-053610", True),
+    ("glm53__tp8_dcp8__1024k__vllm__1010-045128", True),
+    ("tiny-llama__cpu_seqs4__4k__vllm__1130-053610.bak", False),
+    ("tiny-llama__cpu_seqs4__4k__vllm__1130-053610 (copy)", False),
+    ('tiny[x](mailto:a onmouseover=alert(1);")__cpu_seqs4__4k__vllm__1129-000007', False),
+    ("javascript:alert(1)__cpu__4k__vllm__1129-000007", False),
+    ("-rf__cpu__4k__vllm__1129-000007", False),
+    ("a____cpu__4k__vllm__1129-000007", False),
+    ("tiny__cpu__4k__1129-000007", False),
+    ("odd", False),
+    ("a" * 190 + "__b__4k__vllm__1129-000007", False),
+])
+def test_run_id_pattern(name, ok):
+    assert small.is_run_id(name) is ok
+
+
+def test_shown_is_inert_and_cut():
+    assert small.shown('a<b>"c" (d)\n') == "'a\\x3cb\\x3e\\x22c\\x22 \\x28d\\x29\\x0a'"
+    assert small.shown("x" * 100, limit=5) == "'xxxxx'..."
 
 
 def test_meta_json():

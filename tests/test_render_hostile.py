@@ -108,11 +108,11 @@ def test_links_fifos_and_outside_folders_are_not_read(tmp_path):
     for path in docs.rglob("*.md"):
         assert OUTSIDE_TEXT not in path.read_text(), path
     audit = html.unescape((docs / "audit" / f"launch_ready_s--{RUN4}.md").read_text())
-    assert "(not shown: refused (not a regular file))" in audit
-    assert f"(not shown: data/runs/{RUN4}/cmd.sh: refused (a symbolic link))" in audit
+    assert "(not shown: refused (not a regular file (FIFO)))" in audit
+    assert f"(not shown: data/runs/{RUN4}/cmd.sh: refused (symbolic link, not followed))" in audit
     record = next(r for r in json.loads((root / "data" / "facts.json").read_text())
                   if r["id"] == f"launch_ready_s--{RUN4}")
-    assert record["excerpt"] == "(not shown: refused (not a regular file))"
+    assert record["excerpt"] == "(not shown: refused (not a regular file (FIFO)))"
     out = trace.chain(record, paths_for(root))
     assert OUTSIDE_TEXT not in out and "cmd.sh    -" in out
 

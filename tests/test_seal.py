@@ -253,6 +253,7 @@ def test_campaign_seal_and_campaign_ingest_seal_unsealed_folders(tmp_path: Path)
 def test_the_launch_section_of_a_tampered_run_says_so_and_names_the_files(tmp_path: Path):
     from render_helpers import RUN4, RUN16, build_campaign, render_kwargs
     from stages import render
+    from stages.facts import escape_text
 
     db = build_campaign(tmp_path)
     con = duckdb.connect(str(db))
@@ -263,11 +264,11 @@ def test_the_launch_section_of_a_tampered_run_says_so_and_names_the_files(tmp_pa
     text = (tmp_path / "data" / "docs" / "part-local-cpu.md").read_text()
     box = '!!! danger "Tampered: changed after it was sealed"'
     assert text.count(box) == 1
-    section = text[text.index(f"### <code>{RUN4}</code>"):]
+    section = text[text.index(f"### <code>{escape_text(RUN4)}</code>"):]
     assert section.index(box) < section.index('<pre class="evidence">')
     assert "no longer match its seal: bench/long&#95;&#95;c04.json, launch.out." in section
     assert "The figures shown are the ones read before the change." in section
-    assert box not in text[text.index(f"### <code>{RUN16}</code>"):]
+    assert box not in text[text.index(f"### <code>{escape_text(RUN16)}</code>"):]
 
 
 def test_a_folder_a_run_may_still_be_writing_is_not_sealed(tmp_path: Path):

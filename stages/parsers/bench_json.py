@@ -1,6 +1,11 @@
 """Benchmark result files: `vllm bench serve --save-result [--save-detailed]` JSON (one object, or
 one per line with --append-result) and SGLang `bench_serving --output-file` JSONL (which may hold
 the bare token `Infinity`). Per-request arrays are zipped into one row per request.
+
+Nothing is guessed: a point whose figures hold NaN, an infinity (other than `request_rate`, where
+it means "all at once"), a string or a list where a number belongs is left out with an error; a
+point whose per-request arrays differ in length or hold such values keeps its row but none of its
+requests, with an error naming the array (no median is ever taken of what happened to parse).
 """
 from __future__ import annotations
 
@@ -32,6 +37,10 @@ _ALIASES = {
 }
 ARRAYS = ("input_lens", "output_lens", "ttfts", "latencies", "itls", "start_times",
           "queue_times", "errors", "generated_texts")
+_NUMBER_ARRAYS = ("input_lens", "output_lens", "ttfts", "latencies", "start_times", "queue_times")
+_INFINITE_OK = {"request_rate"}
+_NUMBER_TYPES = {int, float, type(None)}
+_INFINITY_WORDS = {"inf", "+inf", "infinity", "+infinity"}
 _POINT_NAME = re.compile(r"^(?P<workload>.+?)__c(?P<concurrency>\d+)$")
 
 
@@ -62,6 +71,21 @@ def _int(value: Any) -> int | None:
     return int(number)
 
 
+def not_a_number(value: Any, infinite_ok: bool = False) -> str | None:
+    """What `value` is, where a number (or null) belongs and it is not one; None when it is."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        if math.isnan(value):
+            return "NaN"
+        return None if math.isfinite(value) or infinite_ok else "infinite"
+    if isinstance(value, str):
+        return None if infinite_ok and value.strip().lower() in _INFINITY_WORDS else "a string"
+    return "a list" if isinstance(value, list) else "an object"
+
+
 def _scalar_for_json(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
@@ -77,19 +101,27 @@ def split_point_id(point_id: str) -> tuple[str | None, int | None]:
 
 
 def point_of(obj: dict[str, Any], point_id: str, line: int, file_stem: str | None = None
-             ) -> dict[str, Any]:
-    """One raw_bench_points row (without run_id / source_file) from a result object.
+             ) -> tuple[dict[str, Any], list[str]]:
+    """One raw_bench_points row (without run_id / source_file) from a result object, and what
+    in it is not a number where one belongs (the row is not to be used when there is any).
 
     workload and concurrency come from the --metadata keys, else from the file name
     (`<workload>__c<NN>`), else from max_concurrency."""
     row: dict[str, Any] = {"point_id": point_id, "source_line": line}
     extra: dict[str, Any] = {}
+    problems: list[str] = []
     for key, value in obj.items():
         name = key.rstrip(":").strip()  # an old release wrote "request_goodput:"
         name = _RENAMED.get(name, name)
         alias = _ALIASES.get(name)
         if alias and alias not in obj:
             name = alias
+        numeric = name in POINT_COLUMNS and name not in _TEXT
+        if numeric and name not in row:
+            problem = not_a_number(value, infinite_ok=name in _INFINITE_OK)
+            if problem:
+                problems.append(f"{name} is {problem}")
+                continue
         if isinstance(value, (list, dict)):
             continue
         if name in POINT_COLUMNS and name not in row:
@@ -109,35 +141,67 @@ def point_of(obj: dict[str, Any], point_id: str, line: int, file_stem: str | Non
                           else concurrency if concurrency is not None
                           else row.get("max_concurrency"))
     row["metadata_json"] = json.dumps(extra, sort_keys=True, ensure_ascii=False) if extra else None
-    return row
+    return row, problems
 
 
 def _itl_totals(itl: Any) -> tuple[int | None, float | None]:
-    """(count, sum) of the numbers in one request's inter-token latencies; others are skipped."""
+    """(count, sum) of one request's inter-token latencies (checked by `_array_problem`)."""
     if not isinstance(itl, list):
         return None, None
-    try:
-        return len(itl), float(sum(itl))
-    except TypeError:
-        values = [v for v in itl if isinstance(v, (int, float))]
-        return len(values), float(sum(values))
+    return len(itl), float(sum(itl))
+
+
+def _array_problem(arrays: dict[str, Any]) -> str | None:
+    """Why the per-request arrays cannot be zipped: one is not a list, their lengths differ, or
+    one holds something other than a number (or null) where numbers belong."""
+    bad = sorted(name for name, values in arrays.items() if not isinstance(values, list))
+    if bad:
+        return f"{bad[0]} is {not_a_number(arrays[bad[0]]) or 'a number'}, not a list"
+    lengths = {name: len(values) for name, values in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        sizes = ", ".join(f"{k}={v}" for k, v in sorted(lengths.items()))
+        return f"per-request arrays differ in length ({sizes})"
+    for name in _NUMBER_ARRAYS:
+        found = _first_not_a_number(arrays.get(name, ()))
+        if found:
+            return f"{name}[{found[0]}] is {found[1]} where a number belongs"
+    for i, itl in enumerate(arrays.get("itls", ())):
+        if itl is not None and not isinstance(itl, list):
+            return f"itls[{i}] is {not_a_number(itl) or 'a number'}, not a list"
+        found = _first_not_a_number(itl or ())
+        if found:
+            return f"itls[{i}] holds {found[1]} where a number belongs"
+    return None
+
+
+def _first_not_a_number(values: list[Any]) -> tuple[int, str] | None:
+    """(index, what it is) of the first value that is neither a finite number nor null. Arrays
+    of finite numbers, the usual case, are passed over at C speed (types, then their sum)."""
+    types = set(map(type, values))
+    if types <= _NUMBER_TYPES:
+        try:
+            total = sum(values) if type(None) not in types else sum(v for v in values if v is not None)
+        except OverflowError:
+            total = math.inf
+        if math.isfinite(total):
+            return None
+    return next(((i, p) for i, p in enumerate(map(not_a_number, values)) if p), None)
 
 
 def requests_of(obj: dict[str, Any], point_id: str, line: int) -> tuple[list[dict], list[ParseError]]:
-    """Per-request rows from --save-detailed arrays, zipped by index."""
-    arrays = {name: obj[name] for name in ARRAYS if isinstance(obj.get(name), list)}
+    """Per-request rows from --save-detailed arrays, zipped by index; none at all, with an error,
+    when the arrays cannot be zipped as they are."""
+    arrays = {name: obj[name] for name in ARRAYS if obj.get(name) is not None}
     if not arrays:
         return [], []
-    errors = []
-    lengths = {name: len(values) for name, values in arrays.items()}
-    n = max(lengths.values())
-    if len(set(lengths.values())) > 1:
-        sizes = ", ".join(f"{k}={v}" for k, v in sorted(lengths.items()))
-        errors.append(ParseError(line, f"{point_id}: per-request arrays differ in length ({sizes})"))
+    problem = _array_problem(arrays)
+    if problem:
+        return [], [ParseError(line, f"{point_id}: {problem}; its requests are left out")]
+    n = len(next(iter(arrays.values())))
 
     def at(name: str, i: int) -> Any:
         values = arrays.get(name)
-        return values[i] if values is not None and i < len(values) else None
+        return None if values is None else values[i]
 
     rows = []
     for i in range(n):
@@ -160,7 +224,7 @@ def requests_of(obj: dict[str, Any], point_id: str, line: int) -> tuple[list[dic
             "generated_text": None if text is None else str(text).replace("\x00", ""),
             "source_line": line,
         })
-    return rows, errors
+    return rows, []
 
 
 def _objects(text: str) -> tuple[list[tuple[int, dict]], list[ParseError]]:
@@ -210,7 +274,12 @@ def parse_bench(data: bytes, point_id: str) -> BenchParse:
     result.errors.extend(errors)
     for n, (line, obj) in enumerate(objects):
         pid = point_id if len(objects) == 1 else f"{point_id}#{n + 1}"
-        result.points.append(point_of(obj, pid, line, point_id))
+        point, problems = point_of(obj, pid, line, point_id)
+        if problems:
+            result.errors.append(ParseError(line, f"{pid}: {', '.join(problems)} where a number "
+                                                  "belongs; the point is left out"))
+            continue
+        result.points.append(point)
         rows, row_errors = requests_of(obj, pid, line)
         result.requests.extend(rows)
         result.errors.extend(row_errors)

@@ -8,7 +8,8 @@
     env.json         versions and NCCL_*/CUDA_* variables             -> env, env_vars
     meta.json        what the probe was asked and what it did         -> meta
 Each parser takes the file's bytes and returns rows carrying `source_line` plus a list of
-ParseError; `read_node_folder` reads a whole folder and adds `source_file` to every row.
+ParseError; `read_node_folder` reads a whole folder (only regular files, through
+stages.parsers.rawfile) and adds `source_file` to every row; its text values are redacted.
 """
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stages.rawfile import SMALL_BYTES, Refused, read_raw
 from stages.parsers.scan import ParseError, decode
+from stages.secrets import redact_value
 
 NODE_SCHEMA_VERSIONS = (1,)
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -342,27 +345,45 @@ class NodeFolder:
     errors: list[dict[str, Any]] = field(default_factory=list)   # source_file, source_line, reason
 
 
+def _redacted(value: Any) -> Any:
+    """A parsed value with every string in it redacted."""
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    return redact_value(value)
+
+
 def read_node_folder(folder: Path, root: Path) -> NodeFolder:
     """Every file of a node folder; a file that is absent gives no rows, one that cannot be read
-    gives rows in `errors`. Rows carry node_id, source_file (relative to root) and source_line."""
+    (or is not a regular file: a link, a FIFO, ...) gives rows in `errors`. Rows carry node_id,
+    source_file (relative to root) and source_line."""
     node = NodeFolder(node_id=folder.name)
 
     def read(name: str) -> tuple[bytes | None, str]:
         path = folder / name
         rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
-        return (path.read_bytes() if path.is_file() else None), rel
+        try:
+            return read_raw(folder, name, SMALL_BYTES), rel
+        except FileNotFoundError:
+            return None, rel
+        except Refused as exc:
+            fail([ParseError(None, exc.reason)], rel)
+        except OSError as exc:
+            fail([ParseError(None, f"cannot read: {exc.strerror or type(exc).__name__}")], rel)
+        return None, rel
 
     def tag(rows: list[dict[str, Any]], rel: str) -> list[dict[str, Any]]:
-        return [{"node_id": node.node_id, **r, "source_file": rel} for r in rows]
+        return [{"node_id": node.node_id, **_redacted(r), "source_file": rel} for r in rows]
 
     def fail(errors: list[ParseError], rel: str) -> None:
         node.errors += [{"node_id": node.node_id, "source_file": rel, "source_line": e.line,
-                         "reason": e.reason} for e in errors]
+                         "reason": redact_value(e.reason)} for e in errors]
 
     data, rel = read("meta.json")
     if data is not None:
         meta, errors = parse_meta(data)
-        node.meta = None if meta is None else {**meta, "source_file": rel, "source_line": 1}
+        node.meta = None if meta is None else {**_redacted(meta), "source_file": rel, "source_line": 1}
         fail(errors, rel)
     data, rel = read("env.json")
     if data is not None:

@@ -13,6 +13,12 @@ META_SCHEMA_VERSIONS = (1,)
 _STAMP = re.compile(r"\d{4}-\d{6}")
 _GATE = re.compile(r"^GATE\s+(\S+)\s+score=\s*(\S+)")
 _KEY = re.compile(r"^[A-Za-z_][\w.\-]*$")
+# A run id, as a folder name: safe characters only (a file name and a shell word as it stands).
+_RUN_ID_CHARS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+MAX_RUN_ID_CHARS = 200
+# launch.out keys the run stage appends once per benchmark point: they may repeat.
+LAUNCH_EVENT_KEYS = frozenset({"point_skipped", "point_error"})
+_SHOWN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._- ")
 
 
 @dataclass(frozen=True)
@@ -43,9 +49,30 @@ def parse_run_id(run_id: str) -> RunId:
     return RunId(parts[0] or None, parts[1], parts[2], parts[3], stamp)
 
 
+def is_run_id(name: str) -> bool:
+    """`name` is a run id: `<model>__<layout>__<ctx>__<engine>__<MMDD-HHMMSS>`, every part there,
+    letters, digits, '.', '_' and '-' only, starting with a letter or digit."""
+    if len(name) > MAX_RUN_ID_CHARS or not _RUN_ID_CHARS.fullmatch(name):
+        return False
+    rid = parse_run_id(name)
+    parts = (rid.model, rid.layout, rid.ctx_label, rid.engine, rid.stamp)
+    return all(parts) and "" not in name.split("__")
+
+
+def shown(text: str, limit: int = 80) -> str:
+    """`text` quoted so that it is inert anywhere it is printed: letters, digits, '.', '_', '-'
+    and spaces as they are, any other character as a \\x or \\u escape; cut at `limit` characters."""
+    out = "".join(c if c in _SHOWN else f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+                  if ord(c) < 0x10000 else f"\\U{ord(c):08x}" for c in text[:limit])
+    return f"'{out}'" + ("..." if len(text) > limit else "")
+
+
 def parse_launch_out(data: bytes) -> tuple[list[tuple[str, str, int]], list[ParseError]]:
-    """(key, value, line) for each `key=value` line."""
+    """(key, value, line) for each `key=value` line. A key given again with another value is an
+    error naming both lines (the keys of LAUNCH_EVENT_KEYS excepted: they are appended per point);
+    both lines are kept."""
     rows, errors = [], []
+    first: dict[str, tuple[str, int]] = {}
     for number, line in enumerate(decode(data).split("\n"), start=1):
         text = line.strip()
         if not text or text.startswith("#"):
@@ -55,7 +82,14 @@ def parse_launch_out(data: bytes) -> tuple[list[tuple[str, str, int]], list[Pars
         if not eq or not _KEY.match(key):
             errors.append(ParseError(number, f"launch.out: not a key=value line: {text[:80]!r}"))
             continue
-        rows.append((key, value.strip(), number))
+        value = value.strip()
+        rows.append((key, value, number))
+        if key in LAUNCH_EVENT_KEYS:
+            continue
+        seen = first.setdefault(key, (value, number))
+        if seen[0] != value:
+            errors.append(ParseError(number, f"launch.out: key {key} given twice with different "
+                                             f"values (lines {seen[1]} and {number})"))
     return rows, errors
 
 
