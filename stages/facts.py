@@ -217,9 +217,9 @@ class RawFileRefused(CampaignError):
 
 
 def open_raw(path: Path, within: tuple[Path, ...]):
-    """A raw file opened for reading (binary), as ingest opens it (stages.rawfile.open_fd): only
-    a regular file inside one of the folders `within`, no link on the way. The refusal says why
-    without quoting the target."""
+    """A raw file opened for reading (binary; a .gz decompressed), as ingest opens it
+    (stages.rawfile): only a regular file inside one of the folders `within`, no link on the way.
+    The refusal says why without quoting the target."""
     path = Path(os.path.abspath(path))       # absolute, links not resolved
     for folder in map(os.path.abspath, within):
         try:
@@ -227,7 +227,7 @@ def open_raw(path: Path, within: tuple[Path, ...]):
         except ValueError:
             continue
         try:
-            return os.fdopen(rawfile.open_fd(Path(folder), name), "rb")
+            return rawfile.open_stream(Path(folder), name)
         except rawfile.Refused as exc:
             raise RawFileRefused(f"{path}: refused ({exc.reason})") from None
     raise RawFileRefused(f"{path}: refused (outside the raw folders)")

@@ -177,6 +177,28 @@ def open_raw(folder: Path, name: str, limit: int) -> LimitedReader:
         raise
 
 
+class _OwnedGzip(gzip.GzipFile):
+    """A GzipFile that closes the file beneath it too."""
+
+    def __init__(self, raw):
+        super().__init__(fileobj=raw, mode="rb")
+        self._raw = raw
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._raw.close()
+
+
+def open_stream(folder: Path, name: str):
+    """The regular file `name` inside `folder` (see open_fd) as a binary stream from its start,
+    decompressed when it ends in .gz, for a reader that stops after what it needs (a line, a
+    prefix): no size limit applies."""
+    fh = os.fdopen(open_fd(folder, name), "rb")
+    return _OwnedGzip(fh) if name.endswith(GZ) else fh
+
+
 def read_raw(folder: Path, name: str, limit: int) -> bytes:
     """All the bytes of `open_raw(folder, name, limit)`."""
     with open_raw(folder, name, limit) as fh:

@@ -7,7 +7,10 @@ report gives the rows read, the ingest_errors recorded, and the rows LOST: rows 
 files that the damage made disappear (must be zero). (2) The fault tests of the suite (engine
 killed mid-sweep, interrupts, process-group clean-up, secrets, path traversal, property-based
 parser tests) run under pytest; the report lists each case with its outcome and, for the
-property tests, how many generated inputs were tried.
+property tests, how many generated inputs were tried. (3) Hostile and careless inputs
+(stages/hostile.py): links out of the project, FIFOs, script in folder names, secrets from another
+campaign, edits after sealing, outputs pointed at the raw runs, two commands at once, impossible
+params; the built pages are loaded in headless Chromium, which must run no script of theirs.
 """
 from __future__ import annotations
 
@@ -25,10 +28,14 @@ from typing import Callable
 
 import duckdb
 
+from stages import hostile
+
 FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "runs"
 FAULT_TESTS = ["tests/test_parsers_property.py", "tests/test_engine_faults.py",
                "tests/test_engine.py", "tests/test_secrets.py", "tests/test_ingest.py",
-               "tests/test_trace.py", "tests/test_run.py"]
+               "tests/test_trace.py", "tests/test_run.py", "tests/test_ingest_hostile.py",
+               "tests/test_seal.py", "tests/test_render_hostile.py", "tests/test_config.py",
+               "tests/test_locks.py"]
 RAW_TABLES = ["raw_runs", "raw_commands", "raw_command_flags", "raw_launch_out", "raw_log_facts",
               "raw_log_stats", "raw_gate_probes", "raw_gates", "raw_bench_points",
               "raw_bench_requests", "raw_metrics", "raw_turn_workloads", "raw_turn_requests"]
@@ -169,12 +176,52 @@ def fault_tests(root: Path, junit: Path) -> tuple[list[dict], dict[str, int]]:
     return cases, examples
 
 
+# Recorded in each page before its own scripts: a dialog call counts as a script that ran.
+_TRAP = ("window.__fired = 0; for (const k of ['alert', 'confirm', 'prompt', 'print']) "
+         "{ window[k] = () => { window.__fired += 1; }; }")
+# Hover, focus and enter every element, as a reader's mouse and keyboard would; then count
+# dialog calls, javascript: links and inline handlers that call a dialog.
+_POKE = """(() => {
+  for (const el of document.querySelectorAll('body *')) {
+    for (const type of ['mouseover', 'mouseenter', 'focus', 'focusin', 'pointerover']) {
+      el.dispatchEvent(new Event(type, {bubbles: true}));
+    }
+  }
+  const links = [...document.querySelectorAll('[href], [src], [action], [formaction]')].filter(el =>
+    ['href', 'src', 'action', 'formaction'].some(a => /^\\s*javascript:/i.test(el.getAttribute(a) || '')));
+  const handlers = [...document.querySelectorAll('body *')].filter(el =>
+    [...el.attributes].some(a => a.name.startsWith('on') && /alert|confirm|prompt/.test(a.value)));
+  return window.__fired + links.length + handlers.length;
+})()"""
+
+
+def browse(site_dir: Path, pages: list[Path]) -> dict[str, int]:
+    """Load each page of a built site in headless Chromium: scripts of the page's data that ran."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from site_browser import Browser, SiteServer, find_chromium
+
+    binary = find_chromium()
+    if binary is None:
+        raise RuntimeError("headless Chromium not found: install Debian's chromium package")
+    fired = 0
+    with SiteServer(site_dir) as server, Browser(binary) as browser:
+        tab = browser.page()
+        tab.call("Page.addScriptToEvaluateOnNewDocument", {"source": _TRAP})
+        for page in pages:
+            tab.goto(server.base + page.relative_to(site_dir).as_posix())
+            fired += int(tab.js(_POKE) or 0)
+        fired += len(tab.dialogs())
+    return {"pages": len(pages), "scripts": fired}
+
+
 def run(*, root: Path, out_dir: Path, progress=lambda s: None) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="campaign-reliability-") as tmp:
         progress("damaging copies of a real run folder and ingesting them")
         cases = damaged_folders(Path(tmp))
+        progress("hostile and careless inputs, through ingest, derive, render and Chromium")
+        hostile_result = hostile.run(Path(tmp) / "hostile", browse=browse, progress=progress)
         progress("running the fault tests (the real engine is killed once: about a minute)")
         tests, examples = fault_tests(root, Path(tmp) / "junit.xml")
     lost = sum(c.rows_lost for c in cases)
@@ -194,6 +241,22 @@ def run(*, root: Path, out_dir: Path, progress=lambda s: None) -> Path:
     lines += ["", "What ingest recorded for each:", ""]
     for c in cases:
         lines.append(f"- **{c.name}**: " + ("; ".join(c.errors[:3]) or "nothing unreadable"))
+    h = hostile_result
+    lines += ["", "## Hostile and careless inputs", "",
+              "A scratch project holds the intact run folder and copies damaged on purpose; the real",
+              "commands run on it, and the built pages are loaded in headless Chromium.", "",
+              "| case | fault | outcome | held |", "| --- | --- | --- | --- |"]
+    for c in h.cases:
+        lines.append(f"| {c.name} | {c.fault} | {c.outcome.replace('|', '/')} | {'yes' if c.ok else '**NO**'} |")
+    lines += ["", f"- rows lost: **{h.rows_lost}**",
+              f"- files published from outside the project: **{len(h.outside_published)}**"
+              + (f" ({', '.join(h.outside_published[:5])})" if h.outside_published else ""),
+              f"- outputs holding a secret (site, docs, warehouse, facts, trace): "
+              f"**{len(h.secrets_published)}**"
+              + (f" ({', '.join(h.secrets_published[:5])})" if h.secrets_published else ""),
+              f"- scripts that ran in Chromium: **{h.scripts_run}** over {h.pages_browsed} pages",
+              f"- run folders changed by the commands: **{len(h.runs_changed)}**",
+              f"- {len(h.cases)} cases in {h.seconds:.0f} s, {sum(not c.ok for c in h.cases)} did not hold"]
     lines += ["", "## Fault tests", "",
               f"{len(tests)} cases, {len(tests) - len(failed)} passed, {len(failed)} failed; "
               f"{sum(examples.values())} generated inputs across {len(examples)} property tests.", "",
@@ -203,11 +266,19 @@ def run(*, root: Path, out_dir: Path, progress=lambda s: None) -> Path:
         lines.append(f"| {t['test']} | {t['outcome']} | {t['seconds']:.1f} | {examples.get(name, '')} |")
     lines += ["", "## Summary", "",
               f"- damaged folders: {len(cases)} cases, rows lost: **{lost}**",
+              f"- hostile inputs: {len(h.cases)} cases, {sum(not c.ok for c in h.cases)} did not "
+              f"hold; rows lost **{h.rows_lost}**, files from outside published "
+              f"**{len(h.outside_published)}**, secrets **{len(h.secrets_published)}**, "
+              f"scripts run **{h.scripts_run}**",
               f"- fault tests: {len(tests)} cases, failed: **{len(failed)}**",
               f"- generated parser inputs: {sum(examples.values())}"]
     report = out_dir / "report.md"
     report.write_text("\n".join(lines) + "\n")
     (out_dir / "report.json").write_text(json.dumps({
         "cases": [c.__dict__ for c in cases], "tests": tests, "generated_inputs": examples,
-        "rows_lost": lost, "tests_failed": len(failed)}, indent=2))
+        "rows_lost": lost, "tests_failed": len(failed),
+        "hostile": {"cases": [c.__dict__ for c in h.cases], "rows_lost": h.rows_lost,
+                    "outside_published": h.outside_published,
+                    "secrets_published": h.secrets_published, "scripts_run": h.scripts_run,
+                    "pages_browsed": h.pages_browsed, "runs_changed": h.runs_changed}}, indent=2))
     return report

@@ -75,3 +75,12 @@ def test_a_source_outside_the_project_is_refused(tmp_path):
         == "(not shown: refused (outside the raw folders))"
     with pytest.raises(FactError, match="has no line"):
         read_line(tmp_path, "inside.txt", 9)
+
+
+def test_a_compressed_source_is_read_decompressed(tmp_path):
+    import gzip
+
+    from stages.facts import read_line
+
+    (tmp_path / "server.log.gz").write_bytes(gzip.compress(b"one\ntwo HF_TOKEN=hf_abcdefghijklmnopqrstuv\n"))
+    assert read_line(tmp_path, "server.log.gz", 2) == "two HF_TOKEN=***"
