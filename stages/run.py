@@ -24,7 +24,8 @@ from typing import Callable
 import httpx
 
 from stages import bench, multiturn, needle
-from stages.config import CampaignError, Paths, profile as active_profile, profile_workloads
+from stages.config import (SAFE_NAME, CampaignError, Paths, profile as active_profile,
+                           profile_workloads)
 from stages.config import spec as get_spec
 from stages.engine import Engine, EngineDied, Launch, executor_for
 from stages.schedule import QUADS
@@ -32,7 +33,6 @@ from stages.provenance import RUN_MANIFEST, git_sha, seal
 from stages.secrets import redact_mapping
 
 SCHEMA_VERSION = 1
-_RUN_ID_FIELD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _KV_TOKENS = re.compile(r"KV cache size: ([\d,]+) tokens|max_total_num_tokens=(\d+)")
 
 
@@ -66,7 +66,7 @@ def ctx_label(max_model_len: int) -> str:
 def make_run_id(*, model: str, layout: str, max_model_len: int, engine: str,
                 now: dt.datetime) -> str:
     for name, value in (("model", model), ("layout", layout), ("engine", engine)):
-        if not _RUN_ID_FIELD.match(value) or "__" in value:
+        if not SAFE_NAME.match(value) or "__" in value:
             raise CampaignError(f"{name} {value!r} cannot be part of a run id "
                                 "(letters, digits, '.', '_', '-'; no '__')")
     return f"{model}__{layout}__{ctx_label(max_model_len)}__{engine}__{now:%m%d-%H%M%S}"

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from stages.config import SAFE_NAME
 from stages.parsers.scan import ParseError, decode
 
 META_SCHEMA_VERSIONS = (1,)
@@ -14,7 +15,6 @@ _STAMP = re.compile(r"\d{4}-\d{6}")
 _GATE = re.compile(r"^GATE\s+(\S+)\s+score=\s*(\S+)")
 _KEY = re.compile(r"^[A-Za-z_][\w.\-]*$")
 # A run id, as a folder name: safe characters only (a file name and a shell word as it stands).
-_RUN_ID_CHARS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 MAX_RUN_ID_CHARS = 200
 # launch.out keys the run stage appends once per benchmark point: they may repeat.
 LAUNCH_EVENT_KEYS = frozenset({"point_skipped", "point_error"})
@@ -52,7 +52,7 @@ def parse_run_id(run_id: str) -> RunId:
 def is_run_id(name: str) -> bool:
     """`name` is a run id: `<model>__<layout>__<ctx>__<engine>__<MMDD-HHMMSS>`, every part there,
     letters, digits, '.', '_' and '-' only, starting with a letter or digit."""
-    if len(name) > MAX_RUN_ID_CHARS or not _RUN_ID_CHARS.fullmatch(name):
+    if len(name) > MAX_RUN_ID_CHARS or not SAFE_NAME.match(name):
         return False
     rid = parse_run_id(name)
     parts = (rid.model, rid.layout, rid.ctx_label, rid.engine, rid.stamp)
