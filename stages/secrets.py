@@ -24,8 +24,15 @@ _WORD_BREAK = re.compile(r"[_.\-\s]+|(?<=[a-z0-9])(?=[A-Z])")
 _MIN_LEN = 4   # shorter values would scrub ordinary text
 
 
+# ...unless its last word says it names something about the secret, not the secret itself
+# (mask_token_id, HF_TOKEN_PATH, key_type).
+NOT_SECRET_LAST_WORDS = frozenset({"ID", "IDS", "IDX", "INDEX", "PATH", "FILE", "DIR", "TYPE", "LEN",
+                                   "LENGTH", "SIZE", "MODE", "COUNT", "NUM", "NAME", "ENABLED"})
+
+
 def is_secret_name(name: str) -> bool:
-    return any(word.upper() in SECRET_WORDS for word in _WORD_BREAK.split(name))
+    words = [w.upper() for w in _WORD_BREAK.split(name) if w]
+    return bool(words) and words[-1] not in NOT_SECRET_LAST_WORDS and any(w in SECRET_WORDS for w in words)
 
 
 def redact_argv(argv: Iterable[str]) -> list[str]:
@@ -84,7 +91,13 @@ def scrub(data: bytes, values: list[bytes]) -> bytes:
 # ---------------------------------------------------------------- free text
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_.-]*"
-_VALUE = r"""(?:'[^']*'|"(?:[^"\\]|\\.)*"|[^\s'"]+)"""   # a shell word: quoted or bare
+# A value: quoted, or bare up to a space or the punctuation that closes it in a repr (`x=1,`).
+_VALUE = r"""(?:'[^']*'|"(?:[^"\\]|\\.)*"|[^\s'",;)}\]]+)"""
+# Values that hold nothing to hide (`api_key=None`, `allow_credentials=False`): kept as they are.
+_TRIVIAL = re.compile(r"""(?i)^["']?(?:true|false|none|null|\d+(?:\.\d+)?)?["']?$""")
+# Text without any of these cannot hold a secret that redact_text would find: a quick way past.
+_MAYBE = re.compile(r"(?i)token|key|secret|passw|credential|auth|hf_|sk-|gh[pousr]_|github_pat_"
+                    r"|akia|asia|xox[abprs]-|glpat-|eyj")
 # Shapes of well-known credentials, wherever they stand.
 TOKEN_SHAPES = re.compile(
     r"\b(?:hf_[A-Za-z0-9]{16,}"                        # Hugging Face
@@ -112,13 +125,14 @@ def redact_text(text: str) -> str:
     Example: redact_text("HF_TOKEN=hf_abc vllm serve m --api-key sk-1") ==
              "HF_TOKEN=*** vllm serve m --api-key ***"
     """
-    if not text:
+    if not text or not _MAYBE.search(text):
         return text
     text = _FLAG_VALUE.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
     text = _ASSIGNMENT.sub(
-        lambda m: m.group(0) if not is_secret_name(m.group(1)) else f"{m.group(1)}={REDACTED}", text)
+        lambda m: m.group(0) if not is_secret_name(m.group(1)) or _TRIVIAL.match(m.group(2))
+        else f"{m.group(1)}={REDACTED}", text)
     text = _JSON_MEMBER.sub(
-        lambda m: m.group(0) if not is_secret_name(m.group(3))
+        lambda m: m.group(0) if not is_secret_name(m.group(3)) or _TRIVIAL.match(m.group(5))
         else f"{m.group(1)}{m.group(4)}{REDACTED}{m.group(4)}", text)
     text = _AUTH_HEADER.sub(lambda m: m.group(1) + REDACTED, text)
     return TOKEN_SHAPES.sub(REDACTED, text)

@@ -80,3 +80,12 @@ def test_redact_argv_hides_json_flag_values():
     assert redact_argv(argv)[-1] == '{"hf_token": "***", "rope": 2}'
     assert redact_mapping({"--hf-overrides": '{"api_key": "k-123456"}'}) == {
         "--hf-overrides": '{"api_key": "***"}'}
+
+
+def test_names_about_a_secret_and_empty_values_are_kept():
+    from stages.secrets import redact_text
+
+    line = ("Namespace(api_key=None, allow_credentials=False, mask_token_id=12, HF_TOKEN_PATH=/x, "
+            "hf_token='abcd1234')")
+    assert redact_text(line) == ("Namespace(api_key=None, allow_credentials=False, mask_token_id=12, "
+                                 "HF_TOKEN_PATH=/x, hf_token=***)")
