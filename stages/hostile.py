@@ -422,13 +422,15 @@ def _concurrent_case(p: Project, command: str) -> Case:
     refusals = [err.strip().splitlines()[-1] for code, err in done if code == 2 and err.strip()]
     clean = all(code in (0, 2) and "Traceback" not in err for code, err in done) and codes[0] == 0
     intact = True
-    if command == "derive":
-        try:
+    try:
+        if command == "ingest":
+            intact = bool(_query(p.root / "data" / "warehouse.duckdb", "select count(*) from raw_runs")[0][0])
+        elif command == "derive":
             intact = bool(_query(p.root / "data" / "campaign.duckdb", "select count(*) from runs")[0][0])
-        except duckdb.Error:
-            intact = False
-    else:
-        intact = (p.root / "data" / "site" / "index.html").is_file()
+        else:
+            intact = (p.root / "data" / "site" / "index.html").is_file()
+    except duckdb.Error:
+        intact = False
     case.ok = clean and intact
     case.outcome = (f"exit codes {codes}"
                     + (f"; the other was told: {refusals[0][:160]}" if refusals else "; they did not overlap")
@@ -594,7 +596,7 @@ def run(workdir: Path, *, browse: Browse | None = None, progress=lambda s: None)
     progress("settings a careless user could give")
     before = _tree_digest(p.runs)
     result.cases += [_overlap_case(p, "site", "data/runs"), _overlap_case(p, "docs", "data"),
-                     _overlap_case(p, "site", "."), _concurrent_case(p, "derive"),
+                     _overlap_case(p, "site", "."), _concurrent_case(p, "ingest"), _concurrent_case(p, "derive"),
                      _concurrent_case(p, "render"), _dry_run_case(p)]
     result.cases += [_bad_params_case(p, name, edit) for name, edit in BAD_PARAMS.items()]
     after = _tree_digest(p.runs)

@@ -176,42 +176,27 @@ def fault_tests(root: Path, junit: Path) -> tuple[list[dict], dict[str, int]]:
     return cases, examples
 
 
-# Recorded in each page before its own scripts: a dialog call counts as a script that ran.
-_TRAP = ("window.__fired = 0; for (const k of ['alert', 'confirm', 'prompt', 'print']) "
-         "{ window[k] = () => { window.__fired += 1; }; }")
-# Hover, focus and enter every element, as a reader's mouse and keyboard would; then count
-# dialog calls, javascript: links and inline handlers that call a dialog.
-_POKE = """(() => {
-  for (const el of document.querySelectorAll('body *')) {
-    for (const type of ['mouseover', 'mouseenter', 'focus', 'focusin', 'pointerover']) {
-      el.dispatchEvent(new Event(type, {bubbles: true}));
-    }
-  }
-  const links = [...document.querySelectorAll('[href], [src], [action], [formaction]')].filter(el =>
-    ['href', 'src', 'action', 'formaction'].some(a => /^\\s*javascript:/i.test(el.getAttribute(a) || '')));
-  const handlers = [...document.querySelectorAll('body *')].filter(el =>
-    [...el.attributes].some(a => a.name.startsWith('on') && /alert|confirm|prompt/.test(a.value)));
-  return window.__fired + links.length + handlers.length;
-})()"""
-
-
 def browse(site_dir: Path, pages: list[Path]) -> dict[str, int]:
-    """Load each page of a built site in headless Chromium: scripts of the page's data that ran."""
+    """Scripts of a built site's data that run: inline handlers and javascript: URLs anywhere in
+    the site (a static scan), and, with each of `pages` loaded in headless Chromium and every link
+    and handler-bearing element hovered and focused, each dialog call, handler and script URL
+    (the browser test's own probe, tests/site_browser.py)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from site_browser import Browser, SiteServer, find_chromium
+    from site_browser import Browser, SiteServer, find_chromium, static_scan
 
     binary = find_chromium()
     if binary is None:
         raise RuntimeError("headless Chromium not found: install Debian's chromium package")
-    fired = 0
+    scripts = len(static_scan(site_dir))
     with SiteServer(site_dir) as server, Browser(binary) as browser:
         tab = browser.page()
-        tab.call("Page.addScriptToEvaluateOnNewDocument", {"source": _TRAP})
+        tab.trap_dialogs()
         for page in pages:
             tab.goto(server.base + page.relative_to(site_dir).as_posix())
-            fired += int(tab.js(_POKE) or 0)
-        fired += len(tab.dialogs())
-    return {"pages": len(pages), "scripts": fired}
+            seen = tab.provoke()
+            scripts += len(seen["fired"]) + len(seen["handlers"]) + len(seen["scriptUrls"])
+        scripts += len(tab.dialogs())
+    return {"pages": len(pages), "scripts": scripts}
 
 
 def run(*, root: Path, out_dir: Path, progress=lambda s: None) -> Path:
