@@ -40,7 +40,8 @@ from stages import charts as chart_lib
 from stages import compare_page, derive, warehouse_page
 from stages.config import CampaignError
 from stages.facts import (PUBLIC_TABLES, Fact, FactBook, FactError, PageMacros, audit_target,
-                          check_digits, code, escape_text, render_evidence, sql_params)
+                          check_digits, code, escape_text, fact_query_path, render_evidence,
+                          sql_params)
 from stages.secrets import redact_text, redact_value
 from stages.provenance import git_sha
 
@@ -379,7 +380,7 @@ def audit_page(fact: Fact, *, runs_dir: Path, root: Path, titles: dict[str, str]
         f"| Value | **{escape_text(fact.display)}**{unit} |",
         f"| Stored value | {code(json.dumps(fact.value, default=str))} |",
         f"| Fact id | {code(fact.id)} |",
-        f"| Query | `stages/sql/facts/{fact.name}.sql` |",
+        f"| Query | `{fact_query_path(fact.name)}` |",
         f"| Parameters | {params} |",
         f"| Runs | {runs} |",
         f"| Raw source | {source} |",

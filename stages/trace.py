@@ -19,7 +19,8 @@ import duckdb
 import yaml
 
 from stages.config import CampaignError, Paths, profile_workloads
-from stages.facts import RawFileRefused, format_value, read_line, read_raw, tables_in
+from stages.facts import (RawFileRefused, fact_query_path, format_value, read_line, read_raw,
+                          tables_in)
 from stages.secrets import redact_text, redact_value
 
 MAX_ROWS = 5
@@ -139,7 +140,7 @@ def chain(fact: dict, paths: Paths) -> str:
     lines = [
         f"fact      {fact['id']}",
         f"value     {fact.get('display') or format_value(fact['value'])}{unit}",
-        f"query     stages/sql/facts/{fact['name']}.sql  params {json.dumps(fact['params'])}",
+        f"query     {fact_query_path(fact['name'])}  params {json.dumps(fact['params'])}",
     ]
     for table, rows in derived_rows(paths.campaign_db, fact):
         for row in rows:

@@ -174,3 +174,83 @@ def test_table_run_labels_link_only_to_sections_on_the_page(macros):
     assert heading == f"<code>{shown}</code> {{#run-{RUN4}}}"
     linked = macros.substitute(str(macros.table("fit_rows", profile="local-cpu", columns=columns)))
     assert f'<a class="run-ref" href="#run-{RUN4}" title="{shown}">tiny-seqs4 · 05:12</a>' in linked
+
+
+# ---------------------------------------------------------------- facts declared in columns.yaml
+
+def declare(folder: Path, text: str) -> Path:
+    folder.mkdir(exist_ok=True)
+    (folder / facts.COLUMN_FACTS).write_text(text)
+    return folder
+
+
+LAUNCH_READY = """
+- table: launches
+  keys: [run_id]
+  facts:
+    ready:
+      value: ready_s
+      unit: s
+      description: Seconds until ready.
+"""
+
+
+def test_a_declared_fact_is_generated_whole_with_its_parameters_bound(campaign, tmp_path):
+    root, con = campaign
+    folder = declare(tmp_path / "facts", LAUNCH_READY)
+    sql = facts.fact_sql("ready", folder)
+    assert sql.startswith("-- Seconds until ready.\nwith source as (")
+    assert "where run_id = $run_id\n" in sql and "ready_s as value" in sql
+    assert facts.sql_params(sql) == ["run_id"] and facts.tables_in(sql) == ["launches"]
+    fact = FactBook(con, root=root, sha=None, facts_sql=folder).evaluate("ready", {"run_id": RUN4})
+    assert (fact.value, fact.unit, fact.run_ids, fact.sql) == (71.3, "s", [RUN4], sql)
+    assert RUN4 not in fact.sql
+    assert facts.fact_query_path("ready", folder).endswith("columns.yaml (ready)")
+    assert facts.fact_query_path("launch_ready_s") == "stages/sql/facts/columns.yaml (launch_ready_s)"
+    assert facts.fact_query_path("profile_points") == "stages/sql/facts/profile_points.sql"
+
+
+@pytest.mark.parametrize("change, message", [
+    (("table: launches", "table: raw_launches"), "is not a public table"),
+    (("keys: [run_id]", "keys: [run_id; drop]"), "bad key"),
+    (("unit: s", "unit: s' as x"), "bad unit"),
+    (("value: ready_s", "value: ready_s; select 1"), "not a column or plain arithmetic"),
+    (("value: ready_s", "value: ready_s -- x"), "bad value"),
+    (("keys: [run_id]", "keys: [run_id]\n  where: {status: \"a'b\"}"), "bad filter value"),
+    (("description: Seconds until ready.", "description: \"one\\ntwo\""), "one line"),
+])
+def test_a_declaration_outside_the_safe_shapes_is_refused(tmp_path, change, message):
+    folder = declare(tmp_path / "facts", LAUNCH_READY.replace(*change))
+    with pytest.raises(FactError, match=message):
+        facts.fact_sql("ready", folder)
+
+
+def test_a_declared_column_the_table_lacks_fails_at_evaluation(campaign, tmp_path):
+    root, con = campaign
+    folder = declare(tmp_path / "facts", LAUNCH_READY.replace("value: ready_s", "value: 100.0 * ready_secs"))
+    book = FactBook(con, root=root, sha=None, facts_sql=folder)
+    with pytest.raises(FactError, match="launches has no column"):
+        book.evaluate("ready", {"run_id": RUN4})
+
+
+def test_a_fact_both_declared_and_written_or_neither_is_an_error(tmp_path):
+    folder = declare(tmp_path / "facts", LAUNCH_READY)
+    (folder / "other.sql").write_text("select 1 as value")
+    assert facts.fact_sql("other", folder) == "select 1 as value"
+    with pytest.raises(FactError, match=r"unknown fact 'missing' \(known: other, ready\)"):
+        facts.fact_sql("missing", folder)
+    (folder / "ready.sql").write_text("select 1 as value")
+    with pytest.raises(FactError, match="both declared"):
+        facts.fact_sql("ready", folder)
+
+
+def test_every_declared_fact_names_columns_of_its_table(campaign):
+    _, con = campaign
+    declared = facts.column_facts(facts.FACTS_SQL / facts.COLUMN_FACTS)
+    assert len(declared) >= 40
+    for decl in declared.values():
+        columns = {r[0] for r in con.execute(
+            "select column_name from information_schema.columns where table_name = $t",
+            {"t": decl.table}).fetchall()}
+        assert decl.columns() <= columns, decl.name
+        assert not (facts.FACTS_SQL / f"{decl.name}.sql").exists()
