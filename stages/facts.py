@@ -260,7 +260,7 @@ class ColumnFact:
 
 
 def _declared(path: Path, where: str, value: Any, pattern: re.Pattern, what: str) -> str:
-    if not isinstance(value, str) or not pattern.match(value):
+    if not isinstance(value, str) or not pattern.fullmatch(value):
         raise FactError(f"{path.name}: {where}: bad {what} {value!r}")
     return value
 
