@@ -21,7 +21,7 @@ from pathlib import Path
 import click
 
 from stages import locks
-from stages.config import CampaignError, Paths, load_params, profile_workloads
+from stages.config import CampaignError, Paths, derive_settings, load_params
 
 
 def progress(msg: str) -> None:
@@ -234,7 +234,7 @@ def derive(root: str) -> None:
     with locks.writing(paths.root, [paths.campaign_db, paths.derived, paths.metrics], "campaign derive"):
         summary = derive_stage.run(warehouse=paths.warehouse, campaign_db=paths.campaign_db,
                                    derived_dir=paths.derived, metrics_file=paths.metrics,
-                                   rules=params["rules"], workloads=profile_workloads(params))
+                                   **derive_settings(params))
     _echo_summary(summary)
 
 
@@ -254,6 +254,8 @@ def render(no_build: bool, root: str) -> None:
         summary = render_stage.run(campaign_db=paths.campaign_db, docs_dir=paths.docs,
                                    site_dir=paths.site, facts_file=paths.facts, runs_dir=paths.runs,
                                    nodes_dir=paths.nodes, root=paths.root, build=not no_build,
+                                   templates_dir=paths.templates, sources_file=paths.sources,
+                                   warehouse_file=paths.table_docs, mkdocs_config=paths.mkdocs,
                                    compare=params.get("compare"), run_sets=params.get("run_sets"))
     _echo_summary(summary)
 
@@ -323,7 +325,7 @@ def bench(scale: float, keep_data: bool, root: str) -> None:
     from stages import benchmark
 
     _, paths = _load(root)
-    report = benchmark.run(out_dir=paths.root / "data" / "bench", scale=scale, keep_data=keep_data,
+    report = benchmark.run(out_dir=paths.bench, scale=scale, keep_data=keep_data,
                            progress=progress)
     click.echo(f"report: {report}")
 
@@ -339,7 +341,7 @@ def reliability(root: str) -> None:
     from stages import reliability as rel
 
     _, paths = _load(root)
-    report = rel.run(root=paths.root, out_dir=paths.root / "data" / "reliability", progress=progress)
+    report = rel.run(root=paths.root, out_dir=paths.reliability, progress=progress)
     click.echo(report.read_text().split("## Summary", 1)[1].strip())
     click.echo(f"report: {report}")
 

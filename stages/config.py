@@ -15,8 +15,12 @@ LOCK_DIR = "data/.locks"        # the stages' write locks (stages/locks.py), rel
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # Stage outputs, and the raw inputs (and the model) no output may be, contain or sit inside.
 OUTPUT_PATHS = ("site", "docs", "derived", "publish", "metrics", "facts", "campaign_db",
-                "warehouse", "ledger")
+                "warehouse", "ledger", "bench", "reliability")
 INPUT_PATHS = ("runs", "nodes", "models")
+# The rules derive applies: the same for every run (`rules`), and those of the run's own profile
+# (`profiles.<name>.rules`), which depend on the machine.
+SHARED_RULES = ("gate_min_score", "cached_share_max_pct")
+PROFILE_RULES = ("prefix_cache_tok_s", "default_max_num_seqs", "burst_tpot_ms")
 
 
 class CampaignError(Exception):
@@ -64,6 +68,12 @@ class Paths:
     docs: Path
     site: Path
     publish: Path
+    templates: Path | None = None     # render's inputs and the tools' report folders; from_params
+    sources: Path | None = None       # always sets them
+    table_docs: Path | None = None
+    mkdocs: Path | None = None
+    bench: Path | None = None
+    reliability: Path | None = None
 
     @classmethod
     def from_params(cls, params: dict[str, Any], root: Path | str = ".") -> "Paths":
@@ -112,13 +122,29 @@ def profile_workloads(params: dict[str, Any], name: str | None = None) -> dict[s
     return group
 
 
+def profile_rules(params: dict[str, Any], name: str | None = None) -> dict[str, Any]:
+    """The rules derive applies to runs of a profile (the active one by default): the shared
+    `rules` with the profile's own `profiles.<name>.rules`."""
+    return {**(params.get("rules") or {}), **(profile(params, name).get("rules") or {})}
+
+
+def derive_settings(params: dict[str, Any]) -> dict[str, Any]:
+    """What the derive stage reads from params, as `derive.run` takes it: the active profile's
+    rules and workloads, and every profile's, by name."""
+    return {"rules": profile_rules(params), "workloads": profile_workloads(params),
+            "profiles": {name: {"rules": profile_rules(params, name),
+                                "workloads": profile_workloads(params, name)}
+                         for name in params.get("profiles") or {}}}
+
+
 # ---------------------------------------------------------------------------------------------
 # Checking params.yaml: every problem found, one line each (without the file name).
 
 
 def check_params(params: dict[str, Any], root: Path | str = ".") -> list[str]:
     """Every problem of params: paths that overlap, unknown profiles or specs, unsafe names,
-    concurrency that is not a positive integer, workloads longer than a spec's maximum context."""
+    concurrency that is not a positive integer, workloads longer than a spec's maximum context,
+    rules missing, misplaced or not numbers."""
     problems = _check_paths(params.get("paths"), Path(root))
     profiles = params.get("profiles")
     if not isinstance(profiles, dict) or not profiles:
@@ -131,6 +157,9 @@ def check_params(params: dict[str, Any], root: Path | str = ".") -> list[str]:
         problems += _check_name(name, f"profiles.{name}")
         if not isinstance(prof, dict):
             problems.append(f"profiles.{name} must be a mapping")
+            continue
+        problems += _check_rules(prof.get("rules"), PROFILE_RULES, f"profiles.{name}.rules")
+    problems += _check_rules(params.get("rules"), SHARED_RULES, "rules")
     model = params.get("model")
     if isinstance(model, dict):
         problems += _check_name(model.get("name"), "model.name")
@@ -170,6 +199,21 @@ def _check_name(name: Any, where: str, *, run_id_field: bool = False) -> list[st
         return [f"{where}: name {name!r} is not safe as a file name and shell word "
                 f"({rule}{', no __' if run_id_field else ''})"]
     return []
+
+
+def _check_rules(rules: Any, keys: tuple[str, ...], where: str) -> list[str]:
+    """A rules mapping holding exactly `keys`, each a number."""
+    if not isinstance(rules, dict):
+        return [f"{where} must be a mapping of {', '.join(keys)}"]
+    problems = [f"{where} is missing {k}" for k in keys if k not in rules]
+    for key, value in rules.items():
+        if key not in keys:
+            home = ("profiles.<name>.rules" if key in PROFILE_RULES
+                    else "rules" if key in SHARED_RULES else None)
+            problems.append(f"{where}.{key} is not a rule here" + (f" (it belongs under {home})" if home else ""))
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            problems.append(f"{where}.{key} must be a number, not {value!r}")
+    return problems
 
 
 def _positive_int(value: Any) -> bool:

@@ -2,7 +2,9 @@
 
 The models live in `stages/sql/` (staging, intermediate, marts) and run in the fixed order below
 against a fresh `campaign.duckdb`, with the warehouse attached read-only as `raw`. The rules and
-workloads from params enter only as bound parameters and the `param_workloads` table. The
+workloads from params enter only as bound parameters (the rules shared by every run) and the
+`param_rules` and `param_workloads` tables, keyed by profile: each run is judged by its own
+profile's rules and sized by its own profile's workloads (int_run_params). The
 invariants in `stages/sql/marts/schema.yaml` run before anything is exported; a broken one
 raises `DataTestError` and leaves the previous outputs in place. Every output is built beside its
 place under a name of this process (`<name>.tmp-<pid>`) and renamed into place only when all of
@@ -12,7 +14,7 @@ Example:
     from stages import derive
     derive.run(warehouse=Path("data/warehouse.duckdb"), campaign_db=Path("data/campaign.duckdb"),
                derived_dir=Path("data/derived"), metrics_file=Path("data/metrics.json"),
-               rules=params["rules"], workloads=profile_workloads(params))
+               **config.derive_settings(params))
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from typing import Any
 import duckdb
 import yaml
 
-from stages.config import CampaignError
+from stages.config import PROFILE_RULES, SHARED_RULES, CampaignError
 
 SQL_DIR = Path(__file__).parent / "sql"
 SCHEMA_FILE = SQL_DIR / "marts" / "schema.yaml"
@@ -62,7 +64,7 @@ STAGING_MODELS: dict[str, str] = {
     "stg_node_p2p": "raw_node_p2p",
     "stg_node_allreduce": "raw_node_allreduce",
 }
-INTERMEDIATE_MODELS: tuple[str, ...] = ("int_requests", "int_point_cache", "int_node_islands")
+INTERMEDIATE_MODELS: tuple[str, ...] = ("int_run_params", "int_requests", "int_point_cache", "int_node_islands")
 # Dependency order: each mart reads only staging, intermediate and marts listed before it.
 MART_MODELS: tuple[str, ...] = (
     "runs",
@@ -107,13 +109,7 @@ PUBLIC_TABLES: tuple[str, ...] = (
     "node_allreduce",
     "node_allreduce_peak",
 )
-RULE_KEYS: tuple[str, ...] = (
-    "prefix_cache_tok_s",
-    "gate_min_score",
-    "cached_share_max_pct",
-    "default_max_num_seqs",
-    "burst_tpot_ms",
-)
+RULE_KEYS: tuple[str, ...] = (*SHARED_RULES, *PROFILE_RULES)
 _PARAM_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _COMMENT_RE = re.compile(r"--[^\n]*")
 
@@ -202,12 +198,33 @@ def attach_warehouse(con: duckdb.DuckDBPyConnection, warehouse: Path) -> None:
             f"{warehouse}: missing table(s) {', '.join(missing)} (run `campaign ingest` again)")
 
 
-def create_param_workloads(con: duckdb.DuckDBPyConnection, rows: list[tuple[str, int, int]]) -> None:
+def param_rows(rules: dict[str, Any], workloads: dict[str, Any],
+               profiles: dict[str, dict] | None) -> tuple[list[tuple], list[tuple]]:
+    """(param_rules rows, param_workloads rows), checked: one per profile in `profiles`, and one
+    with a null profile from `rules` and `workloads`, for runs of a profile params does not know."""
+    groups = [(None, rules, workloads)] + [
+        (str(name), p.get("rules"), p.get("workloads")) for name, p in (profiles or {}).items()]
+    rule_rows, workload_rows_ = [], []
+    for profile, its_rules, its_workloads in groups:
+        values = rule_values(its_rules)
+        rule_rows.append((profile, *(values[k] for k in PROFILE_RULES)))
+        workload_rows_ += [(profile, *row) for row in workload_rows(its_workloads)]
+    return rule_rows, workload_rows_
+
+
+def create_param_tables(con: duckdb.DuckDBPyConnection, rule_rows: list[tuple],
+                        workload_rows_: list[tuple]) -> None:
+    """param_rules and param_workloads, keyed by profile (null: the active profile's, for runs of
+    a profile params does not know)."""
     con.execute(
-        "create table param_workloads (workload varchar primary key, prompt_tokens bigint not null, "
-        "output_tokens bigint not null)")
-    if rows:
-        con.executemany("insert into param_workloads values ($1, $2, $3)", rows)
+        "create table param_rules (profile varchar unique, prefix_cache_tok_s double not null, "
+        "default_max_num_seqs integer not null, burst_tpot_ms double not null)")
+    con.executemany("insert into param_rules values ($1, $2::double, $3::integer, $4::double)", rule_rows)
+    con.execute(
+        "create table param_workloads (profile varchar, workload varchar not null, "
+        "prompt_tokens bigint not null, output_tokens bigint not null, unique (profile, workload))")
+    if workload_rows_:
+        con.executemany("insert into param_workloads values ($1, $2, $3, $4)", workload_rows_)
 
 
 def build_models(con: duckdb.DuckDBPyConnection, values: dict[str, Any]) -> None:
@@ -388,13 +405,16 @@ def _alive(pid: int) -> bool:
 
 
 def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: Path,
-        rules: dict, workloads: dict) -> dict:
+        rules: dict, workloads: dict, profiles: dict[str, dict] | None = None) -> dict:
     """Rebuild campaign_db from the warehouse, test it, export CSVs and headline metrics.
 
+    `rules` (every rule) and `workloads` are the active profile's; `profiles` gives each
+    profile's own, {name: {"rules": ..., "workloads": ...}} (config.derive_settings). A run is
+    judged by its profile's; a run whose profile is not in `profiles`, by the active one's.
     Returns the number of rows of each public table.
     """
-    values: dict[str, Any] = dict(rule_values(rules))
-    rows = workload_rows(workloads)
+    values: dict[str, Any] = {k: v for k, v in rule_values(rules).items() if k in SHARED_RULES}
+    rule_rows, workload_rows_ = param_rows(rules, workloads, profiles)
     schema = load_schema()
     campaign_db, derived_dir = Path(campaign_db), Path(derived_dir)
     for target in (campaign_db, derived_dir, Path(metrics_file)):
@@ -407,7 +427,7 @@ def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: 
     try:
         con.execute("set TimeZone = 'UTC'")
         attach_warehouse(con, Path(warehouse))
-        create_param_workloads(con, rows)
+        create_param_tables(con, rule_rows, workload_rows_)
         build_models(con, values)
         con.execute("detach raw")
         run_data_tests(con, schema, values)

@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import platform
-import re
 import signal
 from dataclasses import dataclass
 from importlib import metadata
@@ -28,12 +27,14 @@ from stages.config import (SAFE_NAME, CampaignError, Paths, profile as active_pr
                            profile_workloads)
 from stages.config import spec as get_spec
 from stages.engine import Engine, EngineDied, Launch, executor_for
+from stages.parsers.scan import read_chunks
+from stages.parsers.sglang_log import parse_sglang_log
+from stages.parsers.vllm_log import parse_vllm_log
 from stages.schedule import QUADS
 from stages.provenance import RUN_MANIFEST, git_sha, seal
 from stages.secrets import redact_mapping
 
 SCHEMA_VERSION = 1
-_KV_TOKENS = re.compile(r"KV cache size: ([\d,]+) tokens|max_total_num_tokens=(\d+)")
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,9 @@ def run(*, spec_name: str, params: dict, paths: Paths,
         gpus: list[int] | None = None) -> RunResult | Launch:
     # A dry run may show any spec's command, on the profile the spec is written for.
     spec = get_spec(params, spec_name, check_profile=not dry_run)
-    prof = {**active_profile(params, spec.get("profile") if dry_run else None)}
+    # derive's rules are no setting of the launch (nor of its params hash)
+    prof = {k: v for k, v in active_profile(params, spec.get("profile") if dry_run else None).items()
+            if k != "rules"}
     prof["image"] = spec.get("image") or prof.get("image")
     args = spec.get("args") or {}
     max_model_len = int(args.get("--max-model-len") or args.get("--context-length") or 0)
@@ -228,7 +231,7 @@ def run(*, spec_name: str, params: dict, paths: Paths,
                 say(f"launch failed: {exc}")
                 return RunResult(run_id, folder, "failed", "failed", 0)
             status = "ready"
-            kv = _kv_tokens(folder / "server.log")
+            kv = engine_kv_tokens(folder / "server.log", engine_name)
             out.add(status="ready", ready_s=f"{ready_s:.1f}", engine_kv_tokens=kv if kv is not None else "")
             say(f"ready in {ready_s:.1f} s, KV cache {kv} tokens")
             gate = params["gate"]
@@ -325,13 +328,16 @@ def _benchmark(steps: list[Step], eng: Engine, out: LaunchOut, interrupts: _Inte
 MANIFEST = RUN_MANIFEST
 
 
-def _kv_tokens(log: Path) -> int | None:
+def engine_kv_tokens(log: Path, engine: str) -> int | None:
+    """The KV pool the engine's log states, read by ingest's parser of that engine: the first
+    `KV cache size` line of vLLM (not blocks x block size), SGLang's max_total_num_tokens."""
     with open(log, "rb") as f:
-        for raw in f:
-            m = _KV_TOKENS.search(raw.decode("utf-8", "replace"))
-            if m:
-                return int((m.group(1) or m.group(2)).replace(",", ""))
-    return None
+        if engine == "sglang":
+            facts = [x for x in parse_sglang_log(read_chunks(f)).facts if x.fact == "max_total_num_tokens"]
+        else:
+            facts = [x for x in parse_vllm_log(read_chunks(f)).facts
+                     if x.fact == "kv_tokens" and x.detail in ("GPU", "CPU")]
+    return int(facts[0].value_num) if facts else None
 
 
 def write_ledger(path: Path, result: RunResult, spec_name: str) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import duckdb
 import yaml
 
-from stages.config import CampaignError, Paths, profile_workloads
+from stages.config import CampaignError, Paths, derive_settings
 from stages.facts import (RawFileRefused, fact_query_path, format_value, read_line, read_raw,
                           tables_in)
 from stages.secrets import redact_text, redact_value
@@ -178,7 +178,7 @@ def verify(fact: dict, *, paths: Paths, params: dict, progress=lambda s: None) -
         progress("re-deriving the public tables")
         derive.run(warehouse=tmp / "warehouse.duckdb", campaign_db=tmp / "campaign.duckdb",
                    derived_dir=tmp / "derived", metrics_file=tmp / "metrics.json",
-                   rules=params["rules"], workloads=profile_workloads(params))
+                   **derive_settings(params))
         with duckdb.connect(str(tmp / "campaign.duckdb"), read_only=True) as db:
             rows = db.execute(fact["sql"], fact["params"]).fetchall()
     if len(rows) != 1:

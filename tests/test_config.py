@@ -102,7 +102,28 @@ CASES = {
                           "paths.docs (data/.locks) holds the locks folder data/.locks"),
     "ledger as the derived folder": (_set("paths.ledger", "data/derived"),
                                      "paths.derived (data/derived) overlaps paths.ledger (data/derived)"),
+    "a profile's rule among the shared rules": (
+        _set("rules.prefix_cache_tok_s", 60000),
+        "rules.prefix_cache_tok_s is not a rule here (it belongs under profiles.<name>.rules)"),
+    "a profile without one of its rules": (_set("profiles.h200x8.rules.burst_tpot_ms", None),
+                                           "profiles.h200x8.rules is missing burst_tpot_ms"),
+    "a rule that is not a number": (_set("rules.gate_min_score", "high"),
+                                    "rules.gate_min_score must be a number, not 'high'"),
+    "a profile without rules": (_set("profiles.local-cpu.rules", None),
+                                "profiles.local-cpu.rules must be a mapping of prefix_cache_tok_s, "
+                                "default_max_num_seqs, burst_tpot_ms"),
 }
+
+
+def test_each_profile_has_its_own_rules_over_the_shared_ones():
+    params = copy.deepcopy(SHIPPED)
+    params["profiles"]["h200x8"]["rules"]["default_max_num_seqs"] = 512
+    settings = config.derive_settings(params)
+    assert settings["profiles"]["h200x8"]["rules"] == {
+        **SHIPPED["rules"], **SHIPPED["profiles"]["h200x8"]["rules"], "default_max_num_seqs": 512}
+    assert settings["rules"] == settings["profiles"]["local-cpu"]["rules"]
+    assert settings["rules"]["gate_min_score"] == SHIPPED["rules"]["gate_min_score"]
+    assert settings["profiles"]["h200x8"]["workloads"] == SHIPPED["workloads"]["h200x8"]
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -385,6 +385,44 @@ def test_prefix_cache_rule_is_a_bound_parameter(tmp_path):
     assert query(out, "select * from invalid_rows where reason = 'prefix_cache'") == []
 
 
+def _derive_profiles(tmp_path: Path, rows: dict) -> Path:
+    """Derive with two profiles: the active one (local-cpu, its own cap, cache rule and only the
+    chat workload) and h200x8, the profile of the fixture runs."""
+    active = {"rules": {**RULES, "default_max_num_seqs": 64, "prefix_cache_tok_s": 70000},
+              "workloads": {"chat": WORKLOADS["chat"]}}
+    node = {"rules": {**RULES, "default_max_num_seqs": 512}, "workloads": WORKLOADS}
+    warehouse = make_warehouse(tmp_path / "warehouse.duckdb", rows)
+    out = tmp_path / "out"
+    derive.run(warehouse=warehouse, campaign_db=out / "campaign.duckdb", derived_dir=out / "derived",
+               metrics_file=out / "metrics.json", rules=active["rules"], workloads=active["workloads"],
+               profiles={"local-cpu": active, "h200x8": node})
+    return out
+
+
+def test_each_run_is_judged_by_its_own_profiles_rules_and_workloads(tmp_path):
+    out = _derive_profiles(tmp_path, raw_rows())
+    [launch] = query(out, "select seq_cap from launches where run_id = $r", {"r": DP})
+    assert launch["seq_cap"] == 512                       # h200x8's default cap, not local-cpu's 64
+    [point] = query(out, "select * from bench_points where point_id = 'long__c04'")
+    assert (point["prompt_tokens"], point["output_tokens"]) == (250000, 512)   # not in local-cpu's
+    cached = query(out, "select threshold from invalid_rows where reason = 'prefix_cache'")
+    assert cached and {r["threshold"] for r in cached} == {60000.0}
+    fits = query(out, "select distinct workload from sequences_fit where run_id = $r", {"r": BIG})
+    assert {r["workload"] for r in fits} == set(WORKLOADS)
+
+
+def test_a_run_of_an_unknown_profile_takes_the_active_profiles(tmp_path):
+    rows = raw_rows()
+    for run in rows["raw_runs"][1]:       # BIG: a profile params no longer has; DP: none recorded
+        run["profile"] = {BIG: "retired", DP: None}.get(run["run_id"], run["profile"])
+    out = _derive_profiles(tmp_path, rows)
+    [launch] = query(out, "select seq_cap from launches where run_id = $r", {"r": DP})
+    assert launch["seq_cap"] == 64
+    [point] = query(out, "select * from bench_points where point_id = 'long__c04'")
+    assert point["prompt_tokens"] is None                 # local-cpu has no `long` workload
+    assert query(out, "select * from invalid_rows where reason = 'prefix_cache'") == []
+
+
 # ---------------------------------------------------------------------------------------------
 # bench_points
 

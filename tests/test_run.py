@@ -133,3 +133,29 @@ def test_dry_run_prints_no_secret(tmp_path, spec_name):
     assert re.search(r"MY_PASSWORD='?\*\*\*", result.output) and '"hf_token": "***"' in result.output
     assert "--api-key '***'" in result.output
     assert list(tmp_path.iterdir()) == [tmp_path / "params.yaml"]      # a dry run writes nothing
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.mark.parametrize("log, engine, tokens", [
+    ("runs/tiny-llama__cpu_seqs4__4k__vllm__1130-053610/server.log", "vllm", 16384),
+    ("render/server.log", "vllm", 1048576),
+    ("runs/tiny-llama__cpu_seqs4__4k__vllm__1130-053610/niah.log", "vllm", None),
+])
+def test_launch_out_kv_tokens_come_from_ingests_parser(log, engine, tokens):
+    assert run.engine_kv_tokens(FIXTURES / log, engine) == tokens
+
+
+def test_sglang_kv_tokens_and_no_vllm_block_arithmetic(tmp_path):
+    sglang = tmp_path / "sglang.log"
+    sglang.write_text("[2026-04-08 14:05:02 TP0] max_total_num_tokens=1234567, chunked_prefill_size=8192, "
+                      "max_prefill_tokens=16384, max_running_requests=64, context_len=262144\n"
+                      "[2026-04-08 14:05:09] The server is fired up and ready to roll!\n")
+    assert run.engine_kv_tokens(sglang, "sglang") == 1234567
+    blocks = tmp_path / "blocks.log"      # only blocks: launch.out states what the log states
+    blocks.write_text("INFO 04-08 14:05:01 [config.py:9] cache config block_size=16\n"
+                      "INFO 04-08 14:05:02 [gpu_executor.py:12] # GPU blocks: 1000, # CPU blocks: 512\n"
+                      "INFO 04-08 14:05:09 [launcher.py:30] Application startup complete.\n")
+    assert run.engine_kv_tokens(blocks, "vllm") is None
+

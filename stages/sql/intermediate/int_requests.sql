@@ -1,6 +1,6 @@
 -- Benchmark requests with their point's workload and the figures derived from them.
 -- tpot_ms = (latency - ttft) / (output tokens - 1) * 1000; prefill_tok_s = input tokens / ttft.
--- ok: the request reported no error.
+-- ok: the request reported no error. The workload's sizes are those of the run's own profile.
 with requests as (
     select * from stg_bench_requests
 ),
@@ -9,8 +9,12 @@ points as (
     select run_id, point_id, workload, concurrency from stg_bench_points
 ),
 
+run_params as (
+    select * from int_run_params
+),
+
 workloads as (
-    select workload, prompt_tokens, output_tokens from param_workloads
+    select profile, workload, prompt_tokens, output_tokens from param_workloads
 ),
 
 final as (
@@ -40,8 +44,11 @@ final as (
     from requests
     left join points
         on points.run_id = requests.run_id and points.point_id = requests.point_id
+    left join run_params
+        on run_params.run_id = requests.run_id
     left join workloads
-        on workloads.workload = points.workload
+        on workloads.profile is not distinct from run_params.params_profile
+       and workloads.workload = points.workload
 )
 
 select * from final

@@ -74,8 +74,11 @@ joined as (
         points.source_file,
         points.source_line
     from points
+    left join int_run_params as run_params
+        on run_params.run_id = points.run_id
     left join param_workloads as workloads
-        on workloads.workload = points.workload
+        on workloads.profile is not distinct from run_params.params_profile
+       and workloads.workload = points.workload
     left join request_stats
         on request_stats.run_id = points.run_id and request_stats.point_id = points.point_id
     left join int_point_cache as point_cache

@@ -1,14 +1,23 @@
 -- Requests kept out of the figures, one row per request and reason:
---   prefix_cache  prefill rate above $prefix_cache_tok_s: answered from the prefix cache
+--   prefix_cache  prefill rate above prefix_cache_tok_s: answered from the prefix cache
 --   failed        the request reported an error
 --   short_output  a successful request produced fewer tokens than its workload asks for
 --   cached_share  every request of a point whose engine counters show more than
 --                 $cached_share_max_pct percent of prompt tokens served from cache
 --   burst_output  a successful request whose tokens after the first came faster than
---                 $burst_tpot_ms ms apart on average: they reached the client in one burst (the
+--                 burst_tpot_ms ms apart on average: they reached the client in one burst (the
 --                 client was not reading as they were sent), so its TPOT does not time decoding
+-- prefix_cache_tok_s and burst_tpot_ms are the rules of the run's own profile (param_rules).
 with requests as (
-    select * from int_requests
+    select
+        int_requests.*,
+        rules.prefix_cache_tok_s,
+        rules.burst_tpot_ms
+    from int_requests
+    left join int_run_params as run_params
+        on run_params.run_id = int_requests.run_id
+    join param_rules as rules
+        on rules.profile is not distinct from run_params.params_profile
 ),
 
 point_cache as (
@@ -20,13 +29,13 @@ prefix_cache as (
         run_id, point_id, workload, concurrency, request_idx,
         'prefix_cache'                                      as reason,
         format('prefill {:,.0f} tok/s is above the {:,.0f} tok/s cache rule',
-               prefill_tok_s, $prefix_cache_tok_s::double)  as detail,
+               prefill_tok_s, prefix_cache_tok_s)  as detail,
         prefill_tok_s                                       as value,
-        $prefix_cache_tok_s::double                         as threshold,
+        prefix_cache_tok_s                         as threshold,
         source_file,
         source_line
     from requests
-    where ok and prefill_tok_s > $prefix_cache_tok_s::double
+    where ok and prefill_tok_s > prefix_cache_tok_s
 ),
 
 failed as (
@@ -77,13 +86,13 @@ burst_output as (
         run_id, point_id, workload, concurrency, request_idx,
         'burst_output'                                      as reason,
         format('{:,} tokens came {:.4f} ms apart after the first, below the {:.2f} ms burst rule: TPOT does not time decoding',
-               output_tokens, tpot_ms, $burst_tpot_ms::double) as detail,
+               output_tokens, tpot_ms, burst_tpot_ms) as detail,
         tpot_ms                                             as value,
-        $burst_tpot_ms::double                              as threshold,
+        burst_tpot_ms                              as threshold,
         source_file,
         source_line
     from requests
-    where ok and output_tokens > 1 and tpot_ms < $burst_tpot_ms::double
+    where ok and output_tokens > 1 and tpot_ms < burst_tpot_ms
 ),
 
 unioned as (

@@ -4,7 +4,7 @@
 -- size line, else blocks x block size (the block size logged, else --block-size, else vLLM's
 -- default of 16), else SGLang max_total_num_tokens, else launch.out engine_kv_tokens.
 -- seq_cap: --max-num-seqs / --max-running-requests as given, else the figure SGLang logs, else
--- $default_max_num_seqs. Error columns quote the first error the log records.
+-- default_max_num_seqs of the run's own profile (param_rules). Error columns quote the first error the log records.
 with runs as (
     select * from stg_runs
 ),
@@ -138,7 +138,7 @@ joined as (
         coalesce(
             commands.max_num_seqs,
             fact_values.max_running_requests::integer,
-            $default_max_num_seqs::integer
+            rules.default_max_num_seqs
         )                                                   as seq_cap,
         coalesce(commands.dp, 1)                            as engines,
         commands.tp,
@@ -172,6 +172,8 @@ joined as (
     left join fact_values  on fact_values.run_id = runs.run_id
     left join ready_fact   on ready_fact.run_id = runs.run_id
     left join first_error  on first_error.run_id = runs.run_id
+    left join int_run_params as run_params on run_params.run_id = runs.run_id
+    join param_rules as rules on rules.profile is not distinct from run_params.params_profile
 ),
 
 final as (

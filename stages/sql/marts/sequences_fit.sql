@@ -1,4 +1,4 @@
--- How many sequences of each workload fit at once in each ready launch.
+-- How many sequences of each workload of its own profile fit at once in each ready launch.
 -- fit_by_kv = floor(KV pool tokens of one engine / (prompt + output tokens)) x engines.
 -- sequences = the lower of fit_by_kv and the sequence cap, which applies to each engine
 -- (seq_cap x engines); null, with beyond_max_context, where prompt + output exceeds the
@@ -6,6 +6,10 @@
 with launches as (
     select * from launches
     where status = 'ready'
+),
+
+run_params as (
+    select * from int_run_params
 ),
 
 workloads as (
@@ -26,7 +30,10 @@ sized as (
         launches.kv_source_file,
         launches.kv_source_line
     from launches
-    cross join workloads
+    left join run_params
+        on run_params.run_id = launches.run_id
+    join workloads
+        on workloads.profile is not distinct from run_params.params_profile
 ),
 
 fitted as (

@@ -1,12 +1,19 @@
 -- One row per request of the multi-turn workloads (ramp and agents).
 -- tpot_ms = (latency - ttft) / (output tokens - 1) * 1000, for requests with more than one token.
 -- ok: the request reported no error. burst: a successful request whose tokens after the first came
---   faster than $burst_tpot_ms ms apart on average (the invalid_rows burst_output rule): they
+--   faster than burst_tpot_ms (the rule of the run's own profile) ms apart on average (the invalid_rows burst_output rule): they
 --   reached the client in one burst, so its TPOT does not time decoding.
 -- The prefix-cache rules of invalid_rows do not apply: these workloads re-send a growing history
 -- on purpose, to be served from the cache; cache_hit_pct of ramp_turns and agent_runs reports it.
 with requests as (
-    select * from stg_turn_requests
+    select
+        stg_turn_requests.*,
+        rules.burst_tpot_ms                             as burst_rule_ms
+    from stg_turn_requests
+    left join int_run_params as run_params
+        on run_params.run_id = stg_turn_requests.run_id
+    join param_rules as rules
+        on rules.profile is not distinct from run_params.params_profile
 ),
 
 figures as (
@@ -41,7 +48,7 @@ final as (
         answer,
         nullif(error, '')                               as error,
         ok_value                                        as ok,
-        coalesce(ok_value and output_tokens > 1 and tpot_ms_value < $burst_tpot_ms::double,
+        coalesce(ok_value and output_tokens > 1 and tpot_ms_value < burst_rule_ms,
                  false)                                 as burst,
         source_file,
         source_line
