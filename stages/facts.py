@@ -39,6 +39,7 @@ from stages.derive import PUBLIC_TABLES
 from stages.secrets import redact_text, redact_value
 
 SQL_DIR = Path(__file__).parent / "sql"
+PROJECT = Path(__file__).resolve().parent.parent    # where stage code is shown from
 FACTS_SQL = SQL_DIR / "facts"
 COLUMN_FACTS = "columns.yaml"  # in the facts folder: the facts declared, not written as SQL
 ROWS_SQL = SQL_DIR / "render"
@@ -348,7 +349,7 @@ def fact_sql(name: str, directory: Path = FACTS_SQL) -> str:
 def fact_query_path(name: str, directory: Path = FACTS_SQL) -> str:
     """Where fact `name`'s query is written, as a reader finds it: its .sql file, or its entry
     in columns.yaml."""
-    project = SQL_DIR.parent.parent
+    project = PROJECT
     shown = directory.relative_to(project) if directory.is_relative_to(project) else directory
     if name in column_facts(directory / COLUMN_FACTS):
         return f"{(shown / COLUMN_FACTS).as_posix()} ({name})"
