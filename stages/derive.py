@@ -1,11 +1,11 @@
 """Derive: build the public tables from the warehouse with the SQL models, check, export.
 
-The models live in `stages/sql/` (staging, intermediate, marts) and run in the fixed order below
-against a fresh `campaign.duckdb`, with the warehouse attached read-only as `raw`. The rules and
-workloads from params enter only as bound parameters (the rules shared by every run) and the
-`param_rules` and `param_workloads` tables, keyed by profile: each run is judged by its own
-profile's rules and sized by its own profile's workloads (int_run_params). The
-invariants in `stages/sql/marts/schema.yaml` run before anything is exported; a broken one
+The models live in `stages/sql/` (staging, intermediate, marts; stages/tables.py lists them)
+and run in dependency order against a fresh `campaign.duckdb`, with the warehouse attached
+read-only as `raw`. The rules and workloads from params enter only as bound parameters (the rules
+shared by every run) and the `param_rules` and `param_workloads` tables, keyed by profile: each run
+is judged by its own profile's rules and sized by its own profile's workloads (int_run_params).
+The invariants in `stages/sql/marts/schema.yaml` run before anything is exported; a broken one
 raises `DataTestError` and leaves the previous outputs in place. Every output is built beside its
 place under a name of this process (`<name>.tmp-<pid>`) and renamed into place only when all of
 them are complete, so no reader ever sees a half-built database or folder.
@@ -27,88 +27,19 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import yaml
 
+from stages import tables
 from stages.config import PROFILE_RULES, SHARED_RULES, CampaignError
 
-SQL_DIR = Path(__file__).parent / "sql"
-SCHEMA_FILE = SQL_DIR / "marts" / "schema.yaml"
+SQL_DIR = tables.SQL_DIR      # staging, intermediate, marts (a test may point it elsewhere)
 
-# Model name -> raw table it reads (staging only).
-STAGING_MODELS: dict[str, str] = {
-    "stg_folders": "raw_folders",
-    "stg_runs": "raw_runs",
-    "stg_commands": "raw_commands",
-    "stg_command_flags": "raw_command_flags",
-    "stg_launch_out": "raw_launch_out",
-    "stg_log_facts": "raw_log_facts",
-    "stg_log_stats": "raw_log_stats",
-    "stg_gate_probes": "raw_gate_probes",
-    "stg_gates": "raw_gates",
-    "stg_bench_points": "raw_bench_points",
-    "stg_bench_requests": "raw_bench_requests",
-    "stg_metrics": "raw_metrics",
-    "stg_turn_workloads": "raw_turn_workloads",
-    "stg_turn_requests": "raw_turn_requests",
-    "stg_ingest_errors": "ingest_errors",
-    "stg_tampered": "raw_tampered",
-    "stg_seals": "raw_seals",
-    "stg_nodes": "raw_nodes",
-    "stg_node_groups": "raw_node_groups",
-    "stg_node_env": "raw_node_env",
-    "stg_node_env_vars": "raw_node_env_vars",
-    "stg_node_gpus": "raw_node_gpus",
-    "stg_node_links": "raw_node_links",
-    "stg_node_affinity": "raw_node_affinity",
-    "stg_node_nvlinks": "raw_node_nvlinks",
-    "stg_node_p2p": "raw_node_p2p",
-    "stg_node_allreduce": "raw_node_allreduce",
-}
-INTERMEDIATE_MODELS: tuple[str, ...] = ("int_run_params", "int_requests", "int_point_cache", "int_node_islands")
-# Dependency order: each mart reads only staging, intermediate and marts listed before it.
-MART_MODELS: tuple[str, ...] = (
-    "runs",
-    "launches",
-    "run_events",
-    "gates",
-    "gate_probes",
-    "run_gate_flags",
-    "sequences_fit",
-    "invalid_rows",
-    "bench_requests",
-    "bench_points",
-    "turn_requests",
-    "ramp_turns",
-    "agent_runs",
-    "ingest_errors",
-    "nodes",
-    "node_gpus",
-    "node_topology",
-    "node_p2p",
-    "node_allreduce",
-    "node_allreduce_peak",
-)
-PUBLIC_TABLES: tuple[str, ...] = (
-    "runs",
-    "launches",
-    "run_events",
-    "gates",
-    "gate_probes",
-    "bench_requests",
-    "bench_points",
-    "invalid_rows",
-    "sequences_fit",
-    "turn_requests",
-    "ramp_turns",
-    "agent_runs",
-    "ingest_errors",
-    "nodes",
-    "node_gpus",
-    "node_topology",
-    "node_p2p",
-    "node_allreduce",
-    "node_allreduce_peak",
-)
+# The models, from their files and stages/sql/marts/schema.yaml (stages/tables.py). `run` reads
+# them again from SQL_DIR, so that a test can point derive at another folder.
+MODELS = tables.models(SQL_DIR)
+STAGING_MODELS: dict[str, str] = MODELS.staging       # model -> the raw table it reads
+INTERMEDIATE_MODELS: tuple[str, ...] = MODELS.intermediate
+MART_MODELS: tuple[str, ...] = MODELS.marts             # in build order
+PUBLIC_TABLES: tuple[str, ...] = MODELS.public         # in schema.yaml's order
 RULE_KEYS: tuple[str, ...] = (*SHARED_RULES, *PROFILE_RULES)
 _PARAM_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _COMMENT_RE = re.compile(r"--[^\n]*")
@@ -155,10 +86,10 @@ def workload_rows(workloads: dict[str, Any] | None) -> list[tuple[str, int, int]
     return rows
 
 
-def model_sql(name: str) -> str:
+def model_sql(name: str, sql_dir: Path | None = None) -> str:
     """The SQL text of a model, found by its layer prefix."""
     layer = "staging" if name.startswith("stg_") else "intermediate" if name.startswith("int_") else "marts"
-    return (SQL_DIR / layer / f"{name}.sql").read_text().strip().rstrip(";")
+    return ((sql_dir or SQL_DIR) / layer / f"{name}.sql").read_text().strip().rstrip(";")
 
 
 def bind(sql: str, values: dict[str, Any]) -> dict[str, Any]:
@@ -170,19 +101,17 @@ def bind(sql: str, values: dict[str, Any]) -> dict[str, Any]:
     return {n: values[n] for n in names}
 
 
-def load_schema(path: Path = SCHEMA_FILE) -> dict[str, dict[str, Any]]:
-    schema = yaml.safe_load(path.read_text()) or {}
-    unknown = set(schema) - set(PUBLIC_TABLES)
-    if unknown:
-        raise CampaignError(f"{path.name}: unknown table(s) {', '.join(sorted(unknown))}")
-    return schema
+def load_schema(sql_dir: Path | None = None) -> dict[str, dict[str, Any]]:
+    """schema.yaml's entry of each public table, in its order: what derive tests and exports."""
+    return tables.models(sql_dir or SQL_DIR).schema
 
 
 # ---------------------------------------------------------------------------------------------
 # Building
 
 
-def attach_warehouse(con: duckdb.DuckDBPyConnection, warehouse: Path) -> None:
+def attach_warehouse(con: duckdb.DuckDBPyConnection, warehouse: Path,
+                     models: tables.Models = MODELS) -> None:
     if not warehouse.is_file():
         raise CampaignError(f"{warehouse}: no warehouse (run `campaign ingest` first)")
     try:
@@ -192,7 +121,7 @@ def attach_warehouse(con: duckdb.DuckDBPyConnection, warehouse: Path) -> None:
         raise CampaignError(f"{warehouse}: cannot open the warehouse: {first}") from None
     present = {r[0] for r in con.execute(
         "select table_name from duckdb_tables() where database_name = 'raw'").fetchall()}
-    missing = sorted(set(STAGING_MODELS.values()) - present)
+    missing = sorted(set(models.staging.values()) - present)
     if missing:
         raise CampaignError(
             f"{warehouse}: missing table(s) {', '.join(missing)} (run `campaign ingest` again)")
@@ -227,10 +156,11 @@ def create_param_tables(con: duckdb.DuckDBPyConnection, rule_rows: list[tuple],
         con.executemany("insert into param_workloads values ($1, $2, $3, $4)", workload_rows_)
 
 
-def build_models(con: duckdb.DuckDBPyConnection, values: dict[str, Any]) -> None:
+def build_models(con: duckdb.DuckDBPyConnection, values: dict[str, Any],
+                 models: tables.Models = MODELS, sql_dir: Path | None = None) -> None:
     """Create every model as a table, in dependency order."""
-    for name in (*STAGING_MODELS, *INTERMEDIATE_MODELS, *MART_MODELS):
-        sql = model_sql(name)
+    for name in models.build_order():
+        sql = model_sql(name, sql_dir)
         try:
             con.execute(f"create table {name} as {sql}", bind(sql, values))
         except duckdb.Error as exc:
@@ -283,8 +213,7 @@ def run_data_tests(con: duckdb.DuckDBPyConnection, schema: dict[str, dict[str, A
                    values: dict[str, Any]) -> int:
     """Run every invariant; raise DataTestError on the first one broken. Returns checks run."""
     count = 0
-    for table in PUBLIC_TABLES:
-        spec = schema.get(table) or {}
+    for table, spec in schema.items():
         for name, sql in table_tests(table, spec, _columns(con, table)):
             try:
                 offending = _first_row(con, sql, values)
@@ -303,10 +232,10 @@ def run_data_tests(con: duckdb.DuckDBPyConnection, schema: dict[str, dict[str, A
 
 def export_csv(con: duckdb.DuckDBPyConnection, derived_dir: Path,
                schema: dict[str, dict[str, Any]]) -> None:
-    """Each public table to derived_dir/<table>.csv, ordered by its key."""
+    """Each public table of `schema` to derived_dir/<table>.csv, ordered by its key."""
     derived_dir.mkdir(parents=True, exist_ok=True)
-    for table in PUBLIC_TABLES:
-        order = list((schema.get(table) or {}).get("unique") or []) or _columns(con, table)
+    for table, spec in schema.items():
+        order = list(spec.get("unique") or []) or _columns(con, table)
         target = derived_dir / f"{table}.csv"
         partial = derived_dir / f".{table}.csv.tmp"
         con.sql(f"select * from {table} order by {', '.join(order)}").write_csv(str(partial))
@@ -415,7 +344,8 @@ def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: 
     """
     values: dict[str, Any] = {k: v for k, v in rule_values(rules).items() if k in SHARED_RULES}
     rule_rows, workload_rows_ = param_rows(rules, workloads, profiles)
-    schema = load_schema()
+    models = tables.models(SQL_DIR)
+    schema = models.schema
     campaign_db, derived_dir = Path(campaign_db), Path(derived_dir)
     for target in (campaign_db, derived_dir, Path(metrics_file)):
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -426,14 +356,14 @@ def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: 
     con = duckdb.connect(str(building))
     try:
         con.execute("set TimeZone = 'UTC'")
-        attach_warehouse(con, Path(warehouse))
+        attach_warehouse(con, Path(warehouse), models)
         create_param_tables(con, rule_rows, workload_rows_)
-        build_models(con, values)
+        build_models(con, values, models, SQL_DIR)
         con.execute("detach raw")
         run_data_tests(con, schema, values)
         export_csv(con, exporting, schema)
         metrics = headline_metrics(con)
-        summary = {t: con.execute(f"select count(*) from {t}").fetchone()[0] for t in PUBLIC_TABLES}
+        summary = {t: con.execute(f"select count(*) from {t}").fetchone()[0] for t in schema}
         con.close()
     except BaseException:
         con.close()

@@ -51,7 +51,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from stages.provenance import RUN_MANIFEST, at_rest, seal
-from stages import rawfile, secrets
+from stages import raw_schema, rawfile, secrets
 from stages.parsers import bench_json, cmd as cmd_parser, metrics, scan, small, turns
 from stages.rawfile import Refused
 from stages.parsers.scan import ParseError
@@ -63,18 +63,18 @@ SQL_DIR = Path(__file__).parent / "sql"
 SCHEMA_SQL = SQL_DIR / "schema" / "raw.sql"
 INGEST_SQL = SQL_DIR / "ingest"
 CODE_FILES = (Path(__file__), Path(rawfile.__file__), Path(secrets.__file__),
-              *sorted((Path(__file__).parent / "parsers").glob("*.py")), SCHEMA_SQL)
+              Path(raw_schema.__file__), *sorted((Path(__file__).parent / "parsers").glob("*.py")), SCHEMA_SQL)
 
-# Identifiers used in SQL come only from this list.
-RAW_TABLES = (
-    "raw_folders", "raw_runs", "raw_commands", "raw_command_flags", "raw_launch_out",
-    "raw_log_facts", "raw_log_stats", "raw_gate_probes", "raw_gates", "raw_bench_points",
-    "raw_bench_requests", "raw_metrics", "raw_turn_workloads", "raw_turn_requests", "raw_tampered",
-    "ingest_errors",
-)
+# The raw tables, by raw.sql's sections (stages/raw_schema.py); identifiers used in SQL come only
+# from these. RAW_TABLES are dropped and made again when raw.sql changes their columns; ROW_TABLES
+# take the rows read from a folder (FOLDER_TABLES its folder row); FILE_TABLES hold what the
+# folder's files say.
+FOLDER_TABLES = raw_schema.raw_table_names("folders", path=SCHEMA_SQL)
+FILE_TABLES = raw_schema.raw_table_names("run files", path=SCHEMA_SQL)
+ROW_TABLES = raw_schema.raw_table_names("run files", "ingest records", path=SCHEMA_SQL)
+RAW_TABLES = FOLDER_TABLES + ROW_TABLES
 # Tables ingest keeps across a rebuild of the raw tables (see keep_seals).
-KEPT_TABLES = ("raw_seals",)
-ROW_TABLES = RAW_TABLES[1:]
+KEPT_TABLES = raw_schema.raw_table_names("seals", path=SCHEMA_SQL)
 LOG_NAMES = ("server.log",)
 BENCH_SUFFIXES = (".json", ".jsonl")
 METRICS_MARK = ".metrics."

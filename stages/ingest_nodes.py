@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 import duckdb
 
+from stages import raw_schema
 from stages.ingest import folder_entries, relative, table_columns, text_value, typed_frame
 from stages.parsers import node as node_parser
 from stages.parsers.small import parse_time
@@ -29,11 +30,8 @@ from stages.parsers.small import parse_time
 SQL_DIR = Path(__file__).parent / "sql"
 SCHEMA_SQL = SQL_DIR / "schema" / "raw.sql"
 NODE_SQL = SQL_DIR / "ingest_nodes"
-# Identifiers used in SQL come only from this list.
-NODE_TABLES = (
-    "raw_nodes", "raw_node_groups", "raw_node_env", "raw_node_env_vars", "raw_node_gpus",
-    "raw_node_links", "raw_node_affinity", "raw_node_nvlinks", "raw_node_p2p", "raw_node_allreduce",
-)
+# The tables of raw.sql's node probes section; identifiers used in SQL come only from this list.
+NODE_TABLES = raw_schema.raw_table_names("node probes", path=SCHEMA_SQL)
 
 Progress = Callable[[str], None]
 

@@ -36,9 +36,6 @@ FAULT_TESTS = ["tests/test_parsers_property.py", "tests/test_engine_faults.py",
                "tests/test_trace.py", "tests/test_run.py", "tests/test_ingest_hostile.py",
                "tests/test_seal.py", "tests/test_render_hostile.py", "tests/test_config.py",
                "tests/test_locks.py"]
-RAW_TABLES = ["raw_runs", "raw_commands", "raw_command_flags", "raw_launch_out", "raw_log_facts",
-              "raw_log_stats", "raw_gate_probes", "raw_gates", "raw_bench_points",
-              "raw_bench_requests", "raw_metrics", "raw_turn_workloads", "raw_turn_requests"]
 
 
 def _writable(folder: Path) -> None:
@@ -109,9 +106,12 @@ class CaseResult:
 
 
 def _rows_by_file(db: Path, run_id: str) -> dict[str, int]:
+    """Rows of the run's file tables, by the file they came from."""
+    from stages.ingest import FILE_TABLES
+
     counts: dict[str, int] = {}
     with duckdb.connect(str(db), read_only=True) as con:
-        for t in RAW_TABLES:
+        for t in FILE_TABLES:
             for f, n in con.execute(f"select source_file, count(*) from {t} where run_id = $r "
                                     "group by source_file", {"r": run_id}).fetchall():
                 counts[f] = counts.get(f, 0) + n

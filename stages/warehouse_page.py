@@ -4,9 +4,10 @@ Three layers, each documented from where it is defined:
 - raw tables (warehouse.duckdb): names, types and comments parsed from stages/sql/schema/raw.sql;
 - staging and intermediate models: the leading comment of each SQL file, and the columns
   campaign.duckdb holds for them;
-- public tables (campaign.duckdb): names and types read from information_schema when the site is
-  built, descriptions from site/warehouse.yaml, invariants from stages/sql/marts/schema.yaml, and
-  a CSV download of each.
+- public tables (campaign.duckdb): the tables stages/sql/marts/schema.yaml declares public, with
+  names and types read from information_schema when the site is built, descriptions and
+  invariants from schema.yaml, and a CSV download of each;
+- the records of facts.json, described in site/warehouse.yaml.
 
 A public column without a description fails the build (a description of a column that no longer
 exists fails the tests). Descriptions are prose and pass the same digit check as the articles.
@@ -15,101 +16,24 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import yaml
 
+from stages import tables
 from stages.config import CampaignError
-from stages.facts import (PUBLIC_TABLES, Fact, FactCheckError, check_digits, code, escape_cell,
-                          escape_text)
+from stages.facts import Fact, FactCheckError, check_digits, code, escape_cell, escape_text
+from stages.raw_schema import RAW_SCHEMA, Column, Table, parse_raw_schema
 
-SQL_DIR = Path(__file__).parent / "sql"
-RAW_SCHEMA = SQL_DIR / "schema" / "raw.sql"
-MARTS_SCHEMA = SQL_DIR / "marts" / "schema.yaml"
+SQL_DIR = tables.SQL_DIR
 PAGE_NAME = "warehouse.md"
 FACTS_KEY = "facts"  # documented beside the tables: the records of facts.json
-CREATE = re.compile(r"create\s+table\s+(?:if\s+not\s+exists\s+)?([a-z_][a-z0-9_]*)\s*\(", re.I)
-CONSTRAINT_WORDS = {"primary", "not", "null", "default", "references", "unique", "check"}
 
 
 class WarehouseDocError(CampaignError):
-    """site/warehouse.yaml and the public tables disagree."""
-
-
-@dataclass
-class Column:
-    name: str
-    type: str
-    note: str = ""
-
-
-@dataclass
-class Table:
-    name: str
-    description: str
-    columns: list[Column] = field(default_factory=list)
-
-
-# ---------------------------------------------------------------- raw.sql
-
-def _split_top_level(code: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(code):
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(code[start:i])
-            start = i + 1
-    parts.append(code[start:])
-    return [p.strip() for p in parts if p.strip()]
-
-
-def _column(piece: str) -> Column | None:
-    words = piece.split()
-    if len(words) < 2 or words[0].lower() in CONSTRAINT_WORDS:
-        return None
-    type_words = []
-    for w in words[1:]:
-        if w.lower() in CONSTRAINT_WORDS:
-            break
-        type_words.append(w)
-    return Column(words[0], " ".join(type_words).lower())
-
-
-def parse_raw_schema(text: str) -> list[Table]:
-    """Tables of a DDL file: the comment block right above each `create table` describes it (a
-    table with none shares the one before), and a line's trailing comment its last column."""
-    tables: list[Table] = []
-    comment: list[str] = []
-    current: Table | None = None
-    for line in text.splitlines():
-        stripped = line.strip()
-        if current is not None:
-            if stripped.startswith(")"):
-                tables.append(current)
-                current = None
-                continue
-            definition, _, note = stripped.partition("--")
-            cols = [c for c in (_column(p) for p in _split_top_level(definition)) if c]
-            if cols:
-                cols[-1].note = note.strip()
-                current.columns.extend(cols)
-            continue
-        m = CREATE.match(stripped)
-        if m:
-            description = " ".join(comment) or (tables[-1].description if tables else "")
-            current = Table(m.group(1), description)
-            comment = []
-        elif stripped.startswith("--"):
-            comment.append(stripped[2:].strip())
-        elif not stripped:
-            comment = []
-    return tables
+    """The descriptions (schema.yaml, site/warehouse.yaml) and the public tables disagree."""
 
 
 # ---------------------------------------------------------------- models
@@ -137,13 +61,12 @@ def model_tables(con: duckdb.DuckDBPyConnection) -> dict[str, list[Column]]:
 
 def staging_models(sql_dir: Path = SQL_DIR) -> list[tuple[str, str, str, str]]:
     """(layer, model, what it reads, description) for the staging and intermediate models."""
-    from stages.derive import INTERMEDIATE_MODELS, STAGING_MODELS
-
+    models = tables.models(sql_dir)
     out = []
-    for name, raw in STAGING_MODELS.items():
+    for name, raw in models.staging.items():
         sql = (sql_dir / "staging" / f"{name}.sql").read_text()
         out.append(("staging", name, raw, leading_comment(sql)))
-    for name in INTERMEDIATE_MODELS:
+    for name in models.intermediate:
         sql = (sql_dir / "intermediate" / f"{name}.sql").read_text()
         reads = sorted(set(re.findall(r"\b(stg_[a-z_]+|int_[a-z_]+)\b", sql)) - {name})
         out.append(("intermediate", name, ", ".join(reads), leading_comment(sql)))
@@ -196,12 +119,26 @@ def check_descriptions(docs: dict[str, dict[str, Any]], tables: dict[str, list[s
                 raise WarehouseDocError(str(exc)) from None
 
 
-def public_columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[Column]]:
+def public_columns(con: duckdb.DuckDBPyConnection,
+                   public: tuple[str, ...] | None = None) -> dict[str, list[Column]]:
+    """Columns of each public table (schema.yaml's, unless given), in its order."""
+    public = tables.models().public if public is None else public
     found = model_tables(con)
-    missing = [t for t in PUBLIC_TABLES if t not in found]
+    missing = [t for t in public if t not in found]
     if missing:
         raise WarehouseDocError(f"campaign.duckdb lacks public table(s) {', '.join(missing)}")
-    return {t: found[t] for t in PUBLIC_TABLES}
+    return {t: found[t] for t in public}
+
+
+def table_docs(schema: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The description and column descriptions of each table of schema.yaml, as entries of the
+    descriptions check."""
+    docs = {}
+    for table, spec in schema.items():
+        if not spec.get("description") or not isinstance(spec.get("columns"), dict):
+            raise WarehouseDocError(f"schema.yaml: {table}: needs a description and columns")
+        docs[table] = {"description": spec["description"], "columns": spec["columns"]}
+    return docs
 
 
 def fact_fields() -> list[Column]:
@@ -304,15 +241,21 @@ def page(*, public: dict[str, list[Column]], docs: dict[str, dict[str, Any]],
 
 
 def build(*, con: duckdb.DuckDBPyConnection, descriptions_file: Path, downloads: dict[str, str],
-          raw_schema: Path = RAW_SCHEMA, marts_schema: Path = MARTS_SCHEMA,
-          sql_dir: Path = SQL_DIR) -> str:
-    """The Warehouse page's Markdown. Raises WarehouseDocError when a column is undocumented."""
-    public = public_columns(con)
-    docs = load_descriptions(descriptions_file)
-    tables = {t: [c.name for c in cols] for t, cols in public.items()}
-    tables[FACTS_KEY] = [c.name for c in fact_fields()]
-    check_descriptions(docs, tables, descriptions_file.name, stale=False)
-    schema = yaml.safe_load(marts_schema.read_text()) or {}
+          raw_schema: Path = RAW_SCHEMA, sql_dir: Path = SQL_DIR) -> str:
+    """The Warehouse page's Markdown: the tables of `sql_dir`, the records of facts.json as
+    `descriptions_file` describes them. Raises WarehouseDocError when a column is undocumented."""
+    try:
+        schema = tables.models(sql_dir).schema
+    except CampaignError as exc:
+        raise WarehouseDocError(str(exc)) from None
+    public = public_columns(con, tuple(schema))
+    docs = table_docs(schema)
+    check_descriptions(docs, {t: [c.name for c in cols] for t, cols in public.items()},
+                       "schema.yaml", stale=False)
+    facts_docs = load_descriptions(descriptions_file)
+    check_descriptions(facts_docs, {FACTS_KEY: [c.name for c in fact_fields()]},
+                       descriptions_file.name, stale=False)
+    docs.update(facts_docs)
     mart_comments = {t: leading_comment((sql_dir / "marts" / f"{t}.sql").read_text())
                      for t in public if (sql_dir / "marts" / f"{t}.sql").is_file()}
     return page(public=public, docs=docs, schema=schema, raw=parse_raw_schema(raw_schema.read_text()),

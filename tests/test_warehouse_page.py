@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -9,10 +10,16 @@ import pytest
 import yaml
 
 from render_helpers import PROJECT, build_campaign
-from stages import derive, warehouse_page
+from stages import derive, tables, warehouse_page
 from stages.warehouse_page import WarehouseDocError
 
-DESCRIPTIONS = PROJECT / "site" / "warehouse.yaml"
+DESCRIPTIONS = PROJECT / "site" / "warehouse.yaml"   # the records of facts.json
+SCHEMA = PROJECT / "stages" / "sql" / "marts" / "schema.yaml"   # the public tables
+
+
+def all_descriptions() -> dict:
+    return {**warehouse_page.table_docs(tables.models().schema),
+            **warehouse_page.load_descriptions(DESCRIPTIONS)}
 
 
 @pytest.fixture(scope="module")
@@ -40,14 +47,14 @@ def described_tables(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
 def test_every_public_column_derive_builds_has_a_description(derived_db):
     con = duckdb.connect(str(derived_db), read_only=True)
     try:
-        tables = described_tables(con)
+        described = described_tables(con)
     finally:
         con.close()
-    docs = warehouse_page.load_descriptions(DESCRIPTIONS)
-    undocumented = [f"{t}.{c}" for t, cols in tables.items() for c in cols
+    docs = all_descriptions()
+    undocumented = [f"{t}.{c}" for t, cols in described.items() for c in cols
                     if not str(docs.get(t, {}).get("columns", {}).get(c) or "").strip()]
-    assert undocumented == [], "add these to site/warehouse.yaml"
-    warehouse_page.check_descriptions(docs, tables)  # also: nothing stale, no digits
+    assert undocumented == [], "add these to stages/sql/marts/schema.yaml"
+    warehouse_page.check_descriptions(docs, described)  # also: nothing stale, no digits
 
 
 def test_the_render_fixture_has_the_real_public_columns(derived_db, tmp_path):
@@ -64,17 +71,19 @@ def test_the_render_fixture_has_the_real_public_columns(derived_db, tmp_path):
 
 
 def test_a_column_without_description_fails(tmp_path):
-    docs = yaml.safe_load(DESCRIPTIONS.read_text())
+    sql_dir = tmp_path / "sql"
+    shutil.copytree(warehouse_page.SQL_DIR, sql_dir)
+    docs = yaml.safe_load(SCHEMA.read_text())
     del docs["launches"]["columns"]["kv_tokens"]
     docs["gates"]["columns"]["score"] = "   "
-    broken = tmp_path / "warehouse.yaml"
-    broken.write_text(yaml.safe_dump(docs))
+    (sql_dir / "marts" / "schema.yaml").write_text(yaml.safe_dump(docs, sort_keys=False))
     build_campaign(tmp_path)
     con = duckdb.connect(str(tmp_path / "data" / "campaign.duckdb"), read_only=True)
     try:
-        with pytest.raises(WarehouseDocError, match=r"no description for launches\.kv_tokens.*"
-                                                    r"no description for gates\.score"):
-            warehouse_page.build(con=con, descriptions_file=broken, downloads={})
+        with pytest.raises(WarehouseDocError, match=r"schema\.yaml: no description for "
+                                                    r"launches\.kv_tokens.*no description for gates\.score"):
+            warehouse_page.build(con=con, descriptions_file=DESCRIPTIONS, downloads={},
+                                 sql_dir=sql_dir)
     finally:
         con.close()
 

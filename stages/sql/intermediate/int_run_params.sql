@@ -2,7 +2,7 @@
 -- (meta.json) when params.yaml has it, else null, which names the active profile's rows of
 -- param_rules and param_workloads. Join those with `profile is not distinct from params_profile`
 -- after a left join to this model: a run without meta.json has no row here and also gets them.
-with runs as (
+with run_profiles as (
     select run_id, min(profile) as profile from stg_runs group by run_id
 ),
 
@@ -12,11 +12,11 @@ profiles as (
 
 final as (
     select
-        runs.run_id,
+        run_profiles.run_id,
         profiles.profile                                as params_profile
-    from runs
+    from run_profiles
     left join profiles
-        on profiles.profile = runs.profile
+        on profiles.profile = run_profiles.profile
 )
 
 select * from final

@@ -2,6 +2,12 @@
 -- Every row carries the file it came from (path relative to the project root, forward slashes)
 -- and the 1-based line of that file (1 for whole-file JSON). This file is the contract between
 -- ingest (which creates and fills these tables) and the staging models of derive (which read them).
+-- The section headers below (a line of dashes, then the section's name) group the tables for
+-- ingest (stages/raw_schema.py reads them): the run tables (folders, run files, ingest records) are
+-- dropped and made again when their columns change here; seals are kept; node probes are the node
+-- ingest's.
+
+-- ---------------------------------------------------------------- folders
 
 -- One row per ingested run folder; drives incremental ingest.
 create table if not exists raw_folders (
@@ -12,6 +18,9 @@ create table if not exists raw_folders (
     bytes         bigint  not null,
     ingested_at   timestamptz not null
 );
+
+-- ---------------------------------------------------------------- run files
+-- What a run folder holds, one row per thing found in its files.
 
 -- meta.json, flattened; spec_json keeps the whole spec. Absent folders get a row recovered from
 -- the run id and cmd.sh (recovered = true).
@@ -238,6 +247,9 @@ create table if not exists raw_turn_requests (
     source_line   integer not null
 );
 
+-- ---------------------------------------------------------------- ingest records
+-- What ingest records of its own reading, beside what the folders hold.
+
 -- Whatever could not be read. Ingest goes on.
 create table if not exists ingest_errors (
     run_id      varchar,
@@ -259,6 +271,8 @@ create table if not exists raw_tampered (
     source_file varchar not null,          -- the file, relative to the project root
     source_line integer                    -- its line in MANIFEST.sha256, when it has one
 );
+
+-- ---------------------------------------------------------------- seals
 
 -- The seal of each run folder as ingest first found it: the sha256 of its MANIFEST.sha256, so that
 -- a manifest rewritten later (to match an edited file) is caught. This table is not a raw table
