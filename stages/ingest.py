@@ -60,7 +60,7 @@ from stages.parsers.sglang_log import parse_sglang_log
 from stages.parsers.vllm_log import parse_vllm_log
 
 SQL_DIR = Path(__file__).parent / "sql"
-SCHEMA_SQL = SQL_DIR / "schema" / "raw.sql"
+SCHEMA_SQL = raw_schema.RAW_SCHEMA
 INGEST_SQL = SQL_DIR / "ingest"
 CODE_FILES = (Path(__file__), Path(rawfile.__file__), Path(secrets.__file__),
               Path(raw_schema.__file__), *sorted((Path(__file__).parent / "parsers").glob("*.py")), SCHEMA_SQL)

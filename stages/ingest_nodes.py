@@ -28,7 +28,7 @@ from stages.parsers import node as node_parser
 from stages.parsers.small import parse_time
 
 SQL_DIR = Path(__file__).parent / "sql"
-SCHEMA_SQL = SQL_DIR / "schema" / "raw.sql"
+SCHEMA_SQL = raw_schema.RAW_SCHEMA
 NODE_SQL = SQL_DIR / "ingest_nodes"
 # The tables of raw.sql's node probes section; identifiers used in SQL come only from this list.
 NODE_TABLES = raw_schema.raw_table_names("node probes", path=SCHEMA_SQL)

@@ -102,7 +102,7 @@ def build_order(sql: dict[str, str]) -> tuple[str, ...]:
 
 def models(sql_dir: Path = SQL_DIR) -> Models:
     """The models of an SQL folder: staging, intermediate and marts, with the public marts."""
-    raw_order = [t.name for t in raw_tables(sql_dir / "schema" / "raw.sql")]
+    raw_order = [t.name for t in raw_tables()]
     staging = _staging(sql_dir, raw_order)
     schema_file = sql_dir / "marts" / "schema.yaml"
     marts = load_marts(schema_file)

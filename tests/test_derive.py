@@ -10,10 +10,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from stages import derive
+from stages import derive, raw_schema
 from stages.config import CampaignError
 
-RAW_DDL = Path(derive.__file__).parent / "sql" / "schema" / "raw.sql"
+RAW_DDL = raw_schema.RAW_SCHEMA
 
 RULES = {
     "prefix_cache_tok_s": 60000,

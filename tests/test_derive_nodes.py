@@ -8,10 +8,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from stages import derive, ingest, ingest_nodes
+from stages import derive, ingest, ingest_nodes, raw_schema
 
 PROJECT = Path(__file__).resolve().parent.parent
-RAW_DDL = PROJECT / "stages" / "sql" / "schema" / "raw.sql"
+RAW_DDL = raw_schema.RAW_SCHEMA
 REAL_NODE = PROJECT / "data" / "nodes" / "h200x2__1130-054711"
 NODE_FIXTURES = Path(__file__).parent / "fixtures" / "node"
 RULES = {"prefix_cache_tok_s": 60000, "gate_min_score": 1.0, "cached_share_max_pct": 20,

@@ -13,12 +13,12 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from stages import derive, locks
+from stages import derive, locks, raw_schema
 from stages.cli import main
 from stages.config import LOCK_DIR, CampaignError
 
 ROOT = Path(__file__).resolve().parent.parent
-RAW_DDL = Path(derive.__file__).parent / "sql" / "schema" / "raw.sql"
+RAW_DDL = raw_schema.RAW_SCHEMA
 HOLD = """
 import sys
 from pathlib import Path
