@@ -20,8 +20,8 @@ from pathlib import Path
 
 import click
 
-from stages import locks
-from stages.config import CampaignError, Paths, derive_settings, load_params
+from stages.core import locks
+from stages.core.config import CampaignError, Paths, derive_settings, load_params
 
 
 def progress(msg: str) -> None:
@@ -81,7 +81,7 @@ def model(root: str) -> None:
 
     Example: campaign model
     """
-    from stages import model as model_stage
+    from stages.run import model as model_stage
 
     params, paths = _load(root)
     m = dict(params["model"])
@@ -102,7 +102,7 @@ def run_cmd(spec: str, dry_run: bool, gpus: str | None, root: str) -> None:
 
     Example: campaign run tiny-seqs4
     """
-    from stages import run as run_stage
+    from stages.run import stage as run_stage
 
     params, paths = _load(root)
     gpu_set = parse_gpus(gpus) if gpus else None
@@ -129,7 +129,7 @@ def schedule(specs: tuple[str, ...], dry_run: bool, root: str) -> None:
     Example: campaign schedule --dry-run qwen3-235b-tp4 qwen3-235b-sglang-tp4 glm53-tp8-dcp8
     (no SPECS: the run_specs of params.yaml)
     """
-    from stages import schedule as sched
+    from stages.run import schedule as sched
 
     params, paths = _load(root)
     jobs = sched.jobs_from(params, list(specs) or list(params.get("run_specs") or []))
@@ -154,8 +154,8 @@ def ingest(root: str) -> None:
 
     Example: campaign ingest
     """
-    from stages import ingest as ingest_stage
-    from stages import ingest_nodes
+    from stages.ingest import stage as ingest_stage
+    from stages.ingest import nodes as ingest_nodes
 
     _, paths = _load(root)
     with locks.writing(paths.root, [paths.warehouse], "campaign ingest"):
@@ -179,8 +179,8 @@ def seal(run_ids: tuple[str, ...], root: str) -> None:
     Example: campaign seal
               campaign seal tiny-llama__cpu_seqs4__4k__vllm__1130-053610
     """
-    from stages.ingest import run_folders
-    from stages.provenance import RUN_MANIFEST, at_rest, seal as seal_folder
+    from stages.ingest.stage import run_folders
+    from stages.core.provenance import RUN_MANIFEST, at_rest, seal as seal_folder
 
     _, paths = _load(root)
     folders = [_run_folder(paths.runs, run_id) for run_id in run_ids]
@@ -228,7 +228,7 @@ def derive(root: str) -> None:
 
     Example: campaign derive
     """
-    from stages import derive as derive_stage
+    from stages.derive import stage as derive_stage
 
     params, paths = _load(root)
     with locks.writing(paths.root, [paths.campaign_db, paths.derived, paths.metrics], "campaign derive"):
@@ -247,7 +247,7 @@ def render(no_build: bool, root: str) -> None:
 
     Example: campaign render
     """
-    from stages import render as render_stage
+    from stages.render import stage as render_stage
 
     params, paths = _load(root)
     with locks.writing(paths.root, [paths.docs, paths.site, paths.facts], "campaign render"):
@@ -273,7 +273,7 @@ def trace(fact: str | None, value: str | None, verify: bool, root: str) -> None:
               campaign trace --value 16,384
               campaign trace --verify launch_kv_tokens--<run_id>
     """
-    from stages import trace as trace_mod
+    from stages.render import trace as trace_mod
 
     params, paths = _load(root)
     facts = trace_mod.load_facts(paths.facts)
@@ -303,7 +303,7 @@ def publish(root: str) -> None:
 
     Example: campaign publish   (writes data/publish/site-<version>-<date>.tar.gz)
     """
-    from stages import publish as publish_mod
+    from stages.tools import publish as publish_mod
 
     _, paths = _load(root)
     with locks.writing(paths.root, [paths.publish], "campaign publish"):
@@ -322,7 +322,7 @@ def bench(scale: float, keep_data: bool, root: str) -> None:
 
     Example: campaign bench --scale 0.1   (the full size takes about 15 minutes)
     """
-    from stages import benchmark
+    from stages.tools import benchmark
 
     _, paths = _load(root)
     report = benchmark.run(out_dir=paths.bench, scale=scale, keep_data=keep_data,
@@ -338,7 +338,7 @@ def reliability(root: str) -> None:
 
     Example: campaign reliability   (writes data/reliability/report.md)
     """
-    from stages import reliability as rel
+    from stages.tools import reliability as rel
 
     _, paths = _load(root)
     report = rel.run(root=paths.root, out_dir=paths.reliability, progress=progress)
@@ -355,7 +355,7 @@ def archive(no_push: bool, root: str) -> None:
 
     Example: campaign archive   (then: git add data/runs.dvc dvc.lock && git commit)
     """
-    from stages import archive as archive_mod
+    from stages.tools import archive as archive_mod
 
     _, paths = _load(root)
     summary = archive_mod.run(paths=paths, push=not no_push, progress=progress)
@@ -383,7 +383,7 @@ def diff(base: str, head: str, fmt: str, tolerance: float, facts_mode: bool, roo
     """
     import duckdb
 
-    from stages import diff as diff_mod
+    from stages.render import diff as diff_mod
 
     params, paths = _load(root)
     if facts_mode:

@@ -5,7 +5,7 @@ import altair as alt
 import pandas as pd
 import pytest
 
-from stages import charts
+from stages.render import charts
 
 
 def points() -> pd.DataFrame:

@@ -8,9 +8,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from stages import config
+from stages.core import config
 from stages.cli import main
-from stages.config import ParamsError, check_params, load_params
+from stages.core.config import ParamsError, check_params, load_params
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = yaml.safe_load((ROOT / "params.yaml").read_text())

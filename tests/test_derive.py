@@ -10,8 +10,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from stages import derive, raw_schema
-from stages.config import CampaignError
+from stages.derive import stage as derive
+from stages.core import raw_schema
+from stages.core.config import CampaignError
 
 RAW_DDL = raw_schema.RAW_SCHEMA
 

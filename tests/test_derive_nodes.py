@@ -8,7 +8,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from stages import derive, ingest, ingest_nodes, raw_schema
+from stages.derive import stage as derive
+from stages.ingest import stage as ingest
+from stages.ingest import nodes as ingest_nodes
+from stages.core import raw_schema
 
 PROJECT = Path(__file__).resolve().parent.parent
 RAW_DDL = raw_schema.RAW_SCHEMA

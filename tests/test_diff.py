@@ -8,9 +8,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from stages import diff
+from stages.render import diff
 from stages.cli import main
-from stages.config import CampaignError, Paths
+from stages.core.config import CampaignError, Paths
 
 ROOT = Path(__file__).resolve().parent.parent
 OLD, NEW = "vllm/vllm-openai:v0.31.0", "vllm/vllm-openai:nightly-1a001d58"

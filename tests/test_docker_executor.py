@@ -13,7 +13,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from stages import schedule
+from stages.run import schedule
 from stages.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,7 +55,7 @@ def test_docker_executor_runs_the_engine_and_removes_the_container(tmp_path):
     params["profiles"]["docker-test"] = {
         "executor": "docker", "engine": "vllm", "image": "vllm/vllm-openai:v0.32.0", "port": 8025,
         "docker": {"shm_size": "1g", "mounts": []}, "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
-        "ready_timeout_s": 600}
+        "ready_timeout_s": 600, "rules": params["profiles"]["local-cpu"]["rules"]}
     spec = params["specs"]["tiny-seqs4"]
     spec.update(profile="docker-test", gpus=[0], workloads=["chat"])
     params["workloads"]["docker-test"] = {"chat": {**params["workloads"]["local-cpu"]["chat"], "concurrency": [1]}}
@@ -88,13 +88,13 @@ def test_docker_executor_runs_the_engine_and_removes_the_container(tmp_path):
 
 
 def test_only_gpu_sets_spanning_both_quads_get_the_cross_p2p_check():
-    from stages.run import spans_quads
+    from stages.run.stage import spans_quads
     assert spans_quads([0, 1, 2, 3, 4, 5, 6, 7]) and spans_quads([2, 5])
     assert not spans_quads([0, 1, 2, 3]) and not spans_quads([4, 5, 6, 7])
 
 
 def test_cross_p2p_runs_the_peer_check_in_the_image_on_the_gpu_set(tmp_path):
-    from stages.engine import PEER_CHECK, DockerExecutor
+    from stages.run.engine import PEER_CHECK, DockerExecutor
     log = tmp_path / "docker.log"
     env = {"FAKE_DOCKER_LOG": str(log), "FAKE_DOCKER_PYTHON": sys.executable}
     ex = DockerExecutor(root=tmp_path, image="vllm/vllm-openai:v0.32.0", docker_bin=str(FAKE / "docker"))

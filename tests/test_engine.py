@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from stages.config import CampaignError
-from stages.engine import Engine, EngineDied, Launch, LocalExecutor, flag_args, group_members
+from stages.core.config import CampaignError
+from stages.run.engine import Engine, EngineDied, Launch, LocalExecutor, flag_args, group_members
 
 
 def free_port() -> int:

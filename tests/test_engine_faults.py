@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from stages.engine import group_members
+from stages.run.engine import group_members
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

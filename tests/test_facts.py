@@ -9,8 +9,8 @@ import duckdb
 import pytest
 
 from render_helpers import RUN4, RUN16_FAILED, SCRIPT_ANSWER, build_campaign
-from stages import facts
-from stages.facts import FactBook, FactCheckError, FactError, PageMacros
+from stages.render import facts
+from stages.render.facts import FactBook, FactCheckError, FactError, PageMacros
 
 
 @pytest.fixture
@@ -206,8 +206,8 @@ def test_a_declared_fact_is_generated_whole_with_its_parameters_bound(campaign, 
     assert (fact.value, fact.unit, fact.run_ids, fact.sql) == (71.3, "s", [RUN4], sql)
     assert RUN4 not in fact.sql
     assert facts.fact_query_path("ready", folder).endswith("columns.yaml (ready)")
-    assert facts.fact_query_path("launch_ready_s") == "stages/sql/facts/columns.yaml (launch_ready_s)"
-    assert facts.fact_query_path("profile_points") == "stages/sql/facts/profile_points.sql"
+    assert facts.fact_query_path("launch_ready_s") == "stages/render/sql/facts/columns.yaml (launch_ready_s)"
+    assert facts.fact_query_path("profile_points") == "stages/render/sql/facts/profile_points.sql"
 
 
 @pytest.mark.parametrize("change, message", [

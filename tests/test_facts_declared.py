@@ -1,4 +1,4 @@
-"""Facts declared in stages/sql/facts/columns.yaml print what their SQL files printed.
+"""Facts declared in stages/render/sql/facts/columns.yaml print what their SQL files printed.
 
 The reference (tests/fixtures/facts_reference.json) was written from the SQL files before they
 became declarations: the facts the render stage publishes for the fixture campaign with its node
@@ -13,8 +13,8 @@ import duckdb
 import pytest
 
 from render_helpers import build_campaign, render_kwargs
-from stages import render
-from stages.facts import FactBook
+from stages.render import stage as render
+from stages.render.facts import FactBook
 from test_render_nodes import add_node
 
 REFERENCE = json.loads((Path(__file__).parent / "fixtures" / "facts_reference.json").read_text())

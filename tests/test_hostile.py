@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from stages import hostile, reliability
+from stages.tools import hostile
+from stages.tools import reliability
 
 
 @pytest.fixture(scope="module")

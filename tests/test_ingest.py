@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from stages import ingest
+from stages.ingest import stage as ingest
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 COMPLETE = "tiny-llama__cpu_seqs4__4k__vllm__1130-051200"

@@ -13,8 +13,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from stages import ingest, ingest_nodes
-from stages import rawfile
+from stages.ingest import stage as ingest
+from stages.ingest import nodes as ingest_nodes
+from stages.core import rawfile
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RUN = "tiny-llama__cpu_seqs4__4k__vllm__1130-053610"

@@ -13,16 +13,18 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from stages import derive, locks, raw_schema
+from stages.derive import stage as derive
+from stages.core import locks
+from stages.core import raw_schema
 from stages.cli import main
-from stages.config import LOCK_DIR, CampaignError
+from stages.core.config import LOCK_DIR, CampaignError
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW_DDL = raw_schema.RAW_SCHEMA
 HOLD = """
 import sys
 from pathlib import Path
-from stages import locks
+from stages.core import locks
 root = Path(sys.argv[1])
 with locks.writing(root, [root / p for p in sys.argv[3:]], sys.argv[2]):
     print("held", flush=True)

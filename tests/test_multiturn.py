@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from stages import model, multiturn
-from stages.config import CampaignError
+from stages.run import model
+from stages.run import multiturn
+from stages.core.config import CampaignError
 
 
 

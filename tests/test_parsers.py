@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from stages.parsers import bench_json, cmd, metrics, small
-from stages.parsers.prefixes import strip_prefixes
-from stages.parsers.scan import read_chunks
-from stages.parsers.sglang_log import parse_sglang_log
-from stages.parsers.engine_log import exception_of
-from stages.parsers.vllm_log import parse_vllm_log
+from stages.ingest.parsers import bench_json, cmd, metrics, run_files
+from stages.ingest.parsers.prefixes import strip_prefixes
+from stages.ingest.parsers.lines import read_chunks
+from stages.ingest.parsers.sglang_log import parse_sglang_log
+from stages.ingest.parsers.engine_log import exception_of
+from stages.ingest.parsers.vllm_log import parse_vllm_log
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 
@@ -517,19 +517,19 @@ def test_cmd_errors():
 # ---------------------------------------------------------------- small files
 
 def test_run_id_recovery():
-    r = small.parse_run_id("glm53__tp8_dcp8__1024k__vllm__1010-053939")
+    r = run_files.parse_run_id("glm53__tp8_dcp8__1024k__vllm__1010-053939")
     assert (r.model, r.layout, r.ctx_label, r.engine, r.stamp) == ("glm53", "tp8_dcp8", "1024k", "vllm", "1010-053939")
     assert r.started_at(2026).isoformat() == "2026-10-10T05:39:39+00:00"
-    r = small.parse_run_id("minimax_m3__tep8__1024k__vllm__1010-050745")
+    r = run_files.parse_run_id("minimax_m3__tep8__1024k__vllm__1010-050745")
     assert (r.model, r.layout) == ("minimax_m3", "tep8")
-    assert small.parse_run_id("odd").model == "odd"
+    assert run_files.parse_run_id("odd").model == "odd"
 
 
 def test_launch_out_and_niah():
-    pairs, errors = small.parse_launch_out(b"status=ready\nready_s=71.3\nengine_kv_tokens=16384\n\nnot a pair\n")
+    pairs, errors = run_files.parse_launch_out(b"status=ready\nready_s=71.3\nengine_kv_tokens=16384\n\nnot a pair\n")
     assert pairs == [("status", "ready", 1), ("ready_s", "71.3", 2), ("engine_kv_tokens", "16384", 3)]
     assert [e.line for e in errors] == [5]
-    probes, gates, errors = small.parse_niah(
+    probes, gates, errors = run_files.parse_niah(
         b'{"key": "k1", "depth": 0.1, "prompt_tokens": 3500, "ok": false, "latency_s": 1.5, "answer": "no"}\n'
         b'{"key": "k2", "depth": 0.5, "prompt_tokens": 3500, "ok": true, "latency_s": 1.2, "answer": "k2"}\n'
         b'{"key": broken\nGATE niah score= 0.5\n')
@@ -540,7 +540,7 @@ def test_launch_out_and_niah():
 
 
 def test_launch_out_key_given_twice_with_another_value_is_an_error():
-    pairs, errors = small.parse_launch_out(
+    pairs, errors = run_files.parse_launch_out(
         b"status=ready\npoint_error=chat__c01 timeout\npoint_error=chat__c02 timeout\n"
         b"gate_score=0.5\ngate_score=0.5\nstatus=failed\n")
     assert [k for k, _, _ in pairs] == ["status", "point_error", "point_error", "gate_score",
@@ -563,20 +563,20 @@ def test_launch_out_key_given_twice_with_another_value_is_an_error():
     ("a" * 190 + "__b__4k__vllm__1129-000007", False),
 ])
 def test_run_id_pattern(name, ok):
-    assert small.is_run_id(name) is ok
+    assert run_files.is_run_id(name) is ok
 
 
 def test_shown_is_inert_and_cut():
-    assert small.shown('a<b>"c" (d)\n') == "'a\\x3cb\\x3e\\x22c\\x22 \\x28d\\x29\\x0a'"
-    assert small.shown("x" * 100, limit=5) == "'xxxxx'..."
+    assert run_files.shown('a<b>"c" (d)\n') == "'a\\x3cb\\x3e\\x22c\\x22 \\x28d\\x29\\x0a'"
+    assert run_files.shown("x" * 100, limit=5) == "'xxxxx'..."
 
 
 def test_meta_json():
-    meta, errors = small.parse_meta(b'{"schema_version": 1, "run_id": "x"}')
+    meta, errors = run_files.parse_meta(b'{"schema_version": 1, "run_id": "x"}')
     assert meta["run_id"] == "x" and errors == []
-    meta, errors = small.parse_meta(b'{"schema_version": 7}')
+    meta, errors = run_files.parse_meta(b'{"schema_version": 7}')
     assert meta is None and "schema_version 7" in errors[0].reason
-    meta, errors = small.parse_meta(b'{"schema_version": 1,')
+    meta, errors = run_files.parse_meta(b'{"schema_version": 1,')
     assert meta is None and "not valid JSON" in errors[0].reason
 
 

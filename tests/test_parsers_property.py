@@ -11,15 +11,15 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stages.parsers.bench_json import parse_bench
-from stages.parsers.cmd import parse_cmd
-from stages.parsers.metrics import parse_metrics
-from stages.parsers.node import (parse_allreduce, parse_env, parse_gpus_csv, parse_nvlink_status,
+from stages.ingest.parsers.bench_json import parse_bench
+from stages.ingest.parsers.cmd import parse_cmd
+from stages.ingest.parsers.metrics import parse_metrics
+from stages.ingest.parsers.node import (parse_allreduce, parse_env, parse_gpus_csv, parse_nvlink_status,
                                  parse_p2p, parse_topo)
-from stages.parsers.prefixes import strip_prefixes
-from stages.parsers.sglang_log import parse_sglang_log
-from stages.parsers.small import parse_launch_out, parse_meta, parse_niah
-from stages.parsers.vllm_log import parse_vllm_log
+from stages.ingest.parsers.prefixes import strip_prefixes
+from stages.ingest.parsers.sglang_log import parse_sglang_log
+from stages.ingest.parsers.run_files import parse_launch_out, parse_meta, parse_niah
+from stages.ingest.parsers.vllm_log import parse_vllm_log
 
 FIX = Path(__file__).parent / "fixtures"
 SERVER_LOG = (FIX / "logs" / "sample_server.log").read_bytes()

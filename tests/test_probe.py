@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from stages import probe
-from stages.config import CampaignError
-from stages.parsers import node
+from stages.tools import node_probe as probe
+from stages.core.config import CampaignError
+from stages.ingest.parsers import node
 
 NODE = Path(__file__).parent / "fixtures" / "node"
 NOW = dt.datetime(2026, 11, 30, 6, 15, 0, tzinfo=dt.timezone.utc)

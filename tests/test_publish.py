@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from stages import publish
-from stages.config import CampaignError
+from stages.tools import publish
+from stages.core.config import CampaignError
 
 COMMITTED = int(dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.timezone.utc).timestamp())
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from render_helpers import PROJECT, RUN4, RUN16, build_campaign, render_kwargs
-from stages import charts, render
-from stages.config import CampaignError
-from stages.facts import FactCheckError
+from stages.render import charts
+from stages.render import stage as render
+from stages.core.config import CampaignError
+from stages.render.facts import FactCheckError
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The Compare page: pairs from params drawn with stages/diff.py, every printed number a fact."""
+"""The Compare page: pairs from params drawn with stages/render/diff.py, every printed number a fact."""
 from __future__ import annotations
 
 import html
@@ -10,9 +10,10 @@ import duckdb
 import pytest
 
 from render_helpers import RUN4, RUN16, build_campaign, render_kwargs
-from stages import compare_page, render
-from stages.config import CampaignError
-from stages.facts import FactBook, FactError, PageMacros
+from stages.render import compare_page
+from stages.render import stage as render
+from stages.core.config import CampaignError
+from stages.render.facts import FactBook, FactError, PageMacros
 
 PAIR = {"base": "tiny-seqs4", "head": "tiny-seqs16",
         "title": "Sequence cap 4 against 16 on the CPU rehearsal"}

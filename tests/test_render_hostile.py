@@ -14,8 +14,9 @@ import pytest
 from render_helpers import (HOSTILE_FAILED, HOSTILE_RUN, HOSTILE_TEXT, OUTSIDE_TEXT, PROJECT, RUN4,
                             SECRETS, build_campaign, make_hostile, render_kwargs)
 from site_browser import static_scan, tags
-from stages import render, trace
-from stages.config import CampaignError, Paths
+from stages.render import stage as render
+from stages.render import trace
+from stages.core.config import CampaignError, Paths
 
 
 @pytest.fixture(scope="module")

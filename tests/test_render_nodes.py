@@ -12,8 +12,11 @@ import pandas as pd
 import pytest
 
 from render_helpers import PROJECT, build_campaign, render_kwargs
-from stages import charts, derive, ingest_nodes, render
-from stages.facts import FactError, PageMacros, cat_v
+from stages.render import charts
+from stages.derive import stage as derive
+from stages.ingest import nodes as ingest_nodes
+from stages.render import stage as render
+from stages.render.facts import FactError, PageMacros, cat_v
 
 NODE = "h200x2__1130-054711"
 REAL_NODE = PROJECT / "data" / "nodes" / NODE

@@ -6,7 +6,7 @@ import html
 import duckdb
 
 from render_helpers import RUN4, RUN16, RUN16_FAILED, build_campaign, render_kwargs
-from stages import render
+from stages.render import stage as render
 
 HEADING = "## What went wrong, and what the pipeline did"
 

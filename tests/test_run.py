@@ -9,11 +9,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from stages import bench, run
+from stages.run import bench_client as bench
+from stages.run import stage as run
 from stages.cli import main
-from stages.config import CampaignError
-from stages.needle import build_prompt
-from stages.run import ctx_label, make_run_id
+from stages.core.config import CampaignError
+from stages.run.needle import build_prompt
+from stages.run.stage import ctx_label, make_run_id
 
 ROOT = Path(__file__).resolve().parent.parent
 

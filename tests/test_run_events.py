@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from stages import derive
+from stages.derive import stage as derive
 from test_derive import BIG, BIG_OLD, DP, SG, _folder, derive_into, query, raw_rows
 
 

@@ -14,10 +14,11 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from stages import derive, ingest
+from stages.derive import stage as derive
+from stages.ingest import stage as ingest
 from stages.cli import main
-from stages.provenance import AT_REST_S, RUN_MANIFEST, at_rest
-from stages.run import seal
+from stages.core.provenance import AT_REST_S, RUN_MANIFEST, at_rest
+from stages.run.stage import seal
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = "tiny-llama__cpu_seqs4__4k__vllm__1130-051200"
@@ -252,8 +253,8 @@ def test_campaign_seal_and_campaign_ingest_seal_unsealed_folders(tmp_path: Path)
 
 def test_the_launch_section_of_a_tampered_run_says_so_and_names_the_files(tmp_path: Path):
     from render_helpers import RUN4, RUN16, build_campaign, render_kwargs
-    from stages import render
-    from stages.facts import escape_text
+    from stages.render import stage as render
+    from stages.render.facts import escape_text
 
     db = build_campaign(tmp_path)
     con = duckdb.connect(str(db))

@@ -4,9 +4,9 @@ from __future__ import annotations
 import socket
 import sys
 
-from stages.engine import Engine, Launch
-from stages.run import MANIFEST, seal
-from stages.secrets import REDACTED, redact_argv, redact_env, redact_mapping, secret_values
+from stages.run.engine import Engine, Launch
+from stages.run.stage import MANIFEST, seal
+from stages.core.secrets import REDACTED, redact_argv, redact_env, redact_mapping, secret_values
 
 
 def test_redact_flags_env_and_docker_env_args():
@@ -57,7 +57,7 @@ def test_seal_writes_a_manifest_and_makes_files_read_only(tmp_path):
 
 
 def test_redact_text_hides_every_secret_shape_and_keeps_ordinary_text():
-    from stages.secrets import redact_text
+    from stages.core.secrets import redact_text
 
     line = ("HF_TOKEN=hf_abcdefghijklmnopqrstu MY_PASSWORD='hunter 2' vllm serve m "
             "--api-key sk-live-1234567890abcdefgh --hf-overrides '{\"token\": \"tok-value-1\", \"n\": 4}' "
@@ -83,7 +83,7 @@ def test_redact_argv_hides_json_flag_values():
 
 
 def test_names_about_a_secret_and_empty_values_are_kept():
-    from stages.secrets import redact_text
+    from stages.core.secrets import redact_text
 
     line = ("Namespace(api_key=None, allow_credentials=False, mask_token_id=12, HF_TOKEN_PATH=/x, "
             "hf_token='abcd1234')")

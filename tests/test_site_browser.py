@@ -15,7 +15,7 @@ import pytest
 
 from render_helpers import HOSTILE_RUN, RUN4, SCRIPT_ANSWER, build_campaign, make_hostile, render_kwargs
 from site_browser import Browser, SiteServer, find_chromium, static_scan, tags
-from stages import render
+from stages.render import stage as render
 
 ARTICLE = "part-local-cpu.html"
 WAREHOUSE = "warehouse.html"

@@ -10,8 +10,13 @@ import pytest
 import yaml
 
 from render_helpers import PROJECT
-from stages import derive, ingest, ingest_nodes, raw_schema, tables, warehouse_page
-from stages.config import CampaignError
+from stages.derive import stage as derive
+from stages.ingest import stage as ingest
+from stages.ingest import nodes as ingest_nodes
+from stages.core import raw_schema
+from stages.derive import tables
+from stages.render import warehouse_page
+from stages.core.config import CampaignError
 from test_derive import derive_into, query
 
 NEW_MART = """-- Engines of each run, a table added to prove it takes two files.

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from stages.config import CampaignError, Paths, load_params
-from stages.trace import chain, find, find_by_value
+from stages.core.config import CampaignError, Paths, load_params
+from stages.render.trace import chain, find, find_by_value
 
 FACTS = [
     {"id": "launch_ready_s--r1", "name": "launch_ready_s", "params": {"run_id": "r1"},
@@ -65,7 +65,7 @@ def test_chain_reads_the_raw_line_now_and_names_command_and_stage(tmp_path):
 
 
 def test_a_source_outside_the_project_is_refused(tmp_path):
-    from stages.facts import FactError, read_line
+    from stages.render.facts import FactError, read_line
 
     (tmp_path / "inside.txt").write_text("a\nb\n")
     assert read_line(tmp_path, "inside.txt", 2) == "b"
@@ -80,7 +80,7 @@ def test_a_source_outside_the_project_is_refused(tmp_path):
 def test_a_compressed_source_is_read_decompressed(tmp_path):
     import gzip
 
-    from stages.facts import read_line
+    from stages.render.facts import read_line
 
     (tmp_path / "server.log.gz").write_bytes(gzip.compress(b"one\ntwo HF_TOKEN=hf_abcdefghijklmnopqrstuv\n"))
     assert read_line(tmp_path, "server.log.gz", 2) == "two HF_TOKEN=***"

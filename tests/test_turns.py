@@ -8,8 +8,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from stages import derive, ingest
-from stages.parsers.turns import is_turns_log, parse_turns
+from stages.derive import stage as derive
+from stages.ingest import stage as ingest
+from stages.ingest.parsers.turns import is_turns_log, parse_turns
 from test_derive import RULES, WORKLOADS, _folder, _metrics, derive_into, make_warehouse, query
 
 RUN = "tiny-llama__cpu_seqs4__4k__vllm__1130-060000"

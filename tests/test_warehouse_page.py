@@ -10,11 +10,13 @@ import pytest
 import yaml
 
 from render_helpers import PROJECT, build_campaign
-from stages import derive, tables, warehouse_page
-from stages.warehouse_page import WarehouseDocError
+from stages.derive import stage as derive
+from stages.derive import tables
+from stages.render import warehouse_page
+from stages.render.warehouse_page import WarehouseDocError
 
 DESCRIPTIONS = PROJECT / "site" / "warehouse.yaml"   # the records of facts.json
-SCHEMA = PROJECT / "stages" / "sql" / "marts" / "schema.yaml"   # the public tables
+SCHEMA = PROJECT / "stages" / "derive" / "sql" / "marts" / "schema.yaml"   # the public tables
 
 
 def all_descriptions() -> dict:
@@ -53,7 +55,7 @@ def test_every_public_column_derive_builds_has_a_description(derived_db):
     docs = all_descriptions()
     undocumented = [f"{t}.{c}" for t, cols in described.items() for c in cols
                     if not str(docs.get(t, {}).get("columns", {}).get(c) or "").strip()]
-    assert undocumented == [], "add these to stages/sql/marts/schema.yaml"
+    assert undocumented == [], "add these to stages/derive/sql/marts/schema.yaml"
     warehouse_page.check_descriptions(docs, described)  # also: nothing stale, no digits
 
 

@@ -1,0 +1,1 @@
+"""The shared core: configuration, provenance, secrets, raw-file reading, locks, the warehouse."""

@@ -1,0 +1,350 @@
+"""Reading params.yaml: the one place paths and settings come from."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PARAMS_FILE = "params.yaml"
+LOCK_DIR = "data/.locks"        # the stages' write locks (stages/core/locks.py), relative to the root
+# A name that becomes part of a file name, a run id or a shell word: letters, digits, '.', '_', '-',
+# not starting with '.' or '-', no '..'. Run-id fields also may not hold '__' (the id's separator).
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# Stage outputs, and the raw inputs (and the model) no output may be, contain or sit inside.
+OUTPUT_PATHS = ("site", "docs", "derived", "publish", "metrics", "facts", "campaign_db",
+                "warehouse", "ledger", "bench", "reliability")
+INPUT_PATHS = ("runs", "nodes", "models")
+# The rules derive applies: the same for every run (`rules`), and those of the run's own profile
+# (`profiles.<name>.rules`), which depend on the machine.
+SHARED_RULES = ("gate_min_score", "cached_share_max_pct")
+PROFILE_RULES = ("prefix_cache_tok_s", "default_max_num_seqs", "burst_tpot_ms")
+
+
+class CampaignError(Exception):
+    """A user error: printed as one line by the CLI, with a non-zero exit."""
+
+
+class ParamsError(CampaignError):
+    """params.yaml breaks its rules: one line per problem (the CLI prints each)."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+def load_params(root: Path | str = ".", *, check: bool = True) -> dict[str, Any]:
+    """params.yaml, checked with `check_params` (a ParamsError lists every problem)."""
+    path = Path(root) / PARAMS_FILE
+    try:
+        params = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise CampaignError(f"{path}: not found (run from the project root)") from None
+    except yaml.YAMLError as exc:
+        raise CampaignError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(params, dict):
+        raise CampaignError(f"{path}: expected a mapping at the top level")
+    if check:
+        problems = check_params(params, root)
+        if problems:
+            raise ParamsError([f"{PARAMS_FILE}: {p}" for p in problems])
+    return params
+
+
+@dataclass(frozen=True)
+class Paths:
+    root: Path
+    models: Path
+    runs: Path
+    nodes: Path
+    ledger: Path
+    warehouse: Path
+    campaign_db: Path
+    derived: Path
+    metrics: Path
+    facts: Path
+    docs: Path
+    site: Path
+    publish: Path
+    templates: Path | None = None     # render's inputs and the tools' report folders; from_params
+    sources: Path | None = None       # always sets them
+    table_docs: Path | None = None
+    mkdocs: Path | None = None
+    bench: Path | None = None
+    reliability: Path | None = None
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any], root: Path | str = ".") -> "Paths":
+        root = Path(root)
+        p = params.get("paths") or {}
+        missing = [k for k in cls.__dataclass_fields__ if k != "root" and k not in p]
+        if missing:
+            raise CampaignError(f"params.yaml: paths is missing {', '.join(missing)}")
+        return cls(root=root, **{k: root / v for k, v in p.items() if k in cls.__dataclass_fields__})
+
+
+def spec(params: dict[str, Any], name: str, *, check_profile: bool = True) -> dict[str, Any]:
+    """The run spec `name`, checked against the active profile."""
+    specs = params.get("specs") or {}
+    if name not in specs:
+        known = ", ".join(sorted(specs)) or "none"
+        raise CampaignError(f"unknown spec {name!r} (params.yaml specs: {known})")
+    s = specs[name]
+    active = params.get("profile")
+    if check_profile and s.get("profile") != active:
+        raise CampaignError(
+            f"spec {name!r} is for profile {s.get('profile')!r}, but the active profile is {active!r}")
+    return s
+
+
+def profile(params: dict[str, Any], name: str | None = None) -> dict[str, Any]:
+    name = name or params.get("profile")
+    profiles = params.get("profiles") or {}
+    if name not in profiles:
+        raise CampaignError(f"unknown profile {name!r} (params.yaml profiles: {', '.join(profiles)})")
+    return profiles[name]
+
+
+def profile_workloads(params: dict[str, Any], name: str | None = None) -> dict[str, Any]:
+    """The workloads of a profile (the active one by default): `workloads.<profile>` in params.
+
+    Workloads are grouped by profile so that a run stage depends only on its own profile's group
+    (editing a node workload does not re-run the local engines)."""
+    name = name or params.get("profile")
+    groups = params.get("workloads") or {}
+    group = groups.get(name)
+    if group is None:
+        return {}
+    if not isinstance(group, dict):
+        raise CampaignError(f"params.yaml: workloads.{name} must be a mapping of workload names")
+    return group
+
+
+def profile_rules(params: dict[str, Any], name: str | None = None) -> dict[str, Any]:
+    """The rules derive applies to runs of a profile (the active one by default): the shared
+    `rules` with the profile's own `profiles.<name>.rules`."""
+    return {**(params.get("rules") or {}), **(profile(params, name).get("rules") or {})}
+
+
+def derive_settings(params: dict[str, Any]) -> dict[str, Any]:
+    """What the derive stage reads from params, as `derive.run` takes it: the active profile's
+    rules and workloads, and every profile's, by name."""
+    return {"rules": profile_rules(params), "workloads": profile_workloads(params),
+            "profiles": {name: {"rules": profile_rules(params, name),
+                                "workloads": profile_workloads(params, name)}
+                         for name in params.get("profiles") or {}}}
+
+
+# ---------------------------------------------------------------------------------------------
+# Checking params.yaml: every problem found, one line each (without the file name).
+
+
+def check_params(params: dict[str, Any], root: Path | str = ".") -> list[str]:
+    """Every problem of params: paths that overlap, unknown profiles or specs, unsafe names,
+    concurrency that is not a positive integer, workloads longer than a spec's maximum context,
+    rules missing, misplaced or not numbers."""
+    problems = _check_paths(params.get("paths"), Path(root))
+    profiles = params.get("profiles")
+    if not isinstance(profiles, dict) or not profiles:
+        problems.append("profiles must be a mapping of profile names")
+        profiles = {}
+    active = params.get("profile")
+    if active not in profiles:
+        problems.append(f"profile {active!r} is not one of profiles ({', '.join(map(str, profiles))})")
+    for name, prof in profiles.items():
+        problems += _check_name(name, f"profiles.{name}")
+        if not isinstance(prof, dict):
+            problems.append(f"profiles.{name} must be a mapping")
+            continue
+        problems += _check_rules(prof.get("rules"), PROFILE_RULES, f"profiles.{name}.rules")
+    problems += _check_rules(params.get("rules"), SHARED_RULES, "rules")
+    model = params.get("model")
+    if isinstance(model, dict):
+        problems += _check_name(model.get("name"), "model.name")
+    groups = params.get("workloads") or {}
+    if not isinstance(groups, dict):
+        problems.append("workloads must be a mapping of profile names to workload groups")
+        groups = {}
+    shaped = {}
+    for group_name, group in groups.items():
+        if not isinstance(group, dict):
+            problems.append(f"workloads.{group_name} must be a mapping of workload names")
+            continue
+        for name, w in group.items():
+            found = _check_workload(name, w, f"workloads.{group_name}.{name}")
+            problems += found
+            if isinstance(w, dict) and ("kind" not in w or not found):
+                shaped[(group_name, name)] = w      # its length can be checked against a context
+    specs = params.get("specs")
+    if not isinstance(specs, dict):
+        problems.append("specs must be a mapping of spec names")
+        specs = {}
+    for name, s in specs.items():
+        problems += _check_spec(name, s, profiles, groups, shaped)
+    run_specs = params.get("run_specs") or []
+    if not isinstance(run_specs, list):
+        problems.append("run_specs must be a list of spec names")
+        run_specs = []
+    problems += [f"run_specs: {name!r} is not one of specs" for name in run_specs if name not in specs]
+    return problems
+
+
+def _check_name(name: Any, where: str, *, run_id_field: bool = False) -> list[str]:
+    """A name safe as a file name and a shell word (and as a run-id field, where it is one)."""
+    if not isinstance(name, str) or not SAFE_NAME.match(name) or ".." in name \
+            or (run_id_field and "__" in name):
+        rule = "letters, digits, '.', '_', '-', not starting with '.' or '-', no '..'"
+        return [f"{where}: name {name!r} is not safe as a file name and shell word "
+                f"({rule}{', no __' if run_id_field else ''})"]
+    return []
+
+
+def _check_rules(rules: Any, keys: tuple[str, ...], where: str) -> list[str]:
+    """A rules mapping holding exactly `keys`, each a number."""
+    if not isinstance(rules, dict):
+        return [f"{where} must be a mapping of {', '.join(keys)}"]
+    problems = [f"{where} is missing {k}" for k in keys if k not in rules]
+    for key, value in rules.items():
+        if key not in keys:
+            home = ("profiles.<name>.rules" if key in PROFILE_RULES
+                    else "rules" if key in SHARED_RULES else None)
+            problems.append(f"{where}.{key} is not a rule here" + (f" (it belongs under {home})" if home else ""))
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            problems.append(f"{where}.{key} must be a number, not {value!r}")
+    return problems
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _check_workload(name: Any, w: Any, where: str) -> list[str]:
+    """A workload's own settings: its name, positive integers, a valid multi-turn shape."""
+    problems = _check_name(name, where, run_id_field=True)
+    if not isinstance(w, dict):
+        return problems + [f"{where} must be a mapping"]
+    if "kind" in w:
+        from stages.run.multiturn import workload_from_params   # multiturn imports this module
+
+        try:
+            workload_from_params(str(name), w)
+        except CampaignError as exc:
+            problems.append(f"{where}: {str(exc).removeprefix('params.yaml: ')}")
+        return problems
+    for key in ("prompt_tokens", "output_tokens"):
+        if not _positive_int(w.get(key)):
+            problems.append(f"{where}.{key} must be a positive integer, not {w.get(key)!r}")
+    if "prompts_per_user" in w and not _positive_int(w["prompts_per_user"]):
+        problems.append(f"{where}.prompts_per_user must be a positive integer, not {w['prompts_per_user']!r}")
+    levels = w.get("concurrency")
+    if not isinstance(levels, list) or not levels:
+        problems.append(f"{where}.concurrency must be a list of positive integers, not {levels!r}")
+    else:
+        problems += [f"{where}.concurrency: {c!r} is not a positive integer"
+                     for c in levels if not _positive_int(c)]
+    prefix = w.get("shared_prefix_tokens", 0)
+    if not isinstance(prefix, int) or (_positive_int(w.get("prompt_tokens"))
+                                       and not 0 <= prefix < w["prompt_tokens"]):
+        problems.append(f"{where}.shared_prefix_tokens must be below prompt_tokens, not {prefix!r}")
+    return problems
+
+
+def max_context(spec: dict[str, Any]) -> Any:
+    """The server's maximum context a spec sets (vLLM's --max-model-len, SGLang's --context-length)."""
+    args = spec.get("args") or {}
+    return args.get("--max-model-len") or args.get("--context-length")
+
+
+def _check_spec(name: Any, s: Any, profiles: dict, groups: dict, shaped: dict) -> list[str]:
+    """A spec: its names, its profile, its context, and each workload it lists fitting in it."""
+    where = f"specs.{name}"
+    problems = _check_name(name, where)
+    if not isinstance(s, dict):
+        return problems + [f"{where} must be a mapping"]
+    problems += [f"{where}: missing {key}" for key in ("profile", "model", "layout") if key not in s]
+    prof_name = s.get("profile")
+    if "profile" in s and prof_name not in profiles:
+        problems.append(f"{where}.profile {prof_name!r} is not one of profiles ({', '.join(map(str, profiles))})")
+    prof = profiles.get(prof_name) if isinstance(profiles.get(prof_name), dict) else {}
+    for key in ("model", "layout"):
+        if key in s:
+            problems += _check_name(s[key], f"{where}.{key}", run_id_field=True)
+    if s.get("engine") or prof.get("engine"):
+        problems += _check_name(s.get("engine") or prof.get("engine"), f"{where} engine", run_id_field=True)
+    if not isinstance(s.get("args") or {}, dict):
+        return problems + [f"{where}.args must be a mapping of flags"]
+    context = max_context(s)
+    if not _positive_int(context):
+        problems.append(f"{where}.args must set --max-model-len (or --context-length) to a positive "
+                        f"integer, not {context!r}")
+        context = None
+    gpus = s.get("gpus")
+    if gpus is not None and not _positive_int(gpus) and not (
+            isinstance(gpus, list) and gpus and all(isinstance(g, int) and g >= 0 for g in gpus)):
+        problems.append(f"{where}.gpus must be a positive count or a list of GPU numbers, not {gpus!r}")
+    names = s.get("workloads") or []
+    if not isinstance(names, list):
+        return problems + [f"{where}.workloads must be a list of workload names"]
+    if prof_name not in profiles:
+        return problems                     # its workloads cannot be looked up
+    group = groups.get(prof_name) if isinstance(groups.get(prof_name), dict) else {}
+    for w in names:
+        if w not in group:
+            problems.append(f"{where}: unknown workload {w!r} (not in workloads.{prof_name})")
+        elif context and (prof_name, w) in shaped:
+            problems += _check_fits(w, shaped[(prof_name, w)], context, where)
+    return problems
+
+
+def _check_fits(name: str, w: dict, context: int, where: str) -> list[str]:
+    """A workload that fits the spec's maximum context, or the line saying it does not."""
+    if "kind" in w:
+        from stages.run.multiturn import workload_from_params
+
+        try:
+            workload_from_params(name, w, max_model_len=context)
+        except CampaignError as exc:
+            return [f"{where}: {str(exc).removeprefix('params.yaml: ')}"]
+        return []
+    if not (_positive_int(w.get("prompt_tokens")) and _positive_int(w.get("output_tokens"))):
+        return []
+    need = w["prompt_tokens"] + w["output_tokens"]
+    if need > context:
+        return [f"{where}: workloads {name} needs {need:,} tokens (prompt_tokens + output_tokens), "
+                f"beyond the server's maximum context of {context:,}"]
+    return []
+
+
+def _overlap(a: Path, b: Path) -> bool:
+    return a == b or a.is_relative_to(b) or b.is_relative_to(a)
+
+
+def _check_paths(p: Any, root: Path) -> list[str]:
+    """Outputs that could delete or overwrite an input: an output that is, holds or sits inside
+    the runs, nodes or models folder, holds the project root (or the locks), or overlaps another."""
+    if not isinstance(p, dict):
+        return ["paths must be a mapping"]
+    problems = [f"paths is missing {k}" for k in (*INPUT_PATHS, *OUTPUT_PATHS) if k not in p]
+    bad = [k for k, v in p.items() if not isinstance(v, str) or not v.strip()]
+    problems += [f"paths.{k} must be a path, not {p[k]!r}" for k in bad]
+    top = root.resolve()
+    where = {k: (root / v).resolve() for k, v in p.items() if k not in bad}
+    outputs = [k for k in OUTPUT_PATHS if k in where]
+    for i, out in enumerate(outputs):
+        o, shown = where[out], f"paths.{out} ({p[out]})"
+        if top.is_relative_to(o):
+            problems.append(f"{shown} is or holds the project root")
+            continue
+        if (top / LOCK_DIR).is_relative_to(o):
+            problems.append(f"{shown} holds the locks folder {LOCK_DIR}")
+        for inp in INPUT_PATHS:
+            if inp in where and _overlap(o, where[inp]):
+                problems.append(f"{shown} overlaps paths.{inp} ({p[inp]}): an output must not be, "
+                                "hold or sit inside an input")
+        for other in outputs[i + 1:]:
+            if _overlap(o, where[other]) and not top.is_relative_to(where[other]):
+                problems.append(f"{shown} overlaps paths.{other} ({p[other]}): outputs must not be "
+                                "or sit inside each other")
+    return problems

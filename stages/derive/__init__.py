@@ -1,0 +1,1 @@
+"""The derive stage: staging, intermediate and public tables (SQL models), checks, exports."""

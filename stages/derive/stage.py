@@ -1,0 +1,378 @@
+"""Derive: build the public tables from the warehouse with the SQL models, check, export.
+
+The models live in `stages/derive/sql/` (staging, intermediate, marts; stages/derive/tables.py lists them)
+and run in dependency order against a fresh `campaign.duckdb`, with the warehouse attached
+read-only as `raw`. The rules and workloads from params enter only as bound parameters (the rules
+shared by every run) and the `param_rules` and `param_workloads` tables, keyed by profile: each run
+is judged by its own profile's rules and sized by its own profile's workloads (int_run_params).
+The invariants in `stages/derive/sql/marts/schema.yaml` run before anything is exported; a broken one
+raises `DataTestError` and leaves the previous outputs in place. Every output is built beside its
+place under a name of this process (`<name>.tmp-<pid>`) and renamed into place only when all of
+them are complete, so no reader ever sees a half-built database or folder.
+
+Example:
+    from stages.derive import stage as derive
+    derive.run(warehouse=Path("data/warehouse.duckdb"), campaign_db=Path("data/campaign.duckdb"),
+               derived_dir=Path("data/derived"), metrics_file=Path("data/metrics.json"),
+               **config.derive_settings(params))
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from stages.derive import tables
+from stages.core.config import PROFILE_RULES, SHARED_RULES, CampaignError
+
+SQL_DIR = tables.SQL_DIR      # staging, intermediate, marts (a test may point it elsewhere)
+
+# The models, from their files and stages/derive/sql/marts/schema.yaml (stages/derive/tables.py). `run` reads
+# them again from SQL_DIR, so that a test can point derive at another folder.
+MODELS = tables.models(SQL_DIR)
+STAGING_MODELS: dict[str, str] = MODELS.staging       # model -> the raw table it reads
+INTERMEDIATE_MODELS: tuple[str, ...] = MODELS.intermediate
+MART_MODELS: tuple[str, ...] = MODELS.marts             # in build order
+PUBLIC_TABLES: tuple[str, ...] = MODELS.public         # in schema.yaml's order
+RULE_KEYS: tuple[str, ...] = (*SHARED_RULES, *PROFILE_RULES)
+_PARAM_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_COMMENT_RE = re.compile(r"--[^\n]*")
+
+
+class DataTestError(CampaignError):
+    """A public table broke one of its invariants (schema.yaml)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+
+
+def rule_values(rules: dict[str, Any] | None) -> dict[str, float]:
+    """The rules derive binds into its SQL, checked to be numbers."""
+    rules = rules or {}
+    missing = [k for k in RULE_KEYS if k not in rules]
+    if missing:
+        raise CampaignError(f"params.yaml: rules is missing {', '.join(missing)}")
+    values: dict[str, float] = {}
+    for key in RULE_KEYS:
+        value = rules[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise CampaignError(f"params.yaml: rules.{key} must be a number, not {value!r}")
+        values[key] = value
+    return values
+
+
+def workload_rows(workloads: dict[str, Any] | None) -> list[tuple[str, int, int]]:
+    """(workload, prompt_tokens, output_tokens) for each sweep workload in params, checked.
+    Multi-turn workloads (with a `kind`) have no fixed prompt size and are left out."""
+    rows = []
+    for name, spec in sorted((workloads or {}).items()):
+        if not isinstance(spec, dict):
+            raise CampaignError(f"params.yaml: workloads.{name} must be a mapping")
+        if "kind" in spec:
+            continue
+        for key in ("prompt_tokens", "output_tokens"):
+            value = spec.get(key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise CampaignError(
+                    f"params.yaml: workloads.{name}.{key} must be a positive integer, not {value!r}")
+        rows.append((str(name), spec["prompt_tokens"], spec["output_tokens"]))
+    return rows
+
+
+def model_sql(name: str, sql_dir: Path | None = None) -> str:
+    """The SQL text of a model, found by its layer prefix."""
+    layer = "staging" if name.startswith("stg_") else "intermediate" if name.startswith("int_") else "marts"
+    return ((sql_dir or SQL_DIR) / layer / f"{name}.sql").read_text().strip().rstrip(";")
+
+
+def bind(sql: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The named parameters a statement uses, with their values."""
+    names = set(_PARAM_RE.findall(_COMMENT_RE.sub("", sql)))
+    unknown = names - set(values)
+    if unknown:
+        raise CampaignError(f"SQL uses unknown parameter(s): {', '.join(sorted(unknown))}")
+    return {n: values[n] for n in names}
+
+
+def load_schema(sql_dir: Path | None = None) -> dict[str, dict[str, Any]]:
+    """schema.yaml's entry of each public table, in its order: what derive tests and exports."""
+    return tables.models(sql_dir or SQL_DIR).schema
+
+
+# ---------------------------------------------------------------------------------------------
+# Building
+
+
+def attach_warehouse(con: duckdb.DuckDBPyConnection, warehouse: Path,
+                     models: tables.Models = MODELS) -> None:
+    if not warehouse.is_file():
+        raise CampaignError(f"{warehouse}: no warehouse (run `campaign ingest` first)")
+    try:
+        con.execute("attach $path as raw (read_only)", {"path": str(warehouse)})
+    except duckdb.Error as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise CampaignError(f"{warehouse}: cannot open the warehouse: {first}") from None
+    present = {r[0] for r in con.execute(
+        "select table_name from duckdb_tables() where database_name = 'raw'").fetchall()}
+    missing = sorted(set(models.staging.values()) - present)
+    if missing:
+        raise CampaignError(
+            f"{warehouse}: missing table(s) {', '.join(missing)} (run `campaign ingest` again)")
+
+
+def param_rows(rules: dict[str, Any], workloads: dict[str, Any],
+               profiles: dict[str, dict] | None) -> tuple[list[tuple], list[tuple]]:
+    """(param_rules rows, param_workloads rows), checked: one per profile in `profiles`, and one
+    with a null profile from `rules` and `workloads`, for runs of a profile params does not know."""
+    groups = [(None, rules, workloads)] + [
+        (str(name), p.get("rules"), p.get("workloads")) for name, p in (profiles or {}).items()]
+    rule_rows, workload_rows_ = [], []
+    for profile, its_rules, its_workloads in groups:
+        values = rule_values(its_rules)
+        rule_rows.append((profile, *(values[k] for k in PROFILE_RULES)))
+        workload_rows_ += [(profile, *row) for row in workload_rows(its_workloads)]
+    return rule_rows, workload_rows_
+
+
+def create_param_tables(con: duckdb.DuckDBPyConnection, rule_rows: list[tuple],
+                        workload_rows_: list[tuple]) -> None:
+    """param_rules and param_workloads, keyed by profile (null: the active profile's, for runs of
+    a profile params does not know)."""
+    con.execute(
+        "create table param_rules (profile varchar unique, prefix_cache_tok_s double not null, "
+        "default_max_num_seqs integer not null, burst_tpot_ms double not null)")
+    con.executemany("insert into param_rules values ($1, $2::double, $3::integer, $4::double)", rule_rows)
+    con.execute(
+        "create table param_workloads (profile varchar, workload varchar not null, "
+        "prompt_tokens bigint not null, output_tokens bigint not null, unique (profile, workload))")
+    if workload_rows_:
+        con.executemany("insert into param_workloads values ($1, $2, $3, $4)", workload_rows_)
+
+
+def build_models(con: duckdb.DuckDBPyConnection, values: dict[str, Any],
+                 models: tables.Models = MODELS, sql_dir: Path | None = None) -> None:
+    """Create every model as a table, in dependency order."""
+    for name in models.build_order():
+        sql = model_sql(name, sql_dir)
+        try:
+            con.execute(f"create table {name} as {sql}", bind(sql, values))
+        except duckdb.Error as exc:
+            first = str(exc).strip().splitlines()[0]
+            raise CampaignError(f"model {name} failed: {first}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Data tests
+
+
+def _row_text(columns: list[str], row: tuple) -> str:
+    return ", ".join(f"{c}={v!r}" for c, v in zip(columns, row))
+
+
+def _first_row(con: duckdb.DuckDBPyConnection, sql: str, values: dict[str, Any]) -> str | None:
+    cur = con.execute(f"select * from ({sql.strip().rstrip(';')}) as offending limit 1", bind(sql, values))
+    row = cur.fetchone()
+    if row is None:
+        return None
+    return _row_text([d[0] for d in cur.description], row)
+
+
+def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+    return [r[0] for r in con.execute(
+        "select column_name from duckdb_columns() where database_name = current_database() "
+        "and table_name = $t order by column_index", {"t": table}).fetchall()]
+
+
+def table_tests(table: str, spec: dict[str, Any], columns: list[str]) -> list[tuple[str, str]]:
+    """(check name, SQL returning offending rows) for one table's invariants."""
+    tests: list[tuple[str, str]] = []
+    unique = list(spec.get("unique") or [])
+    not_null = list(spec.get("not_null") or [])
+    unknown = [c for c in (*unique, *not_null) if c not in columns]
+    if unknown:
+        raise CampaignError(f"schema.yaml: {table} has no column(s) {', '.join(unknown)}")
+    if unique:
+        keys = ", ".join(unique)
+        tests.append((f"unique({keys})",
+                      f"select {keys}, count(*) as rows from {table} group by {keys} having count(*) > 1"))
+    for col in not_null:
+        tests.append((f"not_null({col})", f"select * from {table} where {col} is null"))
+    for name, sql in (spec.get("checks") or {}).items():
+        tests.append((str(name), str(sql)))
+    return tests
+
+
+def run_data_tests(con: duckdb.DuckDBPyConnection, schema: dict[str, dict[str, Any]],
+                   values: dict[str, Any]) -> int:
+    """Run every invariant; raise DataTestError on the first one broken. Returns checks run."""
+    count = 0
+    for table, spec in schema.items():
+        for name, sql in table_tests(table, spec, _columns(con, table)):
+            try:
+                offending = _first_row(con, sql, values)
+            except duckdb.Error as exc:
+                first = str(exc).strip().splitlines()[0]
+                raise CampaignError(f"data test {table}.{name} could not run: {first}") from None
+            count += 1
+            if offending is not None:
+                raise DataTestError(f"data test failed: {table}.{name}: {offending}")
+    return count
+
+
+# ---------------------------------------------------------------------------------------------
+# Outputs
+
+
+def export_csv(con: duckdb.DuckDBPyConnection, derived_dir: Path,
+               schema: dict[str, dict[str, Any]]) -> None:
+    """Each public table of `schema` to derived_dir/<table>.csv, ordered by its key."""
+    derived_dir.mkdir(parents=True, exist_ok=True)
+    for table, spec in schema.items():
+        order = list(spec.get("unique") or []) or _columns(con, table)
+        target = derived_dir / f"{table}.csv"
+        partial = derived_dir / f".{table}.csv.tmp"
+        con.sql(f"select * from {table} order by {', '.join(order)}").write_csv(str(partial))
+        os.replace(partial, target)
+
+
+def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
+    value = con.execute(sql).fetchone()[0]
+    if isinstance(value, float):
+        return round(value, 4)
+    return int(value) if value is not None and not isinstance(value, bool) else value
+
+
+HEADLINE_SQL: dict[str, str] = {
+    "runs": "select count(*) from runs",
+    "launches_ready": "select count(*) from launches where status = 'ready'",
+    "launches_failed": "select count(*) from launches where status = 'failed'",
+    "launches_interrupted": "select count(*) from launches where status = 'interrupted'",
+    "run_events": "select count(*) from run_events",
+    "gates_passed": "select count(*) from gates where not provisional",
+    "gates_provisional": "select count(*) from gates where provisional",
+    "bench_points": "select count(*) from bench_points",
+    "capacity_limited_points": "select count(*) from bench_points where capacity_limited",
+    "provisional_points": "select count(*) from bench_points where provisional",
+    "bench_requests": "select count(*) from bench_requests",
+    "invalid_rows": "select count(*) from invalid_rows",
+    "invalid_requests": "select count(*) from bench_requests where not valid",
+    "ingest_errors": "select count(*) from ingest_errors",
+    "best_output_tok_s": "select max(output_tok_s)::double from bench_points",
+    "min_ttft_median_s": "select min(ttft_median_s)::double from bench_points",
+    "max_sequences_fit": "select max(sequences)::bigint from sequences_fit",
+    "turn_requests": "select count(*) from turn_requests",
+    "ramp_turns": "select count(*) from ramp_turns",
+    "ramp_needle_missed": "select count(*) from turn_requests where kind = 'ramp' and ok and not needle_ok",
+    "agent_runs": "select count(*) from agent_runs",
+    "nodes": "select count(*) from nodes",
+    "node_busbw_peak_gbs": "select max(busbw_gbs)::double from node_allreduce_peak",
+}
+
+
+def headline_metrics(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    return {name: _scalar(con, sql) for name, sql in HEADLINE_SQL.items()}
+
+
+def partial(path: Path, pid: int | None = None) -> Path:
+    """Where this process builds `path` before renaming it into place: beside it."""
+    return path.with_name(f"{path.name}.tmp-{pid or os.getpid()}")
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    building = partial(path)
+    building.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(building, path)
+
+
+def swap_in(built: Path, target: Path) -> None:
+    """Put the folder `built` in place of `target`; the old folder is removed once replaced.
+    Two renames, not one: the caller holds the output's write lock (stages/core/locks.py)."""
+    old = target.with_name(f"{target.name}.old-{os.getpid()}")
+    if target.exists():
+        os.replace(target, old)
+    os.replace(built, target)
+    _remove(old)
+
+
+def _remove(path: Path) -> None:
+    """A file, a database with its WAL, or a folder, if it is there."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        for p in (path, path.with_name(path.name + ".wal")):
+            p.unlink(missing_ok=True)
+
+
+def remove_stale(target: Path) -> None:
+    """What a killed derive left beside `target` (`.tmp-<pid>`, `.old-<pid>` of a process gone)."""
+    for left in target.parent.glob(f"{glob.escape(target.name)}.*-*"):
+        kind, _, pid = left.name[len(target.name) + 1:].partition("-")
+        if kind in ("tmp", "old") and pid.isdigit() and not _alive(int(pid)):
+            _remove(left)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)            # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:        # it exists, under another user
+        pass
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry
+
+
+def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: Path,
+        rules: dict, workloads: dict, profiles: dict[str, dict] | None = None) -> dict:
+    """Rebuild campaign_db from the warehouse, test it, export CSVs and headline metrics.
+
+    `rules` (every rule) and `workloads` are the active profile's; `profiles` gives each
+    profile's own, {name: {"rules": ..., "workloads": ...}} (config.derive_settings). A run is
+    judged by its profile's; a run whose profile is not in `profiles`, by the active one's.
+    Returns the number of rows of each public table.
+    """
+    values: dict[str, Any] = {k: v for k, v in rule_values(rules).items() if k in SHARED_RULES}
+    rule_rows, workload_rows_ = param_rows(rules, workloads, profiles)
+    models = tables.models(SQL_DIR)
+    schema = models.schema
+    campaign_db, derived_dir = Path(campaign_db), Path(derived_dir)
+    for target in (campaign_db, derived_dir, Path(metrics_file)):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale(target)
+    building, exporting = partial(campaign_db), partial(derived_dir)
+    _remove(building)
+    _remove(exporting)
+    con = duckdb.connect(str(building))
+    try:
+        con.execute("set TimeZone = 'UTC'")
+        attach_warehouse(con, Path(warehouse), models)
+        create_param_tables(con, rule_rows, workload_rows_)
+        build_models(con, values, models, SQL_DIR)
+        con.execute("detach raw")
+        run_data_tests(con, schema, values)
+        export_csv(con, exporting, schema)
+        metrics = headline_metrics(con)
+        summary = {t: con.execute(f"select count(*) from {t}").fetchone()[0] for t in schema}
+        con.close()
+    except BaseException:
+        con.close()
+        _remove(building)
+        _remove(exporting)
+        raise
+    campaign_db.with_name(campaign_db.name + ".wal").unlink(missing_ok=True)
+    os.replace(building, campaign_db)
+    swap_in(exporting, derived_dir)
+    write_json(Path(metrics_file), metrics)
+    return summary
+

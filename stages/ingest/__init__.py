@@ -1,0 +1,1 @@
+"""The ingest stage: run folders and node probes -> raw tables, with the parsers."""

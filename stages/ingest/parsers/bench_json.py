@@ -1,0 +1,286 @@
+"""Benchmark result files: `vllm bench serve --save-result [--save-detailed]` JSON (one object, or
+one per line with --append-result) and SGLang `bench_serving --output-file` JSONL (which may hold
+the bare token `Infinity`). Per-request arrays are zipped into one row per request.
+
+Nothing is guessed: a point whose figures hold NaN, an infinity (other than `request_rate`, where
+it means "all at once"), a string or a list where a number belongs is left out with an error; a
+point whose per-request arrays differ in length or hold such values keeps its row but none of its
+requests, with an error naming the array (no median is ever taken of what happened to parse).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from stages.ingest.parsers.lines import ParseError, decode
+
+POINT_COLUMNS = (
+    "backend", "date", "model_id", "num_prompts", "request_rate", "max_concurrency", "duration_s",
+    "completed", "failed", "total_input_tokens", "total_output_tokens", "request_throughput",
+    "output_throughput", "total_token_throughput",
+    "mean_ttft_ms", "median_ttft_ms", "p90_ttft_ms", "p99_ttft_ms",
+    "mean_tpot_ms", "median_tpot_ms", "p90_tpot_ms", "p99_tpot_ms",
+    "mean_itl_ms", "median_itl_ms", "mean_e2el_ms", "median_e2el_ms",
+)
+_RENAMED = {"duration": "duration_s"}
+_TEXT = {"backend", "date", "model_id"}
+_INTS = {"num_prompts", "max_concurrency", "completed", "failed", "total_input_tokens",
+         "total_output_tokens"}
+# Older SGLang names for the same figures.
+_ALIASES = {
+    "mean_e2e_latency_ms": "mean_e2el_ms", "median_e2e_latency_ms": "median_e2el_ms",
+    "total_input": "total_input_tokens",
+    "total_output": "total_output_tokens",
+}
+ARRAYS = ("input_lens", "output_lens", "ttfts", "latencies", "itls", "start_times",
+          "queue_times", "errors", "generated_texts")
+_NUMBER_ARRAYS = ("input_lens", "output_lens", "ttfts", "latencies", "start_times", "queue_times")
+_INFINITE_OK = {"request_rate"}
+_NUMBER_TYPES = {int, float, type(None)}
+_INFINITY_WORDS = {"inf", "+inf", "infinity", "+infinity"}
+_POINT_NAME = re.compile(r"^(?P<workload>.+?)__c(?P<concurrency>\d+)$")
+
+
+@dataclass
+class BenchParse:
+    points: list[dict[str, Any]] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[ParseError] = field(default_factory=list)
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())  # also Infinity and inf, in any case
+        except ValueError:
+            return None
+    return None
+
+
+def _int(value: Any) -> int | None:
+    number = _float(value)
+    if number is None or not math.isfinite(number):
+        return None
+    return int(number)
+
+
+def not_a_number(value: Any, infinite_ok: bool = False) -> str | None:
+    """What `value` is, where a number (or null) belongs and it is not one; None when it is."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        if math.isnan(value):
+            return "NaN"
+        return None if math.isfinite(value) or infinite_ok else "infinite"
+    if isinstance(value, str):
+        return None if infinite_ok and value.strip().lower() in _INFINITY_WORDS else "a string"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def _scalar_for_json(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def split_point_id(point_id: str) -> tuple[str | None, int | None]:
+    """`long__c04` -> ("long", 4)."""
+    m = _POINT_NAME.match(point_id)
+    if not m:
+        return None, None
+    return m.group("workload"), int(m.group("concurrency"))
+
+
+def point_of(obj: dict[str, Any], point_id: str, line: int, file_stem: str | None = None
+             ) -> tuple[dict[str, Any], list[str]]:
+    """One raw_bench_points row (without run_id / source_file) from a result object, and what
+    in it is not a number where one belongs (the row is not to be used when there is any).
+
+    workload and concurrency come from the --metadata keys, else from the file name
+    (`<workload>__c<NN>`), else from max_concurrency."""
+    row: dict[str, Any] = {"point_id": point_id, "source_line": line}
+    extra: dict[str, Any] = {}
+    problems: list[str] = []
+    for key, value in obj.items():
+        name = key.rstrip(":").strip()  # an old release wrote "request_goodput:"
+        name = _RENAMED.get(name, name)
+        alias = _ALIASES.get(name)
+        if alias and alias not in obj:
+            name = alias
+        numeric = name in POINT_COLUMNS and name not in _TEXT
+        if numeric and name not in row:
+            problem = not_a_number(value, infinite_ok=name in _INFINITE_OK)
+            if problem:
+                problems.append(f"{name} is {problem}")
+                continue
+        if isinstance(value, (list, dict)):
+            continue
+        if name in POINT_COLUMNS and name not in row:
+            if name in _TEXT:
+                row[name] = None if value is None else str(value)
+            elif name in _INTS:
+                row[name] = _int(value)
+            else:
+                row[name] = _float(value)
+        else:
+            extra[name] = _scalar_for_json(value)
+    workload, concurrency = split_point_id(file_stem or point_id)
+    meta_workload = extra.get("workload")
+    meta_concurrency = _int(extra.get("concurrency"))
+    row["workload"] = str(meta_workload) if meta_workload not in (None, "") else workload
+    row["concurrency"] = (meta_concurrency if meta_concurrency is not None
+                          else concurrency if concurrency is not None
+                          else row.get("max_concurrency"))
+    row["metadata_json"] = json.dumps(extra, sort_keys=True, ensure_ascii=False) if extra else None
+    return row, problems
+
+
+def _itl_totals(itl: Any) -> tuple[int | None, float | None]:
+    """(count, sum) of one request's inter-token latencies (checked by `_array_problem`)."""
+    if not isinstance(itl, list):
+        return None, None
+    return len(itl), float(sum(itl))
+
+
+def _array_problem(arrays: dict[str, Any]) -> str | None:
+    """Why the per-request arrays cannot be zipped: one is not a list, their lengths differ, or
+    one holds something other than a number (or null) where numbers belong."""
+    bad = sorted(name for name, values in arrays.items() if not isinstance(values, list))
+    if bad:
+        return f"{bad[0]} is {not_a_number(arrays[bad[0]]) or 'a number'}, not a list"
+    lengths = {name: len(values) for name, values in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        sizes = ", ".join(f"{k}={v}" for k, v in sorted(lengths.items()))
+        return f"per-request arrays differ in length ({sizes})"
+    for name in _NUMBER_ARRAYS:
+        found = _first_not_a_number(arrays.get(name, ()))
+        if found:
+            return f"{name}[{found[0]}] is {found[1]} where a number belongs"
+    for i, itl in enumerate(arrays.get("itls", ())):
+        if itl is not None and not isinstance(itl, list):
+            return f"itls[{i}] is {not_a_number(itl) or 'a number'}, not a list"
+        found = _first_not_a_number(itl or ())
+        if found:
+            return f"itls[{i}] holds {found[1]} where a number belongs"
+    return None
+
+
+def _first_not_a_number(values: list[Any]) -> tuple[int, str] | None:
+    """(index, what it is) of the first value that is neither a finite number nor null. Arrays
+    of finite numbers, the usual case, are passed over at C speed (types, then their sum)."""
+    types = set(map(type, values))
+    if types <= _NUMBER_TYPES:
+        try:
+            total = sum(values) if type(None) not in types else sum(v for v in values if v is not None)
+        except OverflowError:
+            total = math.inf
+        if math.isfinite(total):
+            return None
+    return next(((i, p) for i, p in enumerate(map(not_a_number, values)) if p), None)
+
+
+def requests_of(obj: dict[str, Any], point_id: str, line: int) -> tuple[list[dict], list[ParseError]]:
+    """Per-request rows from --save-detailed arrays, zipped by index; none at all, with an error,
+    when the arrays cannot be zipped as they are."""
+    arrays = {name: obj[name] for name in ARRAYS if obj.get(name) is not None}
+    if not arrays:
+        return [], []
+    problem = _array_problem(arrays)
+    if problem:
+        return [], [ParseError(line, f"{point_id}: {problem}; its requests are left out")]
+    n = len(next(iter(arrays.values())))
+
+    def at(name: str, i: int) -> Any:
+        values = arrays.get(name)
+        return None if values is None else values[i]
+
+    rows = []
+    for i in range(n):
+        itl = at("itls", i)
+        itl_count, itl_sum = _itl_totals(itl)
+        error = at("errors", i)
+        text = at("generated_texts", i)
+        rows.append({
+            "point_id": point_id,
+            "request_idx": i,
+            "input_tokens": _int(at("input_lens", i)),
+            "output_tokens": _int(at("output_lens", i)),
+            "ttft_s": _float(at("ttfts", i)),
+            "latency_s": _float(at("latencies", i)),
+            "itl_count": itl_count,
+            "itl_sum_s": itl_sum,
+            "start_time_s": _float(at("start_times", i)),
+            "queue_time_s": _float(at("queue_times", i)),
+            "error": None if error is None else str(error),
+            "generated_text": None if text is None else str(text).replace("\x00", ""),
+            "source_line": line,
+        })
+    return rows, []
+
+
+def _objects(text: str) -> tuple[list[tuple[int, dict]], list[ParseError]]:
+    """(line, object) for the file's one object or for each JSON line."""
+    stripped = text.strip()
+    if not stripped:
+        return [], [ParseError(1, "empty benchmark result file")]
+    try:
+        whole = json.loads(stripped)
+    except json.JSONDecodeError as exc:
+        whole_error = exc
+    else:
+        first = len(text) - len(text.lstrip())
+        line = text.count("\n", 0, first) + 1
+        if isinstance(whole, dict):
+            return [(line, whole)], []
+        if isinstance(whole, list) and all(isinstance(o, dict) for o in whole):
+            return [(line, o) for o in whole], []
+        return [], [ParseError(line, "benchmark result is not a JSON object")]
+    lines = text.split("\n")
+    first_json = next((i for i, l in enumerate(lines) if l.strip()), 0)
+    try:
+        json.loads(lines[first_json])
+    except json.JSONDecodeError:
+        return [], [ParseError(whole_error.lineno, f"not valid JSON: {whole_error.msg} "
+                                                   f"(line {whole_error.lineno} column {whole_error.colno})")]
+    out, errors = [], []
+    for i, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            errors.append(ParseError(i, f"not valid JSON: {exc.msg} (column {exc.colno})"))
+            continue
+        if isinstance(obj, dict):
+            out.append((i, obj))
+        else:
+            errors.append(ParseError(i, "JSON line is not an object"))
+    return out, errors
+
+
+def parse_bench(data: bytes, point_id: str) -> BenchParse:
+    """Points, per-request rows and errors of one result file named `point_id` (its stem)."""
+    result = BenchParse()
+    objects, errors = _objects(decode(data))
+    result.errors.extend(errors)
+    for n, (line, obj) in enumerate(objects):
+        pid = point_id if len(objects) == 1 else f"{point_id}#{n + 1}"
+        point, problems = point_of(obj, pid, line, point_id)
+        if problems:
+            result.errors.append(ParseError(line, f"{pid}: {', '.join(problems)} where a number "
+                                                  "belongs; the point is left out"))
+            continue
+        result.points.append(point)
+        rows, row_errors = requests_of(obj, pid, line)
+        result.requests.extend(rows)
+        result.errors.extend(row_errors)
+    return result

@@ -1,0 +1,176 @@
+"""The small files of a run folder: launch.out, niah.log, meta.json, and the run id itself."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from stages.core.config import SAFE_NAME
+from stages.ingest.parsers.lines import ParseError, decode
+
+META_SCHEMA_VERSIONS = (1,)
+_STAMP = re.compile(r"\d{4}-\d{6}")
+_GATE = re.compile(r"^GATE\s+(\S+)\s+score=\s*(\S+)")
+_KEY = re.compile(r"^[A-Za-z_][\w.\-]*$")
+# A run id, as a folder name: safe characters only (a file name and a shell word as it stands).
+MAX_RUN_ID_CHARS = 200
+# launch.out keys the run stage appends once per benchmark point: they may repeat.
+LAUNCH_EVENT_KEYS = frozenset({"point_skipped", "point_error"})
+_SHOWN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._- ")
+
+
+@dataclass(frozen=True)
+class RunId:
+    model: str | None
+    layout: str | None
+    ctx_label: str | None
+    engine: str | None
+    stamp: str | None            # MMDD-HHMMSS
+
+    def started_at(self, year: int) -> datetime | None:
+        """The run id's stamp as a UTC time in `year` (the id carries no year)."""
+        if not self.stamp:
+            return None
+        try:
+            return datetime.strptime(f"{year}{self.stamp}", "%Y%m%d-%H%M%S").replace(tzinfo=timezone.utc)
+        except ValueError:
+            return None
+
+
+def parse_run_id(run_id: str) -> RunId:
+    """`<model>__<layout>__<ctx>__<engine>__<MMDD-HHMMSS>`; a part that is not there is None."""
+    parts = run_id.split("__")
+    stamp = parts.pop() if len(parts) > 1 and _STAMP.fullmatch(parts[-1]) else None
+    if len(parts) >= 4:
+        return RunId(parts[0], "__".join(parts[1:-2]), parts[-2], parts[-1], stamp)
+    parts += [None] * (4 - len(parts))
+    return RunId(parts[0] or None, parts[1], parts[2], parts[3], stamp)
+
+
+def is_run_id(name: str) -> bool:
+    """`name` is a run id: `<model>__<layout>__<ctx>__<engine>__<MMDD-HHMMSS>`, every part there,
+    letters, digits, '.', '_' and '-' only, starting with a letter or digit."""
+    if len(name) > MAX_RUN_ID_CHARS or not SAFE_NAME.match(name):
+        return False
+    rid = parse_run_id(name)
+    parts = (rid.model, rid.layout, rid.ctx_label, rid.engine, rid.stamp)
+    return all(parts) and "" not in name.split("__")
+
+
+def shown(text: str, limit: int = 80) -> str:
+    """`text` quoted so that it is inert anywhere it is printed: letters, digits, '.', '_', '-'
+    and spaces as they are, any other character as a \\x or \\u escape; cut at `limit` characters."""
+    out = "".join(c if c in _SHOWN else f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+                  if ord(c) < 0x10000 else f"\\U{ord(c):08x}" for c in text[:limit])
+    return f"'{out}'" + ("..." if len(text) > limit else "")
+
+
+def parse_launch_out(data: bytes) -> tuple[list[tuple[str, str, int]], list[ParseError]]:
+    """(key, value, line) for each `key=value` line. A key given again with another value is an
+    error naming both lines (the keys of LAUNCH_EVENT_KEYS excepted: they are appended per point);
+    both lines are kept."""
+    rows, errors = [], []
+    first: dict[str, tuple[str, int]] = {}
+    for number, line in enumerate(decode(data).split("\n"), start=1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        key, eq, value = text.partition("=")
+        key = key.strip()
+        if not eq or not _KEY.match(key):
+            errors.append(ParseError(number, f"launch.out: not a key=value line: {text[:80]!r}"))
+            continue
+        value = value.strip()
+        rows.append((key, value, number))
+        if key in LAUNCH_EVENT_KEYS:
+            continue
+        seen = first.setdefault(key, (value, number))
+        if seen[0] != value:
+            errors.append(ParseError(number, f"launch.out: key {key} given twice with different "
+                                             f"values (lines {seen[1]} and {number})"))
+    return rows, errors
+
+
+def parse_niah(data: bytes) -> tuple[list[dict[str, Any]], list[tuple[str, float | None, int]], list[ParseError]]:
+    """Probes (one JSON object per line) and gates (`GATE <name> score= X`) of a niah.log."""
+    probes: list[dict[str, Any]] = []
+    gates: list[tuple[str, float | None, int]] = []
+    errors: list[ParseError] = []
+    for number, line in enumerate(decode(data).split("\n"), start=1):
+        text = line.strip()
+        if text.startswith("{"):
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as exc:
+                errors.append(ParseError(number, f"niah.log: probe is not valid JSON: {exc.msg}"))
+                continue
+            if not isinstance(obj, dict):
+                errors.append(ParseError(number, "niah.log: probe is not a JSON object"))
+                continue
+            probes.append(_probe(obj, len(probes), number))
+        elif text.startswith("GATE"):
+            m = _GATE.match(text)
+            if not m:
+                errors.append(ParseError(number, f"niah.log: GATE line not understood: {text[:80]!r}"))
+                continue
+            try:
+                score: float | None = float(m.group(2))
+            except ValueError:
+                errors.append(ParseError(number, f"niah.log: gate score {m.group(2)!r} is not a number"))
+                score = None
+            gates.append((m.group(1), score, number))
+    return probes, gates, errors
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _probe(obj: dict[str, Any], idx: int, line: int) -> dict[str, Any]:
+    ok = obj.get("ok")
+    tokens = _number(obj.get("prompt_tokens"))
+    answer = obj.get("answer")
+    key = obj.get("key")
+    return {
+        "probe_idx": idx,
+        "needle_key": None if key is None else str(key),
+        "depth": _number(obj.get("depth")),
+        "prompt_tokens": None if tokens is None else int(tokens),
+        "ok": ok if isinstance(ok, bool) else None,
+        "latency_s": _number(obj.get("latency_s")),
+        "answer": None if answer is None else str(answer).replace("\x00", ""),
+        "source_line": line,
+    }
+
+
+def parse_meta(data: bytes) -> tuple[dict[str, Any] | None, list[ParseError]]:
+    """meta.json as a dict, or None with the reason it cannot be used."""
+    try:
+        meta = json.loads(decode(data))
+    except json.JSONDecodeError as exc:
+        return None, [ParseError(exc.lineno, f"meta.json: not valid JSON: {exc.msg}")]
+    if not isinstance(meta, dict):
+        return None, [ParseError(1, "meta.json: not a JSON object")]
+    version = meta.get("schema_version")
+    if version not in META_SCHEMA_VERSIONS:
+        return None, [ParseError(1, f"meta.json: schema_version {version!r} is not one this ingest "
+                                    f"knows ({', '.join(map(str, META_SCHEMA_VERSIONS))})")]
+    return meta, []
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An ISO 8601 time; a time without a zone is taken as UTC."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)

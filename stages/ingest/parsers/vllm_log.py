@@ -1,0 +1,262 @@
+"""vLLM server.log: startup facts, the first error, and the periodic engine stats lines.
+
+Only lines holding one of the anchors are looked at (see engine_log.scan_log). Fact names are those of raw_log_facts (stages/core/sql/schema/raw.sql).
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from stages.ingest.parsers.engine_log import line_fact as _fact, scan_log
+from stages.ingest.parsers.prefixes import Prefixed
+from stages.ingest.parsers.lines import BulkShape, Chunk, Fact, LogParse, ParseError, Stat
+
+# Startup facts are looked for only up to the ready line; stats and errors everywhere.
+STARTUP_ANCHORS = (
+    b"KV cache size", b"Maximum concurrency", b"GPU blocks", b"block_size", b" took ", b" takes ",
+    b"KV cache memory", b"No available memory", b"Using ", b"version ", b"LLM engine (v",
+)
+READY = b"startup complete"
+STEADY_ANCHORS = (b"Avg prompt throughput",)
+
+_KV_SIZE = re.compile(r"\b(GPU|CPU) KV cache size: ([\d,]+) tokens")
+_CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d,.]+)x")
+_GPU_BLOCKS = re.compile(r"# GPU blocks: (\d+)")
+_BLOCK_SIZE = re.compile(r"""\bblock_size['"]?\s*[:=]\s*(\d+)""")
+_WEIGHTS_OLD = re.compile(r"Loading model weights took (-?[\d.]+) ?(GiB|GB)")
+_MODEL_LOADING = re.compile(
+    r"Model loading took (-?[\d.]+) ?(GiB|GB)(?: memory)? and (-?[\d.]+) ?(?:seconds|secs|s)\b")
+_KV_MEMORY = re.compile(r"Available KV cache memory: (-?[\d.]+) ?(GiB|GB)")
+_INIT = re.compile(
+    r"init engine \([^)]*\) took (-?[\d.]+) ?(?:seconds|secs|s)\b(?: \(compilation: (-?[\d.]+) ?s\))?")
+_COMPILE = re.compile(r"torch\.compile (?:takes|took) (-?[\d.]+) ?s in total")
+_VERSION = (
+    re.compile(r"vLLM (?:API server )?version v?(\d+\.\d+[\w.+\-]*)"),
+    re.compile(r"LLM engine \(v(\d+\.\d+[\w.+\-]*)\)"),
+)
+_BANNER_VERSION = re.compile(r"[█▄▀]\s+version v?(\d+\.\d+[\w.+\-]*)")
+_MOE = re.compile(r"Using ['\"]?([\w\- .]+?)['\"]? ([\w\-]+ )?MoE backend|Using (.+?) backend for .*MoE")
+_LINEAR = re.compile(r"Using (\w+Kernel)\b(?: for (.+))?")
+_KV_SCALE = re.compile(r"Using KV cache scaling factor (-?[\d.]+)(?: for (\w+))?")
+_ATTENTION = re.compile(
+    r"Using (?:AttentionBackendEnum\.)?([\w\- ]+?) (?:attention )?backend\b"
+    r"|Using (?:AttentionBackendEnum\.)?([\w\-]+) backend out of")
+_STATS_FIELD = re.compile(r"([A-Za-z][A-Za-z ]*?): (-?\d[\d,]*(?:\.\d+)?)")
+_ENGINE_IDX = re.compile(r"Engine (\d+):")
+# The shape of recent releases, read in one match; anything else goes through the general reader.
+_STATS_COMMON = re.compile(
+    r"Engine (\d+): Avg prompt throughput: (\d+\.?\d*) tokens/s, Avg generation throughput: "
+    r"(\d+\.?\d*) tokens/s, Running: (\d+) reqs, Waiting: (\d+) reqs, (?:GPU|CPU) KV cache usage: "
+    r"(\d+\.?\d*)%, Prefix cache hit rate: (\d+\.?\d*)%\s*$")
+
+# The same shapes read straight from the bytes, prefixes included (an optional docker timestamp,
+# an optional process tag, the INFO header): what strip_prefixes and the readers above would make
+# of such a line, without decoding it. Anything else goes through them.
+_BULK_HEAD = (
+    rb"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?[ \t]+)?"
+    rb"(?:\([A-Za-z_][\w\-]*(?: \w+=[\w.\-]+)+\) )?INFO (\d\d-\d\d \d\d:\d\d:\d\d) \[?[\w.\-]+\.py:\d+\] ?")
+BULK_SHAPES = (
+    BulkShape("vllm_stats", re.compile(
+        _BULK_HEAD + rb"Engine (\d+): Avg prompt throughput: (\d+\.?\d*) tokens/s, Avg generation "
+        rb"throughput: (\d+\.?\d*) tokens/s, Running: (\d+) reqs, Waiting: (\d+) reqs, (?:GPU|CPU) KV "
+        rb"cache usage: (\d+\.?\d*)%, Prefix cache hit rate: (\d+\.?\d*)%[ \t\r]*"),
+        ("log_time", "engine_idx", "prompt_tok_s", "gen_tok_s", "running_reqs", "waiting_reqs",
+         "kv_usage_pct", "prefix_hit_pct")),
+    BulkShape("vllm_stats", re.compile(
+        _BULK_HEAD + rb"Avg prompt throughput: (\d+\.?\d*) tokens/s, Avg generation throughput: "
+        rb"(\d+\.?\d*) tokens/s, Running: (\d+) reqs, Swapped: \d+ reqs, Pending: (\d+) reqs, GPU KV "
+        rb"cache usage: (\d+\.?\d*)%, CPU KV cache usage: \d+\.?\d*%\.?[ \t\r]*"),
+        ("log_time", "prompt_tok_s", "gen_tok_s", "running_reqs", "waiting_reqs", "kv_usage_pct")),
+)
+
+_STATS_MAP = {
+    "Avg prompt throughput": "prompt_tok_s",
+    "Avg generation throughput": "gen_tok_s",
+    "Running": "running_reqs",
+    "Waiting": "waiting_reqs",
+    "Pending": "waiting_reqs",
+    "GPU KV cache usage": "kv_usage_pct",
+    "Prefix cache hit rate": "prefix_hit_pct",
+    "GPU prefix cache hit rate": "prefix_hit_pct",
+}
+_ATTENTION_WORDS = ("attn", "attention", "flash", "sdpa", "xformers", "mla", "flex", "triton_attn")
+
+
+def _num(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def facts_of_line(p: Prefixed, raw: str, line: int) -> tuple[list[Fact], list[ParseError]]:
+    """Every startup fact one vLLM log line states. Unknown lines give nothing."""
+    msg = p.message
+    out: list[Fact] = []
+    errors: list[ParseError] = []
+
+    def add(name: str, **values) -> None:
+        out.append(_fact(name, p, raw, line, **values))
+
+    if "KV cache size" in msg:
+        m = _KV_SIZE.search(msg)
+        if m:
+            add("kv_tokens", value_num=_num(m.group(2)), detail=m.group(1))
+        elif "tokens" in msg:
+            errors.append(ParseError(line, "KV cache size line without a token count"))
+    if "Maximum concurrency" in msg:
+        m = _CONCURRENCY.search(msg)
+        if m:
+            add("max_concurrency_x", value_num=_num(m.group(2)))
+            add("max_concurrency_len", value_num=_num(m.group(1)))
+        else:
+            errors.append(ParseError(line, "Maximum concurrency line not understood"))
+    if "GPU blocks" in msg:
+        m = _GPU_BLOCKS.search(msg)
+        if m:
+            add("kv_blocks", value_num=float(m.group(1)))
+    if "block_size" in msg:
+        m = _BLOCK_SIZE.search(msg)
+        if m:
+            add("block_size", value_num=float(m.group(1)))
+    if " took " in msg or " takes " in msg:
+        if "Loading model weights took" in msg:
+            m = _WEIGHTS_OLD.search(msg)
+            if m:
+                add("weights_gib", value_num=float(m.group(1)), detail=m.group(2))
+            else:
+                errors.append(ParseError(line, "weights line not understood"))
+        elif "Model loading took" in msg:
+            m = _MODEL_LOADING.search(msg)
+            if m:
+                add("weights_gib", value_num=float(m.group(1)), detail=m.group(2))
+                add("load_s", value_num=float(m.group(3)))
+            else:
+                errors.append(ParseError(line, "Model loading line not understood"))
+        elif "init engine" in msg:
+            m = _INIT.search(msg)
+            if m:
+                add("init_s", value_num=float(m.group(1)))
+                if m.group(2):
+                    add("compile_s", value_num=float(m.group(2)))
+            else:
+                errors.append(ParseError(line, "init engine line not understood"))
+        elif "torch.compile" in msg:
+            m = _COMPILE.search(msg)
+            if m:
+                add("compile_s", value_num=float(m.group(1)))
+    if "KV cache memory" in msg:
+        m = _KV_MEMORY.search(msg)
+        if m:
+            add("kv_memory_gib", value_num=float(m.group(1)), detail=m.group(2))
+        elif "Available" in msg:
+            errors.append(ParseError(line, "Available KV cache memory line not understood"))
+    if "No available memory for the cache blocks" in msg:
+        add("no_kv_memory", value_num=1.0)
+    if "Using " in msg:
+        out.extend(_kernel_facts(msg, p, raw, line))
+    if "version" in msg or "LLM engine (v" in msg:
+        version = _version(msg)
+        if version:
+            add("engine_version", value_text=version)
+    if "Application startup complete" in msg:
+        add("ready", value_num=1.0)
+    return out, errors
+
+
+def _version(msg: str) -> str | None:
+    for pattern in _VERSION:
+        m = pattern.search(msg)
+        if m:
+            return m.group(1)
+    m = _BANNER_VERSION.search(msg)
+    return m.group(1) if m else None
+
+
+def _kernel_facts(msg: str, p: Prefixed, raw: str, line: int) -> list[Fact]:
+    if "KV cache scaling factor" in msg:
+        m = _KV_SCALE.search(msg)
+        if m:
+            return [_fact("kv_scale", p, raw, line, value_num=float(m.group(1)), value_text=m.group(2))]
+        return []
+    if "MoE" in msg:
+        m = _MOE.search(msg)
+        if m:
+            name = (m.group(1) or m.group(3) or "").strip()
+            detail = (m.group(2) or "").strip() or None
+            return [_fact("moe_backend", p, raw, line, value_text=name, detail=detail)]
+        return []
+    if "Kernel" in msg:
+        m = _LINEAR.search(msg)
+        if m:
+            return [_fact("linear_kernel", p, raw, line, value_text=m.group(1), detail=m.group(2))]
+        return []
+    if "backend" in msg.lower():
+        m = _ATTENTION.search(msg)
+        if m:
+            name = (m.group(1) or m.group(2)).strip()
+            lowered = (msg if "ttention" in msg else name).lower()
+            if any(word in lowered for word in _ATTENTION_WORDS):
+                return [_fact("attention_backend", p, raw, line, value_text=name)]
+    return []
+
+
+def stats_of_line(p: Prefixed, line: int) -> Stat | ParseError | None:
+    """One `Engine 000: Avg prompt throughput: ...` line (or its V0 form without the engine)."""
+    msg = p.message
+    if "Avg prompt throughput" not in msg:
+        return None
+    m = _STATS_COMMON.match(msg)
+    if m:
+        g = m.groups()
+        return Stat(kind="vllm_stats", line=line, log_time=p.log_time, engine_idx=int(g[0]),
+                    prompt_tok_s=float(g[1]), gen_tok_s=float(g[2]), running_reqs=int(g[3]),
+                    waiting_reqs=int(g[4]), kv_usage_pct=float(g[5]), prefix_hit_pct=float(g[6]))
+    stat = Stat(kind="vllm_stats", line=line, log_time=p.log_time)
+    m = _ENGINE_IDX.search(msg)
+    if m:
+        stat.engine_idx = int(m.group(1))
+    seen = False
+    for key, value in _STATS_FIELD.findall(msg):
+        key = key.strip()
+        if key.startswith("Engine "):
+            continue
+        number = _num(value)
+        column = _STATS_MAP.get(key)
+        if key == "CPU KV cache usage" and stat.kv_usage_pct is None and "GPU KV cache usage" not in msg:
+            column = "kv_usage_pct"
+        if column is None:
+            stat.extra[key] = number
+            continue
+        if column in ("running_reqs", "waiting_reqs"):
+            number = int(number)
+        setattr(stat, column, number)
+        seen = seen or column == "prompt_tok_s"
+    if not seen:
+        return ParseError(line, "engine stats line without a prompt throughput figure")
+    return stat
+
+
+def parse_vllm_log(data: bytes | Iterable[Chunk], *, block_size: int | None = None) -> LogParse:
+    """Facts, stats and unreadable known lines of a vLLM server.log.
+
+    `data` is the whole file or an iterable of (first line number, bytes) chunks.
+    `block_size` (from the command line) turns `# GPU blocks` into tokens when the log
+    does not state its block size.
+    """
+    result = scan_log(data, startup=STARTUP_ANCHORS, ready=READY, steady=STEADY_ANCHORS,
+                      facts_of=facts_of_line, stats_of=stats_of_line, stats_word="throughput",
+                      bulk=BULK_SHAPES)
+    _add_block_tokens(result, block_size)
+    result.facts.sort(key=lambda f: f.line)
+    return result
+
+
+def _add_block_tokens(result: LogParse, block_size: int | None) -> None:
+    logged = [f for f in result.facts if f.fact == "block_size"]
+    size = logged[0].value_num if logged else block_size
+    if not size:
+        return
+    source = "logged block_size" if logged else "--block-size"
+    for f in [f for f in result.facts if f.fact == "kv_blocks"]:
+        result.facts.append(Fact(
+            fact="kv_tokens", line=f.line, excerpt=f.excerpt, value_num=f.value_num * size,
+            detail=f"# GPU blocks x {source} {int(size)}", worker=f.worker, log_time=f.log_time))
+

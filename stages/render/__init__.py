@@ -1,0 +1,1 @@
+"""The render stage: pages, facts, charts, the Compare and warehouse pages, trace."""

@@ -1,0 +1,330 @@
+"""Charts: named functions that take rows of a public table and return Altair charts.
+
+The node chart, `allreduce_chart`, takes node_allreduce rows of one probe (see CHART_ROWS): bus
+bandwidth against message size on a log2 axis, one line per GPU group.
+
+The ramp chart, `ramp_chart`, takes ramp_turns rows of the reported runs of a profile: the longest
+wait for a first token at each turn against the conversation's length, marked by whether every
+session found the needle from turn 1.
+
+The scaling charts take one row per benchmark point (the public `bench_points` columns) plus
+`series`, the run spec that names the run's colour. Every scaling chart is faceted by workload,
+with concurrent users on a log2 axis. Two markings are shared by all of them:
+
+- capacity-limited points (more users than the engine can hold) are drawn as grey squares with a
+  diagonal hatch glyph on top, never hidden;
+- provisional runs (quality gate below the minimum) get dashed lines and hollow markers, and the
+  word "provisional" in the tooltip.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import altair as alt
+import pandas as pd
+
+PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2",
+           "#b279a2", "#eeca3b", "#ff9da6", "#9d755d", "#bab0ac"]
+GREY = "#a0a0a0"
+HATCH_INK = "#404040"
+# Three parallel diagonal strokes in the unit square: a hatch glyph drawn over the grey square.
+HATCH_SHAPE = "M -1 1 L 1 -1 M -1 0 L 0 -1 M 0 1 L 1 0"
+RUN_KINDS = ["measured", "provisional"]
+NOTE = [
+    "Grey hatched squares: capacity-limited points (more users than the engine can hold at once);",
+    "their latency mostly measures queueing. Dashed lines and hollow markers: provisional runs.",
+]
+REQUIRED = ["run_id", "series", "workload", "concurrency", "capacity_limited", "provisional"]
+# The whole chart (axis, facets, legends below) fits the article column of the site: the column
+# is about 690 px wide on a desktop screen and vega-embed adds its action menu on the right.
+CHART_WIDTH = 600
+Y_AXIS_ALLOWANCE = 70
+FACET_SPACING = 16
+MAX_FACET_COLUMNS = 3
+FACET_HEIGHT = 190
+
+
+def prepare(points: pd.DataFrame) -> pd.DataFrame:
+    """Bench points with the helper columns the charts encode (run_kind, note)."""
+    missing = [c for c in REQUIRED if c not in points.columns]
+    if missing:
+        raise ValueError(f"bench points lack columns: {', '.join(missing)}")
+    df = _with_run_kind(points)
+    df["capacity_limited"] = df["capacity_limited"].fillna(False).astype(bool)
+    df["note"] = [
+        ", ".join(w for w, on in (("provisional", p), ("capacity-limited", c)) if on) or "-"
+        for p, c in zip(df["provisional"], df["capacity_limited"])
+    ]
+    df["concurrency"] = df["concurrency"].astype(int)
+    return df
+
+
+def _with_run_kind(rows: pd.DataFrame) -> pd.DataFrame:
+    """A copy of rows with `provisional` as a bool and `run_kind` (measured or provisional)."""
+    df = rows.copy()
+    df["provisional"] = df["provisional"].fillna(False).astype(bool)
+    df["run_kind"] = df["provisional"].map({True: "provisional", False: "measured"})
+    return df
+
+
+def color_scale(domain: Sequence[str] | None, df: pd.DataFrame) -> alt.Scale:
+    """One colour per run spec; pass the campaign-wide domain so colours agree across pages."""
+    names = list(domain) if domain else sorted(df["series"].dropna().unique())
+    return alt.Scale(domain=names, range=[PALETTE[i % len(PALETTE)] for i in range(len(names))])
+
+
+def _tooltip(value_field: str, value_title: str, fmt: str) -> list[alt.Tooltip]:
+    return [
+        alt.Tooltip("run_id:N", title="run"),
+        alt.Tooltip("series:N", title="spec"),
+        alt.Tooltip("workload:N"),
+        alt.Tooltip("concurrency:Q", title="concurrent users"),
+        alt.Tooltip(f"{value_field}:Q", title=value_title, format=fmt),
+        alt.Tooltip("note:N", title="marked"),
+    ]
+
+
+CONCURRENCY_X = alt.X("concurrency:Q", title="Concurrent users",
+                      scale=alt.Scale(type="log", base=2), axis=alt.Axis(format="d"))
+
+
+def _layers(y: alt.Y, color: alt.Scale, tooltip: list, detail: str = "run_id:N",
+            shape: alt.Shape | None = None, x: alt.X = CONCURRENCY_X,
+            capacity: bool = True) -> list[alt.Chart]:
+    """A line per run and its markers: filled when measured, hollow when provisional; with
+    `capacity`, capacity-limited points are grey hatched squares instead."""
+    colour = alt.Color("series:N", title="Run spec", scale=color)
+    dash = alt.StrokeDash("run_kind:N", title="Gate", legend=alt.Legend(),
+                          scale=alt.Scale(domain=RUN_KINDS, range=[[1, 0], [5, 3]]))
+    base = alt.Chart().encode(x=x, y=y, tooltip=tooltip)
+    extra = {"shape": shape} if shape is not None else {}
+    unlimited = "!datum.capacity_limited && " if capacity else ""
+    line = base.mark_line(strokeWidth=1.5).encode(color=colour, strokeDash=dash, detail=detail)
+    measured = (base.transform_filter(f"{unlimited}!datum.provisional")
+                .mark_point(filled=True, size=55, opacity=1).encode(color=colour, **extra))
+    provisional = (base.transform_filter(f"{unlimited}datum.provisional")
+                   .mark_point(filled=False, size=55, strokeWidth=1.5).encode(color=colour, **extra))
+    if not capacity:
+        return [line, measured, provisional]
+    limited = (base.transform_filter("datum.capacity_limited")
+               .mark_square(color=GREY, size=110, opacity=0.75))
+    hatch = (base.transform_filter("datum.capacity_limited")
+             .mark_point(shape=HATCH_SHAPE, size=110, color=HATCH_INK, strokeWidth=1, filled=False))
+    return [line, measured, provisional, limited, hatch]
+
+
+def facet_layout(workloads: int, total_width: int = CHART_WIDTH) -> tuple[int, int]:
+    """(columns, width of one facet) so that the facets side by side fit total_width."""
+    columns = max(1, min(workloads, MAX_FACET_COLUMNS))
+    inner = total_width - Y_AXIS_ALLOWANCE - FACET_SPACING * (columns - 1)
+    return columns, inner // columns
+
+
+def _facet(layers: list[alt.Chart], df: pd.DataFrame, title: str) -> alt.FacetChart:
+    columns, width = facet_layout(int(df["workload"].nunique()))
+    return (
+        alt.layer(*layers, data=df)
+        .properties(width=width, height=FACET_HEIGHT)
+        .facet(facet=alt.Facet("workload:N", title=None, header=alt.Header(labelFontWeight="bold")),
+               columns=columns, spacing=FACET_SPACING)
+        .properties(title=alt.TitleParams(title, subtitle=NOTE, anchor="start"))
+        .resolve_scale(y="shared")
+        .configure_legend(orient="bottom", direction="vertical")
+    )
+
+
+def ttft_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:
+    """Median and p90 time to first token (log scale) against concurrent users."""
+    df = prepare(points)
+    long = df.melt(id_vars=[c for c in df.columns if c not in ("ttft_median_s", "ttft_p90_s")],
+                   value_vars=["ttft_median_s", "ttft_p90_s"], var_name="stat", value_name="ttft_s")
+    long["stat"] = long["stat"].map({"ttft_median_s": "median", "ttft_p90_s": "p90"})
+    long = long[long["ttft_s"].notna() & (long["ttft_s"] > 0)]
+    long["line_key"] = long["run_id"] + "/" + long["stat"]
+    y = alt.Y("ttft_s:Q", title="Time to first token (s)", scale=alt.Scale(type="log"))
+    tooltip = _tooltip("ttft_s", "TTFT (s)", ".3f") + [alt.Tooltip("stat:N", title="statistic")]
+    shape = alt.Shape("stat:N", title="Statistic",
+                      scale=alt.Scale(domain=["median", "p90"], range=["circle", "triangle-up"]))
+    layers = _layers(y, color_scale(color_domain, df), tooltip, detail="line_key:N", shape=shape)
+    return _facet(layers, long, "Time to first token: median and p90")
+
+
+def _metric_chart(points: pd.DataFrame, color_domain: Sequence[str] | None, field: str, axis_title: str,
+                  tip_title: str, title: str) -> alt.FacetChart:
+    """One per-point figure against concurrent users, points without it left out."""
+    df = prepare(points)
+    df = df[df[field].notna()]
+    layers = _layers(alt.Y(f"{field}:Q", title=axis_title), color_scale(color_domain, df),
+                     _tooltip(field, tip_title, ".1f"))
+    return _facet(layers, df, title)
+
+
+def decode_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:
+    """Decode speed each user sees (1000 / median TPOT) against concurrent users."""
+    return _metric_chart(points, color_domain, "decode_tok_s_per_user", "Decode tokens/s per user",
+                         "tokens/s per user", "Decode speed per user")
+
+
+def throughput_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:
+    """Total output tokens per second of the server against concurrent users."""
+    return _metric_chart(points, color_domain, "output_tok_s", "Output tokens/s (all users)",
+                         "output tokens/s", "Server output throughput")
+
+
+def completed_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:
+    """Requests completed (markers) against requests sent (grey ticks) at each concurrency."""
+    df = prepare(points)
+    y = alt.Y("completed:Q", title="Requests completed (tick: sent)")
+    tooltip = _tooltip("completed", "completed", "d") + [alt.Tooltip("sent:Q", format="d")]
+    sent = (alt.Chart().mark_tick(color=GREY, thickness=2, size=18)
+            .encode(x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2)),
+                    y=alt.Y("sent:Q"), tooltip=tooltip))
+    layers = [sent] + _layers(y, color_scale(color_domain, df), tooltip)
+    return _facet(layers, df, "Requests completed of sent")
+
+
+# ---------------------------------------------------------------- node probes
+
+ALLREDUCE_REQUIRED = ["gpu_group", "ranks", "message_bytes", "busbw_gbs", "algbw_gbs", "time_us",
+                      "spans_islands"]
+ALLREDUCE_NOTE = [
+    "Bus bandwidth = algorithm bandwidth (message bytes / time) x 2(n-1)/n for n GPUs, as nccl-tests",
+    "defines it; comparable across group sizes. Dashed lines: groups whose GPUs span NVLink islands.",
+]
+ISLAND_KINDS = ["one NVLink island", "spans islands", "topology unknown"]
+# Axis labels of a byte count in binary units (KiB, MiB, GiB), for a log2 axis of powers of two.
+BYTES_LABEL = ("datum.value >= 1073741824 ? format(datum.value / 1073741824, '~g') + ' GiB' : "
+               "datum.value >= 1048576 ? format(datum.value / 1048576, '~g') + ' MiB' : "
+               "datum.value >= 1024 ? format(datum.value / 1024, '~g') + ' KiB' : "
+               "format(datum.value, '~g') + ' B'")
+ALLREDUCE_HEIGHT = 260
+
+
+def size_label(nbytes: int) -> str:
+    """4294967296 -> '4 GiB'; 1048576 -> '1 MiB'; 1536 -> '1.5 KiB'."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= size:
+            return f"{nbytes / size:g} {unit}"
+    return f"{nbytes} B"
+
+
+def prepare_allreduce(sweeps: pd.DataFrame) -> pd.DataFrame:
+    """All-reduce rows with the helper columns the chart encodes (size label, island kind)."""
+    missing = [c for c in ALLREDUCE_REQUIRED if c not in sweeps.columns]
+    if missing:
+        raise ValueError(f"all-reduce rows lack columns: {', '.join(missing)}")
+    df = sweeps.copy()
+    df["message_bytes"] = df["message_bytes"].astype("int64")
+    df["size"] = [size_label(int(b)) for b in df["message_bytes"]]
+    df["islands"] = [ISLAND_KINDS[2] if pd.isna(v) else ISLAND_KINDS[1] if v else ISLAND_KINDS[0]
+                     for v in df["spans_islands"]]
+    df["group"] = [f"GPUs {g} ({int(n)} ranks)" for g, n in zip(df["gpu_group"], df["ranks"])]
+    return df[df["busbw_gbs"].notna() & (df["message_bytes"] > 0)]
+
+
+def allreduce_chart(sweeps: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.LayerChart:
+    """All-reduce bus bandwidth (GB/s) against message size, one line per GPU group (coloured by
+    group: color_domain, the run specs, does not apply)."""
+    df = prepare_allreduce(sweeps)
+    groups = list(dict.fromkeys(df.sort_values(["ranks", "gpu_group"])["group"]))
+    colour = alt.Color("group:N", title="GPU group", sort=groups,
+                       scale=alt.Scale(domain=groups, range=[PALETTE[i % len(PALETTE)]
+                                                             for i in range(len(groups))]))
+    x = alt.X("message_bytes:Q", title="Message size per GPU (log2 scale)",
+              scale=alt.Scale(type="log", base=2),
+              axis=alt.Axis(labelExpr=BYTES_LABEL, values=sorted(df["message_bytes"].unique().tolist()),
+                            labelAngle=-40, labelOverlap="parity"))
+    y = alt.Y("busbw_gbs:Q", title="Bus bandwidth (GB/s)")
+    tooltip = [
+        alt.Tooltip("group:N", title="GPU group"),
+        alt.Tooltip("size:N", title="message"),
+        alt.Tooltip("busbw_gbs:Q", title="bus GB/s", format=".1f"),
+        alt.Tooltip("algbw_gbs:Q", title="algorithm GB/s", format=".1f"),
+        alt.Tooltip("time_us:Q", title="time (us)", format=".1f"),
+        alt.Tooltip("islands:N", title="NVLink"),
+    ]
+    dash = alt.StrokeDash("islands:N", title="NVLink", legend=alt.Legend(),
+                          scale=alt.Scale(domain=ISLAND_KINDS, range=[[1, 0], [5, 3], [2, 2]]))
+    base = alt.Chart(df).encode(x=x, y=y, tooltip=tooltip)
+    line = base.mark_line(strokeWidth=1.8).encode(color=colour, strokeDash=dash, detail="gpu_group:N")
+    points = base.mark_point(filled=True, size=45, opacity=1).encode(color=colour)
+    return (
+        alt.layer(line, points)
+        .properties(width=CHART_WIDTH - Y_AXIS_ALLOWANCE, height=ALLREDUCE_HEIGHT,
+                    title=alt.TitleParams("All-reduce bus bandwidth by message size",
+                                          subtitle=ALLREDUCE_NOTE, anchor="start"))
+        .configure_legend(orient="bottom", direction="vertical")
+    )
+
+
+# ---------------------------------------------------------------- the ramp
+
+RAMP_REQUIRED = ["run_id", "series", "workload", "turn", "sessions", "context_tokens", "longest_wait_s",
+                 "needle_found", "provisional"]
+NEEDLE_KINDS = ["found in every session", "missed"]
+RAMP_NOTE = [
+    "One line per run: each point is a turn, the conversation re-sent with one more step.",
+    "Filled circles: every session's answer held the needle from turn 1; crosses: missed.",
+    "Dashed lines and hollow markers: provisional runs.",
+]
+RAMP_HEIGHT = 240
+
+
+def prepare_ramp(turns: pd.DataFrame) -> pd.DataFrame:
+    """Ramp turns with the helper columns the chart encodes (needle, run_kind)."""
+    missing = [c for c in RAMP_REQUIRED if c not in turns.columns]
+    if missing:
+        raise ValueError(f"ramp turns lack columns: {', '.join(missing)}")
+    df = _with_run_kind(turns)
+    df["needle"] = [NEEDLE_KINDS[0] if f == s else NEEDLE_KINDS[1]
+                    for f, s in zip(df["needle_found"], df["sessions"])]
+    df["turn"] = df["turn"].astype(int)
+    return df[df["longest_wait_s"].notna()]
+
+
+def ramp_chart(turns: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.LayerChart:
+    """Longest wait for the first token at each turn of the ramp, against the conversation's length."""
+    df = prepare_ramp(turns)
+    shape = alt.Shape("needle:N", title="Needle", scale=alt.Scale(domain=NEEDLE_KINDS, range=["circle", "cross"]))
+    tooltip = [
+        alt.Tooltip("run_id:N", title="run"),
+        alt.Tooltip("workload:N"),
+        alt.Tooltip("turn:Q"),
+        alt.Tooltip("context_tokens:Q", title="conversation (tokens)", format=","),
+        alt.Tooltip("longest_wait_s:Q", title="longest wait (s)", format=".3f"),
+        alt.Tooltip("needle_found:Q", title="needle found (sessions)"),
+        alt.Tooltip("cache_hit_pct:Q", title="served from cache (%)", format=".1f"),
+    ]
+    x = alt.X("context_tokens:Q", title="Conversation length (tokens)", axis=alt.Axis(format="~s"))
+    y = alt.Y("longest_wait_s:Q", title="Longest wait for the first token (s)")
+    layers = _layers(y, color_scale(color_domain, df), tooltip, shape=shape, x=x, capacity=False)
+    return (
+        alt.layer(*layers, data=df)
+        .properties(width=CHART_WIDTH - Y_AXIS_ALLOWANCE, height=RAMP_HEIGHT,
+                    title=alt.TitleParams("The ramp: waiting for each turn of a growing conversation",
+                                          subtitle=RAMP_NOTE, anchor="start"))
+        .configure_legend(orient="bottom", direction="vertical")
+    )
+
+
+CHARTS: dict[str, Callable[..., alt.TopLevelMixin]] = {
+    "ttft_chart": ttft_chart,
+    "decode_chart": decode_chart,
+    "throughput_chart": throughput_chart,
+    "completed_chart": completed_chart,
+    "allreduce_chart": allreduce_chart,
+    "ramp_chart": ramp_chart,
+}
+# Charts drawn from a named row query (stages/render/sql/render/<query>.sql) rather than from the bench
+# points of a profile; the page passes the query's parameters to the chart macro (the page's
+# profile among them, where the query binds one). Each gets the campaign-wide spec colours.
+CHART_ROWS: dict[str, str] = {
+    "allreduce_chart": "allreduce_points",
+    "ramp_chart": "ramp_points",
+}
+
+
+def chart_by_name(name: str) -> Callable[..., alt.TopLevelMixin]:
+    if name not in CHARTS:
+        raise KeyError(f"unknown chart {name!r} (known: {', '.join(CHARTS)})")
+    return CHARTS[name]

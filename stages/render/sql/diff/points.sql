@@ -1,0 +1,105 @@
+-- Benchmark points of two run sets, matched and compared metric by metric.
+-- Input: side_points (built by stages/render/diff.py), one row per point of each side, with match_key
+-- holding the attributes that identify a point across the two sides (model, layout, context as
+-- the comparison needs). $tolerance_pct: changes within it are marked 'same' (noise).
+-- Marks: better, worse, same, new failure, fixed, not comparable, only in base, only in head.
+with base as (
+    select * from side_points where side = 'base'
+),
+
+head as (
+    select * from side_points where side = 'head'
+),
+
+paired as (
+    select
+        coalesce(base.match_key, head.match_key)       as match_key,
+        coalesce(base.workload, head.workload)         as workload,
+        coalesce(base.concurrency, head.concurrency)   as concurrency,
+        coalesce(base.point_table, head.point_table)   as point_table,
+        base.run_id                                    as base_run_id,
+        head.run_id                                    as head_run_id,
+        base.max_model_len is distinct from head.max_model_len
+            or base.kv_cache_dtype is distinct from head.kv_cache_dtype as settings_differ,
+        base.run_id is not null                        as in_base,
+        head.run_id is not null                        as in_head,
+        base.sent < 1 or base.completed < base.sent    as base_failed,
+        head.sent < 1 or head.completed < head.sent    as head_failed,
+        base.capacity_limited or head.capacity_limited as capacity_limited,
+        base.provisional or head.provisional           as provisional,
+        base.ttft_median_s   as base_ttft_median_s,   head.ttft_median_s   as head_ttft_median_s,
+        base.ttft_p90_s      as base_ttft_p90_s,      head.ttft_p90_s      as head_ttft_p90_s,
+        base.tpot_median_ms  as base_tpot_median_ms,  head.tpot_median_ms  as head_tpot_median_ms,
+        base.output_tok_s    as base_output_tok_s,    head.output_tok_s    as head_output_tok_s,
+        100.0 * base.completed / nullif(base.sent, 0) as base_completed_pct,
+        100.0 * head.completed / nullif(head.sent, 0) as head_completed_pct
+    from base
+    full outer join head
+        on base.match_key = head.match_key
+        and base.workload = head.workload
+        and base.concurrency = head.concurrency
+        and base.point_table = head.point_table
+),
+
+metrics as (
+    select * from (values
+        (1, 'ttft_median_s', 'lower'),
+        (2, 'ttft_p90_s', 'lower'),
+        (3, 'tpot_median_ms', 'lower'),
+        (4, 'output_tok_s', 'higher'),
+        (5, 'completed_pct', 'higher')
+    ) as m(metric_order, metric, better_when)
+),
+
+long as (
+    select
+        paired.*,
+        metrics.metric_order,
+        metrics.metric,
+        metrics.better_when,
+        case metrics.metric
+            when 'ttft_median_s' then base_ttft_median_s
+            when 'ttft_p90_s' then base_ttft_p90_s
+            when 'tpot_median_ms' then base_tpot_median_ms
+            when 'output_tok_s' then base_output_tok_s
+            else base_completed_pct
+        end as base_value,
+        case metrics.metric
+            when 'ttft_median_s' then head_ttft_median_s
+            when 'ttft_p90_s' then head_ttft_p90_s
+            when 'tpot_median_ms' then head_tpot_median_ms
+            when 'output_tok_s' then head_output_tok_s
+            else head_completed_pct
+        end as head_value
+    from paired
+    cross join metrics
+),
+
+marked as (
+    select
+        *,
+        head_value - base_value as change,
+        100.0 * (head_value - base_value) / nullif(abs(base_value), 0) as change_pct,
+        case
+            when not in_base then 'only in head'
+            when not in_head then 'only in base'
+            when settings_differ then 'not comparable'
+            when metric = 'completed_pct' and not base_failed and head_failed then 'new failure'
+            when metric = 'completed_pct' and base_failed and not head_failed then 'fixed'
+            when base_value is null or head_value is null then 'not comparable'
+            when abs(head_value - base_value) <= $tolerance_pct / 100.0 * abs(base_value) then 'same'
+            when (better_when = 'lower') = (head_value < base_value) then 'better'
+            else 'worse'
+        end as mark
+    from long
+),
+
+final as (
+    select
+        match_key, workload, concurrency, metric, base_value, head_value, change, change_pct,
+        mark, capacity_limited, provisional, base_run_id, head_run_id, point_table
+    from marked
+    order by match_key, workload, concurrency, metric_order
+)
+
+select * from final

