@@ -7,6 +7,8 @@ import pytest
 
 from stages.tools import hostile
 from stages.tools import reliability
+from stages.tools.hostile_folders import FOLDER_CASES
+from stages.tools.hostile_settings import BAD_PARAMS
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +19,7 @@ def result(tmp_path_factory):
 def test_every_case_holds(result):
     assert [f"{c.name}: {c.outcome}" for c in result.cases if not c.ok] == []
     names = {c.name for c in result.cases}
-    assert set(hostile.FOLDER_CASES) <= names and set(f"params: {n}" for n in hostile.BAD_PARAMS) <= names
+    assert set(FOLDER_CASES) <= names and set(f"params: {n}" for n in BAD_PARAMS) <= names
 
 
 def test_no_row_lost_and_no_run_folder_changed(result):
