@@ -179,7 +179,7 @@ def seal(run_ids: tuple[str, ...], root: str) -> None:
     Example: campaign seal
               campaign seal tiny-llama__cpu_seqs4__4k__vllm__1130-053610
     """
-    from stages.ingest.stage import run_folders
+    from stages.ingest.folders import run_folders
     from stages.core.provenance import RUN_MANIFEST, at_rest, seal as seal_folder
 
     _, paths = _load(root)

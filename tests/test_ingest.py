@@ -9,6 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from stages.ingest import rows as ingest_rows
 from stages.ingest import stage as ingest
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
@@ -203,7 +204,7 @@ def test_incremental(project: Path):
     shutil.rmtree(project / "data" / "runs" / CRASHED)
     fourth = ingest_project(project)
     assert fourth["runs_removed"] == 1
-    for table in ingest.ROW_TABLES + ("raw_folders",):
+    for table in ingest_rows.ROW_TABLES + ("raw_folders",):
         assert query(project, f"select count(*) from {table} where run_id = ?", [CRASHED]) == [(0,)]
 
 
@@ -211,7 +212,7 @@ def test_parallel_read_gives_the_same_rows(project: Path, monkeypatch: pytest.Mo
     serial = ingest_project(project)
     tables = {t: query(project, f"select * exclude (ingested_at) from {t} order by all")
               if t == "raw_folders" else query(project, f"select * from {t} order by all")
-              for t in ingest.RAW_TABLES}
+              for t in ingest_rows.RAW_TABLES}
     (project / "data" / "warehouse.duckdb").unlink()
     monkeypatch.setattr(ingest, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)

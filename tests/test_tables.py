@@ -11,7 +11,7 @@ import yaml
 
 from render_helpers import PROJECT
 from stages.derive import stage as derive
-from stages.ingest import stage as ingest
+from stages.ingest import rows as ingest_rows
 from stages.ingest import nodes as ingest_nodes
 from stages.core import raw_schema
 from stages.derive import tables
@@ -137,9 +137,9 @@ def test_staging_models_come_from_their_files_and_read_their_raw_table(tmp_path)
 
 def test_every_raw_table_is_ingests_and_each_only_once():
     names = [t.name for t in raw_schema.raw_tables()]
-    owned = [*ingest.RAW_TABLES, *ingest.KEPT_TABLES, *ingest_nodes.NODE_TABLES]
+    owned = [*ingest_rows.RAW_TABLES, *ingest_rows.KEPT_TABLES, *ingest_nodes.NODE_TABLES]
     assert sorted(owned) == sorted(names)
-    assert ingest.KEPT_TABLES == ("raw_seals",) and ingest.FOLDER_TABLES == ("raw_folders",)
-    assert set(ingest.FILE_TABLES) < set(ingest.ROW_TABLES)
-    assert {"ingest_errors", "raw_tampered"} == set(ingest.ROW_TABLES) - set(ingest.FILE_TABLES)
+    assert ingest_rows.KEPT_TABLES == ("raw_seals",) and ingest_rows.FOLDER_TABLES == ("raw_folders",)
+    assert set(ingest_rows.FILE_TABLES) < set(ingest_rows.ROW_TABLES)
+    assert {"ingest_errors", "raw_tampered"} == set(ingest_rows.ROW_TABLES) - set(ingest_rows.FILE_TABLES)
     assert set(derive.STAGING_MODELS.values()) <= set(names)

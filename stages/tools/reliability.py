@@ -107,7 +107,7 @@ class CaseResult:
 
 def _rows_by_file(db: Path, run_id: str) -> dict[str, int]:
     """Rows of the run's file tables, by the file they came from."""
-    from stages.ingest.stage import FILE_TABLES
+    from stages.ingest.rows import FILE_TABLES
 
     counts: dict[str, int] = {}
     with duckdb.connect(str(db), read_only=True) as con:

@@ -277,7 +277,7 @@ create table if not exists raw_tampered (
 -- The seal of each run folder as ingest first found it: the sha256 of its MANIFEST.sha256, so that
 -- a manifest rewritten later (to match an edited file) is caught. This table is not a raw table
 -- of the rebuild: ingest never drops it, and when its own columns change here, open_warehouse
--- makes it again and copies the old rows into it (stages/ingest/stage.py, keep_seals), so a change of
+-- makes it again and copies the old rows into it (stages/ingest/write.py, keep_seals), so a change of
 -- raw.sql does not forget the first hashes. Rows stay when a folder is gone: one that comes back
 -- is checked against the seal it had.
 create table if not exists raw_seals (

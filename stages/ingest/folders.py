@@ -1,0 +1,129 @@
+"""The run folders ingest reads: the listing of the runs folder (run-id refusals), each folder's
+fingerprint (its files' stat fields and the code version), and the plan of what to read, with
+the seal of each folder to read (sealed first when it arrives without one).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable
+
+from stages.core.provenance import RUN_MANIFEST, at_rest, seal
+from stages.core import raw_schema
+from stages.core import rawfile
+from stages.core import secrets
+from stages.core import warehouse
+from stages.ingest.parsers import run_files
+from stages.core.rawfile import Refused
+from stages.core.secrets import redact_text
+from stages.core.warehouse import folder_entries
+
+MANIFEST = RUN_MANIFEST
+# The code whose change re-reads every folder: all of ingest (parsers included) and the core
+# modules and schema it reads with.
+CODE_FILES = (*sorted(Path(__file__).parent.rglob("*.py")), Path(rawfile.__file__), Path(secrets.__file__),
+              Path(warehouse.__file__), Path(raw_schema.__file__), raw_schema.RAW_SCHEMA)
+
+
+def code_version() -> str:
+    digest = hashlib.sha256()
+    for path in CODE_FILES:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def folder_files(folder: Path) -> list[tuple[str, int, int]]:
+    """(relative posix name, size, mtime_ns) of every file under `folder`, sorted."""
+    return [(name, size, mtime_ns) for name, size, mtime_ns, _, _ in folder_stats(folder)]
+
+
+def folder_stats(folder: Path) -> list[tuple[str, int, int, int, int]]:
+    """(relative posix name, size, mtime_ns, ctime_ns, inode) of every entry under `folder` that
+    is not a folder, sorted. Any write or replacement changes a file's ctime or inode, and neither
+    can be set back (mtime can), so a fingerprint of these sees every edit without reading the
+    files. Links are not followed: a link, to a file or to a folder, is listed with its own
+    stat fields, and what it points to is not looked at."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        dirnames[:] = sorted(d for d in dirnames if d not in links)
+        for name in filenames + links:
+            path = Path(dirpath) / name
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            out.append((path.relative_to(folder).as_posix(), st.st_size, st.st_mtime_ns,
+                        st.st_ctime_ns, st.st_ino))
+    out.sort()
+    return out
+
+
+def fingerprint(files: Iterable[tuple[str | int, ...]], version: str) -> str:
+    """A hash of the files' stat fields (folder_stats) and the code version."""
+    digest = hashlib.sha256(version.encode())
+    for entry in files:
+        digest.update(("\0".join(str(field) for field in entry) + "\n").encode())
+    return digest.hexdigest()
+
+
+def run_folders(runs_dir: Path) -> tuple[list[Path], list[str]]:
+    """The run folders under runs_dir, and why each other entry there is not one (a link; a
+    name that is not a run id, shown inert): nothing in those is read."""
+    folders, refused = [], []
+    for path, refusal in folder_entries(runs_dir):
+        name = run_files.shown(path.name)
+        if refusal:
+            refused.append(f"{name}: {refusal}")
+        elif not run_files.is_run_id(path.name) or redact_text(path.name) != path.name:
+            refused.append(f"folder name is not a run id: {name} (expected "
+                           "<model>__<layout>__<ctx>__<engine>__<MMDD-HHMMSS>, letters, digits, "
+                           "'.', '_', '-'); not read")
+        else:
+            folders.append(path)
+    return folders, refused
+
+
+@dataclass
+class SealFound:
+    """A planned folder's seal as ingest found it before reading the folder."""
+    manifest_sha256: str | None          # None: the folder has no manifest
+    sealed_at: datetime | None = None    # when ingest sealed it just now
+    problem: str | None = None           # why ingest could not seal it
+
+
+def _plan(folders: list[Path], known: dict[str, str], version: str,
+          seals: dict[str, str] | None = None, seal_unsealed: bool = False
+          ) -> tuple[list[Path], list[tuple[Path, list, str]], dict[str, SealFound]]:
+    """The run folders, those to read (changed since their fingerprint in `known`), and the seal
+    of each one to read. With `seal_unsealed`, a folder without a manifest that never had one
+    (not in `seals`) is sealed first; a folder whose manifest was removed is left as it is."""
+    seals = seals or {}
+    plans, found = [], {}
+    for folder in folders:
+        sealed_at, problem = None, None
+        if (seal_unsealed and folder.name not in seals and not folder.is_symlink()
+                and not os.path.lexists(folder / MANIFEST) and at_rest(folder)):
+            try:
+                seal(folder)
+                sealed_at = datetime.now(timezone.utc)
+            except OSError as exc:
+                problem = f"could not seal the folder: {exc.strerror or exc}"
+        stats = folder_stats(folder)
+        fp = fingerprint(stats, version)
+        if known.get(folder.name) != fp:
+            plans.append((folder, [(n, size, mtime) for n, size, mtime, _, _ in stats], fp))
+            found[folder.name] = SealFound(_manifest_sha256(folder), sealed_at, problem)
+    return folders, plans, found
+
+
+def _manifest_sha256(folder: Path) -> str | None:
+    """The sha256 of the folder's manifest; None when it has none (or it is not a regular file)."""
+    try:
+        return rawfile.sha256(folder, MANIFEST)
+    except (Refused, OSError):
+        return None

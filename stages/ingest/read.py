@@ -1,0 +1,329 @@
+"""Reading one run folder into FolderRows: each file by its parser, the raw_runs row, and the
+folder's manifest checked file by file (and against the one of its first ingest).
+"""
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from stages.core import rawfile
+from stages.ingest.parsers import bench_json, cmd as cmd_parser, metrics, lines, run_files, turns
+from stages.core.rawfile import Refused
+from stages.core.secrets import REDACTED, SECRET_FLAGS, is_secret_name
+from stages.ingest.parsers.sglang_log import parse_sglang_log
+from stages.ingest.parsers.vllm_log import parse_vllm_log
+from stages.core.warehouse import relative, text_value
+from stages.ingest.folders import MANIFEST, SealFound
+from stages.ingest.rows import FolderRows, _redact
+
+LOG_NAMES = ("server.log",)
+BENCH_SUFFIXES = (".json", ".jsonl")
+METRICS_MARK = ".metrics."
+
+
+def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> FolderRows:
+    """All raw rows of one run folder. Never raises for what is in the folder; an entry that is
+    not a regular file (a link, a FIFO, ...) is an error row and is not read."""
+    run_id = folder.name
+    rows = FolderRows(run_id)
+    rel = lambda name: relative(folder / name, root)  # noqa: E731
+    names = set()
+    for name, _, _ in files:
+        refusal = rawfile.entry_refusal(folder / name)
+        if refusal:
+            rows.error(rel(name), reason=refusal)
+        else:
+            names.add(name)
+    rid = run_files.parse_run_id(run_id)
+
+    def pick(name: str) -> str | None:
+        """`name`, or else `name.gz`; when both are there the .gz is left out, with an error."""
+        found = rawfile.present(names, name)
+        if found == name and name + rawfile.GZ in names:
+            rows.error(rel(name + rawfile.GZ), reason=f"not read: {name} is there too")
+        return found
+
+    def guard(name: str, reader: Callable[..., Any], *args: Any) -> Any:
+        return _guard(rows, rel(name), lambda: reader(folder, name, rows, rel(name), *args))
+
+    meta_name = pick("meta.json")
+    meta = guard(meta_name, _read_meta) if meta_name else None
+
+    cmd_name = pick("cmd.sh")
+    command = guard(cmd_name, _read_cmd) if cmd_name else None
+
+    engine = ((meta or {}).get("engine") or rid.engine or (command.engine if command else None)
+              or "vllm")
+    log_facts: list[lines.Fact] = []
+    for log in LOG_NAMES:
+        name = pick(log)
+        if name:
+            got = guard(name, _read_log, engine, command.block_size if command else None)
+            log_facts.extend(got or [])
+
+    for small_file, reader in (("launch.out", _read_launch_out), ("niah.log", _read_niah)):
+        name = pick(small_file)
+        if name:
+            guard(name, reader)
+    for name in sorted(n for n in names if turns.is_turns_log(n)):
+        guard(name, _read_turns)
+    for name in sorted(names):
+        if not name.startswith("bench/"):
+            continue
+        base = name.rsplit("/", 1)[-1]
+        if METRICS_MARK in base and base.endswith(".txt"):
+            guard(name, _read_metrics)
+        elif base.endswith(BENCH_SUFFIXES):
+            guard(name, _read_bench)
+
+    if MANIFEST in names:
+        _guard(rows, rel(MANIFEST), lambda: _check_manifest(folder, rows, rel(MANIFEST), names))
+    _add_run_row(rows, folder, root, files, meta, command, rid, log_facts,
+                 meta_name if meta is not None else cmd_name)
+    return rows
+
+
+def _check_manifest(folder: Path, rows: FolderRows, source: str, names: set[str]) -> None:
+    """A sealed run folder lists every file's sha256: hash every file and report each one that no
+    longer matches (edited after the run), is gone, or was added since, as an ingest_errors row
+    and a raw_tampered row. The rows are still read: the writer decides which ones to keep."""
+    listed: set[str] = set()
+    text = lines.decode(rawfile.read_raw(folder, MANIFEST, rawfile.SMALL_BYTES))
+    for number, line in enumerate(text.splitlines(), 1):
+        digest, sep, name = line.partition("  ")
+        if not sep or len(digest) != 64:
+            tampered(rows, source, MANIFEST, "unreadable line", number)
+            continue
+        listed.add(name)
+        if name not in names:
+            tampered(rows, source, name, "listed in the manifest but missing", number)
+            continue
+        try:
+            changed = rawfile.sha256(folder, name) != digest
+        except Refused as exc:
+            tampered(rows, source, name, exc.reason, number)
+            continue
+        if changed:
+            tampered(rows, source, name, "changed after the run (sha256 differs from the manifest)", number)
+    for name in sorted(names - listed - {MANIFEST}):
+        tampered(rows, source, name, "added after the run (not in the manifest)", None)
+
+
+def tampered(rows: FolderRows, manifest_source: str, name: str, reason: str, line: int | None) -> None:
+    """Record that file `name` of a sealed folder no longer matches its seal."""
+    rows.error(manifest_source, line=line, reason=f"{name}: {reason}")
+    rows.add("raw_tampered", manifest_source[: -len(MANIFEST)] + name, line, file=name, reason=reason)
+
+
+def _check_seal(rows: FolderRows, source: str, found: SealFound, first_sha256: str | None) -> None:
+    """Compare a folder's manifest with the one of its first ingest: one rewritten (to match an
+    edited file) or removed since is a change to the folder."""
+    if found.problem:
+        rows.error(source, reason=f"{MANIFEST}: {found.problem}")
+    if first_sha256 is None:
+        return
+    if found.manifest_sha256 is None:
+        tampered(rows, source, MANIFEST, "removed after the first ingest", None)
+    elif found.manifest_sha256 != first_sha256:
+        tampered(rows, source, MANIFEST,
+                 "rewritten after the first ingest (sha256 differs from the one stored then)", None)
+
+
+def _guard(rows: FolderRows, source_file: str, fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except Refused as exc:
+        rows.error(source_file, reason=exc.reason)
+    except OSError as exc:
+        rows.error(source_file, reason=f"cannot read: {exc.strerror or type(exc).__name__}")
+    except Exception as exc:  # a parser bug must not stop the other folders
+        rows.error(source_file, reason=f"{type(exc).__name__}: {exc}"[:500])
+    return None
+
+
+def _redact_json(value: Any, key: str = "") -> Any:
+    """A parsed JSON value with secrets hidden: the value of a secret-named key or flag
+    (`api_key`, `--api-key`) in full, and every string through redact_text."""
+    if isinstance(value, dict):
+        return {k: _redact_json(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_json(v, key) for v in value]
+    if key and value is not None and not isinstance(value, bool) and (
+            key in SECRET_FLAGS or is_secret_name(key.lstrip("-"))):
+        return REDACTED
+    return _redact(value) if isinstance(value, str) else value
+
+
+def _secret_flag(flag: str) -> bool:
+    """A command-line flag or environment variable (`env:NAME`) whose value is a secret."""
+    if flag.startswith("env:"):
+        return is_secret_name(flag[4:])
+    return flag in SECRET_FLAGS or (flag.startswith("-") and is_secret_name(flag.lstrip("-")))
+
+
+def _read_meta(folder: Path, name: str, rows: FolderRows, source: str) -> dict[str, Any] | None:
+    meta, errors = run_files.parse_meta(rawfile.read_raw(folder, name, rawfile.SMALL_BYTES))
+    for err in errors:
+        rows.error(source, err)
+    return None if meta is None else _redact_json(meta)
+
+
+def _read_cmd(folder: Path, name: str, rows: FolderRows, source: str) -> cmd_parser.Command | None:
+    data = rawfile.read_raw(folder, name, rawfile.SMALL_BYTES)
+    command, errors = cmd_parser.parse_cmd(lines.decode(data))
+    for err in errors:
+        rows.error(source, err)
+    if command is None:
+        return None
+    rows.add("raw_commands", source, command.line, wrapper=command.wrapper, image=command.image,
+             model_path=command.model_path, tp=command.tp, dp=command.dp, pp=command.pp,
+             dcp=command.dcp, pcp=command.pcp, expert_parallel=command.expert_parallel,
+             max_model_len=command.max_model_len, max_num_seqs=command.max_num_seqs,
+             kv_cache_dtype=command.kv_cache_dtype, prefix_caching=command.prefix_caching,
+             command=command.command)
+    for position, flag, value in command.flags:
+        rows.add("raw_command_flags", source, command.line, position=position, flag=flag,
+                 value=REDACTED if value is not None and _secret_flag(flag) else value)
+    offset = len(command.flags)
+    for n, (env_name, value, line) in enumerate(command.env, start=1):
+        flag = f"env:{env_name}"
+        rows.add("raw_command_flags", source, line, position=offset + n, flag=flag,
+                 value=REDACTED if value is not None and _secret_flag(flag) else value)
+    return command
+
+
+def _read_log(folder: Path, name: str, rows: FolderRows, source: str, engine: str,
+              block_size: int | None) -> list[lines.Fact]:
+    with rawfile.open_raw(folder, name, rawfile.LOG_BYTES) as fh:
+        chunks = lines.read_chunks(fh)
+        if engine == "sglang":
+            parsed = parse_sglang_log(chunks)
+        else:
+            parsed = parse_vllm_log(chunks, block_size=block_size)
+    for f in parsed.facts:
+        rows.add("raw_log_facts", source, f.line, fact=f.fact, value_num=f.value_num,
+                 value_text=f.value_text, detail=f.detail, worker=f.worker, log_time=f.log_time,
+                 excerpt=f.excerpt)
+    for s in parsed.line_stats:
+        rows.add("raw_log_stats", source, s.line, engine_idx=s.engine_idx, kind=s.kind,
+                 log_time=s.log_time, prompt_tok_s=s.prompt_tok_s, gen_tok_s=s.gen_tok_s,
+                 running_reqs=s.running_reqs, waiting_reqs=s.waiting_reqs,
+                 kv_usage_pct=s.kv_usage_pct, prefix_hit_pct=s.prefix_hit_pct,
+                 new_tokens=s.new_tokens, cached_tokens=s.cached_tokens)
+    for block in parsed.blocks:
+        columns = {("source_line" if name == "line" else name): values
+                   for name, values in block.columns.items()}
+        columns["kind"] = block.kind
+        rows.add_block("raw_log_stats", source, columns)
+    for err in parsed.errors:
+        rows.error(source, err)
+    return parsed.facts
+
+
+def _read_launch_out(folder: Path, name: str, rows: FolderRows, source: str) -> None:
+    pairs, errors = run_files.parse_launch_out(rawfile.read_raw(folder, name, rawfile.SMALL_BYTES))
+    for key, value, line in pairs:
+        rows.add("raw_launch_out", source, line, key=key,
+                 value=REDACTED if value and is_secret_name(key) else value)
+    for err in errors:
+        rows.error(source, err)
+
+
+def _read_niah(folder: Path, name: str, rows: FolderRows, source: str) -> None:
+    probes, gates, errors = run_files.parse_niah(rawfile.read_raw(folder, name, rawfile.SMALL_BYTES))
+    for probe in probes:
+        line = probe.pop("source_line")
+        rows.add("raw_gate_probes", source, line, **probe)
+    for gate, score, line in gates:
+        rows.add("raw_gates", source, line, gate=gate, score=score)
+    for err in errors:
+        rows.error(source, err)
+
+
+def _read_turns(folder: Path, name: str, rows: FolderRows, source: str) -> None:
+    parsed = turns.parse_turns(rawfile.read_raw(folder, name, rawfile.LOG_BYTES), name)
+    for workload in parsed.workloads:
+        line = workload.pop("source_line")
+        rows.add("raw_turn_workloads", source, line, **workload)
+    for request in parsed.requests:
+        line = request.pop("source_line")
+        rows.add("raw_turn_requests", source, line, **request)
+    for err in parsed.errors:
+        rows.error(source, err)
+
+
+def _read_bench(folder: Path, name: str, rows: FolderRows, source: str) -> None:
+    point_id = name.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    parsed = bench_json.parse_bench(rawfile.read_raw(folder, name, rawfile.RESULT_BYTES), point_id)
+    for point in parsed.points:
+        line = point.pop("source_line")
+        rows.add("raw_bench_points", source, line, **point)
+    for request in parsed.requests:
+        line = request.pop("source_line")
+        rows.add("raw_bench_requests", source, line, **request)
+    for err in parsed.errors:
+        rows.error(source, err)
+
+
+def _read_metrics(folder: Path, name: str, rows: FolderRows, source: str) -> None:
+    point_id, _, rest = name.rsplit("/", 1)[-1].partition(METRICS_MARK)
+    phase = rest.rsplit(".", 1)[0]
+    samples, errors = metrics.parse_columns(rawfile.read_raw(folder, name, rawfile.RESULT_BYTES))
+    if samples.lines:
+        rows.add_block("raw_metrics", source, {
+            "point_id": point_id, "phase": phase, "name": samples.names, "labels": samples.labels,
+            "value": np.array(samples.values, dtype=np.float64),
+            "source_line": np.array(samples.lines, dtype=np.int64)})
+    for err in errors:
+        rows.error(source, err)
+
+
+def _first_text(facts: list[lines.Fact], name: str) -> str | None:
+    return next((f.value_text for f in facts if f.fact == name and f.value_text), None)
+
+
+def _add_run_row(rows: FolderRows, folder: Path, root: Path, files: list[tuple[str, int, int]],
+                 meta: dict[str, Any] | None, command: cmd_parser.Command | None,
+                 rid: run_files.RunId, log_facts: list[lines.Fact], source_name: str | None) -> None:
+    """The raw_runs row: meta.json (`source_name`, already redacted), or else what the run id,
+    cmd.sh (`source_name`) and the log say."""
+    if meta is not None:
+        spec_params = meta.get("spec_params")
+        gpus = meta.get("gpus")
+        rows.add(
+            "raw_runs", relative(folder / source_name, root), 1,
+            spec=text_value(meta.get("spec")), profile=text_value(meta.get("profile")),
+            model=text_value(meta.get("model")) or rid.model,
+            layout=text_value(meta.get("layout")) or rid.layout,
+            ctx_label=text_value(meta.get("ctx_label")) or rid.ctx_label,
+            engine=text_value(meta.get("engine")) or rid.engine,
+            engine_version=text_value(meta.get("engine_version")) or _first_text(log_facts, "engine_version"),
+            image=text_value(meta.get("image")), image_digest=text_value(meta.get("image_digest")),
+            executor=text_value(meta.get("executor")),
+            gpus=",".join(map(str, gpus)) if isinstance(gpus, list) else text_value(gpus),
+            git_sha=text_value(meta.get("git_sha")), params_hash=text_value(meta.get("params_hash")),
+            started_at=run_files.parse_time(meta.get("started_at")),
+            finished_at=run_files.parse_time(meta.get("finished_at")),
+            schema_version=meta.get("schema_version"), recovered=False,
+            spec_json=json.dumps(spec_params if spec_params is not None else meta.get("spec"),
+                                 sort_keys=True, default=str),
+        )
+        return
+    year = datetime.fromtimestamp(min((m for _, _, m in files), default=time.time_ns()) / 1e9,
+                                  tz=timezone.utc).year
+    source = relative(folder / source_name, root) if command is not None else relative(folder, root)
+    rows.add(
+        "raw_runs", source, command.line if command is not None else 1,
+        spec=None, profile=None, model=rid.model, layout=rid.layout, ctx_label=rid.ctx_label,
+        engine=rid.engine or (command.engine if command else None),
+        engine_version=_first_text(log_facts, "engine_version"),
+        image=command.image if command else None, image_digest=None,
+        executor=("docker" if command and command.wrapper == "docker" else "local") if command else None,
+        gpus=None, git_sha=None, params_hash=None, started_at=rid.started_at(year),
+        finished_at=None, schema_version=None, recovered=True, spec_json=None,
+    )
