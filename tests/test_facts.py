@@ -9,8 +9,9 @@ import duckdb
 import pytest
 
 from render_helpers import RUN4, RUN16_FAILED, SCRIPT_ANSWER, build_campaign
-from stages.render import facts
-from stages.render.facts import FactBook, FactCheckError, FactError, PageMacros
+from stages.render import escape, facts, queries
+from stages.render.errors import FactError
+from stages.render.facts import FactBook, FactCheckError, PageMacros
 
 
 @pytest.fixture
@@ -161,7 +162,7 @@ def test_trace_prints_the_chain(campaign, tmp_path):
     ("odd-name", "spec-a", "spec-a"),
 ])
 def test_run_label_is_spec_and_start_time(run_id, spec, label):
-    assert facts.run_label(run_id, spec) == label
+    assert escape.run_label(run_id, spec) == label
 
 
 def test_table_run_labels_link_only_to_sections_on_the_page(macros):
@@ -180,7 +181,7 @@ def test_table_run_labels_link_only_to_sections_on_the_page(macros):
 
 def declare(folder: Path, text: str) -> Path:
     folder.mkdir(exist_ok=True)
-    (folder / facts.COLUMN_FACTS).write_text(text)
+    (folder / queries.COLUMN_FACTS).write_text(text)
     return folder
 
 
@@ -198,16 +199,16 @@ LAUNCH_READY = """
 def test_a_declared_fact_is_generated_whole_with_its_parameters_bound(campaign, tmp_path):
     root, con = campaign
     folder = declare(tmp_path / "facts", LAUNCH_READY)
-    sql = facts.fact_sql("ready", folder)
+    sql = queries.fact_sql("ready", folder)
     assert sql.startswith("-- Seconds until ready.\nwith source as (")
     assert "where run_id = $run_id\n" in sql and "ready_s as value" in sql
-    assert facts.sql_params(sql) == ["run_id"] and facts.tables_in(sql) == ["launches"]
+    assert queries.sql_params(sql) == ["run_id"] and queries.tables_in(sql) == ["launches"]
     fact = FactBook(con, root=root, sha=None, facts_sql=folder).evaluate("ready", {"run_id": RUN4})
     assert (fact.value, fact.unit, fact.run_ids, fact.sql) == (71.3, "s", [RUN4], sql)
     assert RUN4 not in fact.sql
-    assert facts.fact_query_path("ready", folder).endswith("columns.yaml (ready)")
-    assert facts.fact_query_path("launch_ready_s") == "stages/render/sql/facts/columns.yaml (launch_ready_s)"
-    assert facts.fact_query_path("profile_points") == "stages/render/sql/facts/profile_points.sql"
+    assert queries.fact_query_path("ready", folder).endswith("columns.yaml (ready)")
+    assert queries.fact_query_path("launch_ready_s") == "stages/render/sql/facts/columns.yaml (launch_ready_s)"
+    assert queries.fact_query_path("profile_points") == "stages/render/sql/facts/profile_points.sql"
 
 
 @pytest.mark.parametrize("change, message", [
@@ -222,7 +223,7 @@ def test_a_declared_fact_is_generated_whole_with_its_parameters_bound(campaign, 
 def test_a_declaration_outside_the_safe_shapes_is_refused(tmp_path, change, message):
     folder = declare(tmp_path / "facts", LAUNCH_READY.replace(*change))
     with pytest.raises(FactError, match=message):
-        facts.fact_sql("ready", folder)
+        queries.fact_sql("ready", folder)
 
 
 def test_a_declared_column_the_table_lacks_fails_at_evaluation(campaign, tmp_path):
@@ -236,21 +237,21 @@ def test_a_declared_column_the_table_lacks_fails_at_evaluation(campaign, tmp_pat
 def test_a_fact_both_declared_and_written_or_neither_is_an_error(tmp_path):
     folder = declare(tmp_path / "facts", LAUNCH_READY)
     (folder / "other.sql").write_text("select 1 as value")
-    assert facts.fact_sql("other", folder) == "select 1 as value"
+    assert queries.fact_sql("other", folder) == "select 1 as value"
     with pytest.raises(FactError, match=r"unknown fact 'missing' \(known: other, ready\)"):
-        facts.fact_sql("missing", folder)
+        queries.fact_sql("missing", folder)
     (folder / "ready.sql").write_text("select 1 as value")
     with pytest.raises(FactError, match="both declared"):
-        facts.fact_sql("ready", folder)
+        queries.fact_sql("ready", folder)
 
 
 def test_every_declared_fact_names_columns_of_its_table(campaign):
     _, con = campaign
-    declared = facts.column_facts(facts.FACTS_SQL / facts.COLUMN_FACTS)
+    declared = queries.column_facts(queries.FACTS_SQL / queries.COLUMN_FACTS)
     assert len(declared) >= 40
     for decl in declared.values():
         columns = {r[0] for r in con.execute(
             "select column_name from information_schema.columns where table_name = $t",
             {"t": decl.table}).fetchall()}
         assert decl.columns() <= columns, decl.name
-        assert not (facts.FACTS_SQL / f"{decl.name}.sql").exists()
+        assert not (queries.FACTS_SQL / f"{decl.name}.sql").exists()

@@ -19,7 +19,7 @@ import duckdb
 import pytest
 import yaml
 
-from stages.render.facts import read_line
+from stages.render.evidence import read_line
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -13,7 +13,8 @@ from render_helpers import RUN4, RUN16, build_campaign, render_kwargs
 from stages.render import compare_page
 from stages.render import stage as render
 from stages.core.config import CampaignError
-from stages.render.facts import FactBook, FactError, PageMacros
+from stages.render.errors import FactError
+from stages.render.facts import FactBook, PageMacros
 
 PAIR = {"base": "tiny-seqs4", "head": "tiny-seqs16",
         "title": "Sequence cap 4 against 16 on the CPU rehearsal"}

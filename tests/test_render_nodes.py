@@ -16,7 +16,9 @@ from stages.render import charts
 from stages.derive import stage as derive
 from stages.ingest import nodes as ingest_nodes
 from stages.render import stage as render
-from stages.render.facts import FactError, PageMacros, cat_v
+from stages.render.errors import FactError
+from stages.render.evidence import cat_v
+from stages.render.facts import PageMacros
 
 NODE = "h200x2__1130-054711"
 REAL_NODE = PROJECT / "data" / "nodes" / NODE

@@ -254,7 +254,7 @@ def test_campaign_seal_and_campaign_ingest_seal_unsealed_folders(tmp_path: Path)
 def test_the_launch_section_of_a_tampered_run_says_so_and_names_the_files(tmp_path: Path):
     from render_helpers import RUN4, RUN16, build_campaign, render_kwargs
     from stages.render import stage as render
-    from stages.render.facts import escape_text
+    from stages.render.escape import escape_text
 
     db = build_campaign(tmp_path)
     con = duckdb.connect(str(db))

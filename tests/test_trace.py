@@ -65,7 +65,8 @@ def test_chain_reads_the_raw_line_now_and_names_command_and_stage(tmp_path):
 
 
 def test_a_source_outside_the_project_is_refused(tmp_path):
-    from stages.render.facts import FactError, read_line
+    from stages.render.errors import FactError
+    from stages.render.evidence import read_line
 
     (tmp_path / "inside.txt").write_text("a\nb\n")
     assert read_line(tmp_path, "inside.txt", 2) == "b"
@@ -80,7 +81,7 @@ def test_a_source_outside_the_project_is_refused(tmp_path):
 def test_a_compressed_source_is_read_decompressed(tmp_path):
     import gzip
 
-    from stages.render.facts import read_line
+    from stages.render.evidence import read_line
 
     (tmp_path / "server.log.gz").write_bytes(gzip.compress(b"one\ntwo HF_TOKEN=hf_abcdefghijklmnopqrstuv\n"))
     assert read_line(tmp_path, "server.log.gz", 2) == "two HF_TOKEN=***"

@@ -18,7 +18,9 @@ import duckdb
 
 from stages.render import diff
 from stages.core.config import CampaignError
-from stages.render.facts import Fact, FactError, PageMacros, escape_cell, run_label_link
+from stages.render.errors import FactError
+from stages.render.escape import escape_cell, run_label_link
+from stages.render.facts import Fact, PageMacros
 
 TEMPLATE = "compare.md.j2"
 DEFAULT_TOLERANCE_PCT = 5.0

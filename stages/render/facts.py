@@ -12,41 +12,34 @@ file at build time) and run references work the same way.
 Macros return placeholders while the template renders. `check_digits` then scans what the template
 itself typed: a digit there, outside the allow-list, is a number nobody can trace, and fails the
 build. The placeholders are swapped for their real output afterwards.
+
+The queries are found by queries.py, raw files read by evidence.py, data text escaped by escape.py.
 """
 from __future__ import annotations
 
 import datetime as dt
 import decimal
 import hashlib
-import html
 import json
-import os
 import re
-import shlex
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import duckdb
-import yaml
 from markupsafe import Markup
 
-from stages.core import rawfile
 from stages.core.config import CampaignError
-from stages.derive.stage import PUBLIC_TABLES
 from stages.core.secrets import redact_text, redact_value
+from stages.render.errors import FactError
+from stages.render.escape import (ESCAPED, audit_target, code, escape_cell, escape_text, run_anchor,
+                                  run_label_link, unlink_missing_runs)
+from stages.render.evidence import read_line, render_evidence
+from stages.render.queries import (COLUMN_FACTS, FACTS_SQL, ROWS_SQL, column_facts, fact_query_path, fact_sql,
+                                   load_query, sql_params, tables_in)
 
-SQL_DIR = Path(__file__).parent / "sql"
-PROJECT = Path(__file__).resolve().parents[2]    # where stage code is shown from
-FACTS_SQL = SQL_DIR / "facts"
-COLUMN_FACTS = "columns.yaml"  # in the facts folder: the facts declared, not written as SQL
-ROWS_SQL = SQL_DIR / "render"
 STAGE = "derive"  # the stage whose tables the fact queries read
 REQUIRED_COLUMNS = ("value", "run_id", "source_file", "source_line")
-EXCERPT_MAX = 400
-RAW_MAX = 64 << 20      # bytes read from one raw file at render or trace time
 # Digits a template may type itself: part numbers, a few hardware tokens, citation ids.
 ALLOWED_PATTERNS = (
     r"\bParts? \d+\b",
@@ -58,23 +51,7 @@ ALLOWED_PATTERNS = (
     r"\b2\(n-1\)/n",  # the all-reduce bus factor, as nccl-tests writes it
 )
 PLACEHOLDER = re.compile(r"@@M[A-Z]+@@")
-NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
-IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")   # a column or table name a declaration may give
-LITERAL = re.compile(r"^[A-Za-z0-9_.-]+$")       # a fixed filter's value, written as a SQL string
-UNIT = re.compile(r"^[A-Za-z0-9%/ ._-]+$")
-EXPRESSION_TOKEN = re.compile(r"\s*(?:([a-z_][a-z0-9_]*)|\d+(?:\.\d+)?|[-+*/(),])")
-EXPRESSION_FUNCTIONS = frozenset({"nullif"})
-RUN_TIME = re.compile(r"__\d{4}-(\d{2})(\d{2})\d{2}$")
-RUN_LINK = re.compile(r'<a class="run-ref" href="#([^"]+)" title="([^"]*)">([^<]*)</a>')
-# Characters Markdown reads as syntax inside text, code and raw HTML attributes alike (links,
-# images, code spans, emphasis, attr_list braces, table cells), written as character references.
-MD_SPECIALS = frozenset("\\`*_[](){}!|~$")
-ESCAPED = re.compile("|".join([*(f"&#{ord(ch)};" for ch in sorted(MD_SPECIALS)), "&#x27;"]))
-
-
-class FactError(CampaignError):
-    """A fact, table or evidence block that cannot be produced (unknown name, wrong row count)."""
 
 
 class FactCheckError(CampaignError):
@@ -128,289 +105,12 @@ def format_value(value: Any, decimals: int | None = None) -> str:
     return str(value)
 
 
-def escape_text(text: Any, *, redact: bool = True) -> str:
-    """Data text as it may stand anywhere on a page: redacted, then escaped for HTML and for
-    Markdown, so neither a tag nor a link, code span or attribute list can come out of it. The
-    result is also safe inside a double-quoted HTML attribute (see escape_attr). redact=False
-    only for the project's own prose (schema comments), where `key=value` is not a secret."""
-    out = html.escape(redact_text(str(text)) if redact else str(text), quote=True)
-    return "".join(f"&#{ord(ch)};" if ch in MD_SPECIALS else ch for ch in out)
-
-
-def escape_cell(text: Any, max_chars: int | None = None, *, redact: bool = True) -> str:
-    """Data text on one line (a table cell), cut to max_chars."""
-    flat = " ".join((redact_text(str(text)) if redact else str(text)).split())
-    if max_chars and len(flat) > max_chars:
-        flat = flat[:max_chars] + "…"
-    return escape_text(flat, redact=redact)
-
-
-def escape_attr(text: Any) -> str:
-    """Data text for a double-quoted HTML attribute value (one line; Markdown cannot re-read it)."""
-    return escape_cell(text)
-
-
-def code(text: Any) -> str:
-    """Data text as inline code, written as HTML so that Markdown leaves its content alone."""
-    return f"<code>{escape_text(text)}</code>"
-
-
-def audit_target(prefix: str, fid: str) -> str:
-    """The link target of a fact's audit page: the fact id URL-quoted."""
-    return f"{prefix}{quote(fid, safe='')}.md"
-
-
-def run_anchor(run_id: str) -> str:
-    """The HTML id of a run's section on a page: run-<run id>, other characters than letters,
-    digits, '_' and '-' as '-' (safe in an href, an id and attr_list)."""
-    return "run-" + re.sub(r"[^A-Za-z0-9_-]", "-", run_id)
-
-
-def run_label(run_id: str, spec: str | None = None) -> str:
-    """A short label for a run: its spec (or the run id without its time) and the HH:MM the
-    run id carries, e.g. `tiny-seqs4 · 05:12` for tiny-llama__cpu_seqs4__4k__vllm__1130-051200."""
-    m = RUN_TIME.search(run_id)
-    name = spec or (run_id[: m.start()].rstrip("_") if m else run_id)
-    return f"{name} · {m.group(1)}:{m.group(2)}" if m else name
-
-
-def run_label_link(run_id: str, spec: str | None = None) -> str:
-    """The compact run label, linked to the run's section; the full id is its tooltip."""
-    return (f'<a class="run-ref" href="#{run_anchor(run_id)}" '
-            f'title="{escape_attr(run_id)}">{escape_text(run_label(run_id, spec))}</a>')
-
-
-def unlink_missing_runs(text: str, anchors: set[str]) -> str:
-    """Run labels whose run has no section on the page keep their tooltip but lose the link."""
-    def fix(m: re.Match) -> str:
-        if m.group(1) in anchors:
-            return m.group(0)
-        return f'<span class="run-ref" title="{m.group(2)}">{m.group(3)}</span>'
-
-    return RUN_LINK.sub(fix, text)
-
-
-def sql_params(sql: str) -> list[str]:
-    """Named parameters ($name) a query binds, in order of first use."""
-    stripped = re.sub(r"--[^\n]*", "", sql)
-    stripped = re.sub(r"'(?:[^']|'')*'", "''", stripped)
-    seen: list[str] = []
-    for name in re.findall(r"\$([a-z_][a-z0-9_]*)", stripped):
-        if name not in seen:
-            seen.append(name)
-    return seen
-
-
-def tables_in(sql: str) -> list[str]:
-    return [t for t in PUBLIC_TABLES if re.search(rf"\b{t}\b", sql)]
-
-
-def load_query(directory: Path, name: str, kind: str) -> str:
-    if not NAME.match(name or ""):
-        raise FactError(f"bad {kind} name {name!r}")
-    path = directory / f"{name}.sql"
-    if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in directory.glob("*.sql"))) or "none"
-        raise FactError(f"unknown {kind} {name!r} (known: {known})")
-    return path.read_text()
-
-
-@dataclass(frozen=True)
-class ColumnFact:
-    """A fact declared in columns.yaml: `value` (a column, or arithmetic over columns) of the one
-    row of `table` that the bound `keys` and the fixed `where` pick."""
-    name: str
-    table: str
-    value: str
-    unit: str | None
-    keys: tuple[str, ...]
-    where: tuple[tuple[str, str], ...]
-    line: str          # the columns <line>_file, <line>_line hold the raw line
-    description: str
-
-    def columns(self) -> set[str]:
-        """The table's columns the query names."""
-        named = {m for m in EXPRESSION_TOKEN.findall(self.value) if m} - EXPRESSION_FUNCTIONS
-        return named | set(self.keys) | {c for c, _ in self.where} | \
-            {f"{self.line}_file", f"{self.line}_line"}
-
-    def sql(self) -> str:
-        """The query, in the shape of a fact's SQL file."""
-        conditions = [f"{k} = ${k}" for k in self.keys] + [f"{c} = '{v}'" for c, v in self.where]
-        unit = f"'{self.unit}'" if self.unit is not None else "cast(null as varchar)"
-        run_id = "run_id" if "run_id" in self.keys else "cast(null as varchar)"
-        return (
-            f"-- {self.description}\n"
-            "with source as (\n"
-            "    select *\n"
-            f"    from {self.table}\n"
-            f"    where {' and '.join(conditions)}\n"
-            "),\n"
-            "\n"
-            "final as (\n"
-            "    select\n"
-            f"        {self.value} as value,\n"
-            f"        {unit} as unit,\n"
-            f"        {run_id} as run_id,\n"
-            f"        {self.line}_file as source_file,\n"
-            f"        {self.line}_line as source_line\n"
-            "    from source\n"
-            ")\n"
-            "\n"
-            "select * from final\n")
-
-
-def _declared(path: Path, where: str, value: Any, pattern: re.Pattern, what: str) -> str:
-    if not isinstance(value, str) or not pattern.fullmatch(value):
-        raise FactError(f"{path.name}: {where}: bad {what} {value!r}")
-    return value
-
-
-def _expression(path: Path, name: str, text: Any) -> str:
-    """A value expression: column names, numbers, + - * / ( ) , and the functions allowed."""
-    if not isinstance(text, str) or not text.strip() or "--" in text:
-        raise FactError(f"{path.name}: {name}: bad value {text!r}")
-    pos = 0
-    while pos < len(text.rstrip()):
-        m = EXPRESSION_TOKEN.match(text, pos)
-        if not m:
-            raise FactError(f"{path.name}: {name}: value {text!r} is not a column or plain arithmetic")
-        pos = m.end()
-    return text.strip()
-
-
-def _column_fact(path: Path, group: dict, name: Any, entry: Any) -> ColumnFact:
-    name = _declared(path, "fact", name, NAME, "name")
-    if not isinstance(entry, dict) or set(entry) - {"value", "unit", "line", "description"}:
-        raise FactError(f"{path.name}: {name}: an entry has value, unit, line and description only")
-    description = entry.get("description")
-    if not isinstance(description, str) or not description.strip() or "\n" in description.strip():
-        raise FactError(f"{path.name}: {name}: the description is one line of text")
-    unit = entry.get("unit")
-    return ColumnFact(
-        name=name, table=group["table"], value=_expression(path, name, entry.get("value")),
-        unit=None if unit is None else _declared(path, name, unit, UNIT, "unit"),
-        keys=group["keys"], where=group["where"],
-        line=_declared(path, name, entry.get("line", "source"), IDENTIFIER, "line"),
-        description=description.strip())
-
-
-@lru_cache(maxsize=8)
-def column_facts(path: Path) -> dict[str, ColumnFact]:
-    """The facts declared in `path` (a columns.yaml), by name; none when there is no such file."""
-    if not path.is_file():
-        return {}
-    try:
-        groups = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise FactError(f"{path.name}: not valid YAML ({exc})".splitlines()[0]) from None
-    if not isinstance(groups, list):
-        raise FactError(f"{path.name}: expected a list of tables with their facts")
-    out: dict[str, ColumnFact] = {}
-    for raw in groups:
-        if not isinstance(raw, dict) or set(raw) - {"table", "keys", "where", "facts"}:
-            raise FactError(f"{path.name}: a group has table, keys, where and facts only")
-        table = raw.get("table")
-        if table not in PUBLIC_TABLES:
-            raise FactError(f"{path.name}: {table!r} is not a public table")
-        keys = raw.get("keys")
-        if not isinstance(keys, list) or not keys:
-            raise FactError(f"{path.name}: {table}: keys is a list of the columns bound as parameters")
-        group = {
-            "table": table,
-            "keys": tuple(_declared(path, table, k, IDENTIFIER, "key") for k in keys),
-            "where": tuple((_declared(path, table, c, IDENTIFIER, "filter column"),
-                            _declared(path, table, v, LITERAL, "filter value"))
-                           for c, v in (raw.get("where") or {}).items()),
-        }
-        for name, entry in (raw.get("facts") or {}).items():
-            if name in out:
-                raise FactError(f"{path.name}: fact {name!r} declared twice")
-            out[name] = _column_fact(path, group, name, entry)
-    return out
-
-
-def fact_sql(name: str, directory: Path = FACTS_SQL) -> str:
-    """The query of fact `name`: generated from its columns.yaml entry, or its .sql file."""
-    if not NAME.match(name or ""):
-        raise FactError(f"bad fact name {name!r}")
-    declared = column_facts(directory / COLUMN_FACTS)
-    path = directory / f"{name}.sql"
-    if name in declared:
-        if path.exists():
-            raise FactError(f"fact {name!r} is both declared in {COLUMN_FACTS} and a .sql file")
-        return declared[name].sql()
-    if path.is_file():
-        return path.read_text()
-    known = sorted({p.stem for p in directory.glob("*.sql")} | set(declared))
-    raise FactError(f"unknown fact {name!r} (known: {', '.join(known) or 'none'})")
-
-
-def fact_query_path(name: str, directory: Path = FACTS_SQL) -> str:
-    """Where fact `name`'s query is written, as a reader finds it: its .sql file, or its entry
-    in columns.yaml."""
-    project = PROJECT
-    shown = directory.relative_to(project) if directory.is_relative_to(project) else directory
-    if name in column_facts(directory / COLUMN_FACTS):
-        return f"{(shown / COLUMN_FACTS).as_posix()} ({name})"
-    return (shown / f"{name}.sql").as_posix()
-
-
 def fact_id(name: str, params: dict[str, Any]) -> str:
     values = [str(params[k]) for k in sorted(params)]
     if all(SAFE_ID.match(v) for v in values) and len("--".join(values)) <= 140:
         return "--".join([name, *values])
     digest = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()
     return f"{name}--{digest[:12]}"
-
-
-class RawFileRefused(CampaignError):
-    """A raw file that render or trace will not read (a link, not a regular file, outside its folder)."""
-
-
-def open_raw(path: Path, within: tuple[Path, ...]):
-    """A raw file opened for reading (binary; a .gz decompressed), as ingest opens it
-    (stages.core.rawfile): only a regular file inside one of the folders `within`, no link on the way.
-    The refusal says why without quoting the target."""
-    path = Path(os.path.abspath(path))       # absolute, links not resolved
-    for folder in map(os.path.abspath, within):
-        try:
-            name = path.relative_to(folder).as_posix()
-        except ValueError:
-            continue
-        try:
-            return rawfile.open_stream(Path(folder), name)
-        except rawfile.Refused as exc:
-            raise RawFileRefused(f"{path}: refused ({exc.reason})") from None
-    raise RawFileRefused(f"{path}: refused (outside the raw folders)")
-
-
-def read_raw(path: Path, within: tuple[Path, ...], limit: int = RAW_MAX) -> tuple[bytes, bool]:
-    """Up to `limit` bytes of a raw file (see open_raw), and whether there was more."""
-    with open_raw(path, within) as fh:
-        data = fh.read(limit + 1)
-    return data[:limit], len(data) > limit
-
-
-def read_line(root: Path, source_file: str, line: int, within: tuple[Path, ...] | None = None) -> str:
-    """Line `line` of a raw file (relative to root, inside one of `within`), redacted and cut; a
-    short note in its place when the file is refused (a link, a FIFO, outside the raw folders)."""
-    path = root / source_file
-    try:
-        with open_raw(path, within or (root,)) as fh:
-            seen = 0
-            for i, raw in enumerate(fh, start=1):
-                seen += len(raw)
-                if i == line:
-                    text = redact_text(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
-                    return text if len(text) <= EXCERPT_MAX else text[:EXCERPT_MAX] + " …"
-                if seen > RAW_MAX:
-                    break
-    except RawFileRefused as exc:
-        return f"(not shown: {str(exc).split(': ', 1)[-1]})"
-    except OSError as exc:
-        raise FactError(f"{source_file}: cannot read the fact's source ({exc.strerror})") from None
-    raise FactError(f"{source_file}: has no line {line}")
 
 
 def _run_ids(value: Any) -> list[str]:
@@ -662,89 +362,6 @@ class PageMacros:
             raise FactError(f"{self.page}: node_evidence needs the nodes folder (render nodes_dir)")
         return self.hold(render_evidence(command, node_id, file, runs_dir=self.nodes_dir,
                                          root=self.root, pattern=pattern, lines=lines, cut=cut))
-
-
-def _shown(path: Path, root: Path) -> str:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return path.as_posix()
-
-
-def evidence_output(command: str, text: str, pattern: str | None, lines: int | None) -> list[str]:
-    content = text.splitlines()
-    if command == "cat":
-        return content
-    if command == "head":
-        return content[: lines or 10]
-    if command == "grep -m1":
-        if not pattern:
-            raise FactError("evidence grep -m1 needs a pattern")
-        rx = re.compile(pattern)
-        return next(([line] for line in content if rx.search(line)), [])
-    raise FactError(f"unknown evidence command {command!r} (known: cat, head, grep -m1)")
-
-
-def cat_v(data: bytes) -> str:
-    """The bytes as `cat -v` shows them: control characters as ^X (tab and newline kept), bytes
-    above 127 as M- and the character below."""
-    out = []
-    for b in data:
-        prefix = ""
-        if b >= 128:
-            prefix, b = "M-", b - 128
-        if b in (9, 10) and not prefix:
-            out.append(chr(b))
-        elif b < 32:
-            out.append(f"{prefix}^{chr(b + 64)}")
-        elif b == 127:
-            out.append(f"{prefix}^?")
-        else:
-            out.append(prefix + chr(b))
-    return "".join(out)
-
-
-def render_evidence(command: str, run_id: str, file: str, *, runs_dir: Path, root: Path,
-                    pattern: str | None = None, lines: int | None = None,
-                    cut: int | None = None) -> str:
-    """`$ command path` and its output, computed from the raw file now, HTML-escaped.
-    `runs_dir` is the folder that holds `run_id` (run folders, or node probe folders); `cat -v`
-    shows control characters (a terminal's escape codes) as visible text."""
-    if "/" in str(run_id) or ".." in Path(file).parts:
-        raise FactError(f"evidence: bad run id or file {run_id!r} {file!r}")
-    path = runs_dir / run_id / file
-    shown = shlex.quote(_shown(path, root))
-    if command == "grep -m1":
-        shell = f"grep -m1 {'-E ' if re.search(r'[]|()+?{}[]', pattern or '') else ''}" \
-                f"{shlex.quote(pattern or '')} {shown}"
-    elif command == "head":
-        shell = f"head -n {lines or 10} {shown}"
-    else:
-        shell = f"{command} {shown}"
-    if cut:
-        shell += f" | cut -c1-{int(cut)}"
-    try:
-        data, more = read_raw(path, (runs_dir,))
-    except FileNotFoundError:
-        if command != "cat -v":
-            evidence_output(command, "", pattern, lines)  # still reject unknown commands
-        out = [f"{command.split()[0]}: {_shown(path, root)}: No such file or directory"]
-    except (RawFileRefused, OSError) as exc:
-        reason = str(exc).split(": ", 1)[-1] if isinstance(exc, RawFileRefused) else exc.strerror
-        out = [f"(not shown: {_shown(path, root)}: {reason})"]
-    else:
-        if command == "cat -v":
-            out = cat_v(data).splitlines()
-        else:
-            out = evidence_output(command, data.decode("utf-8", errors="replace"), pattern, lines)
-        if cut:
-            out = [line[: int(cut)] for line in out]
-        if more:
-            out.append(f"(cut at {RAW_MAX:,} bytes)")
-    body = "\n".join(escape_text(line) for line in out)
-    return (f'<pre class="evidence"><code><span class="evidence-cmd">$ {escape_text(shell)}'
-            f"</span>\n{body}</code></pre>")
-
 
 # ---------------------------------------------------------------- the check
 

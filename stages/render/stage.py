@@ -41,9 +41,12 @@ from stages.render import compare_page
 from stages.derive import stage as derive
 from stages.render import warehouse_page
 from stages.core.config import CampaignError
-from stages.render.facts import (PUBLIC_TABLES, Fact, FactBook, FactError, PageMacros, audit_target,
-                          check_digits, code, escape_text, fact_query_path, render_evidence,
-                          sql_params)
+from stages.derive.stage import PUBLIC_TABLES
+from stages.render.errors import FactError
+from stages.render.escape import audit_target, code, escape_text
+from stages.render.evidence import render_evidence
+from stages.render.facts import Fact, FactBook, PageMacros, check_digits
+from stages.render.queries import fact_query_path, sql_params
 from stages.core.secrets import redact_text, redact_value
 from stages.core.provenance import git_sha
 

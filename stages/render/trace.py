@@ -19,8 +19,9 @@ import duckdb
 import yaml
 
 from stages.core.config import CampaignError, Paths, derive_settings
-from stages.render.facts import (RawFileRefused, fact_query_path, format_value, read_line, read_raw,
-                          tables_in)
+from stages.render.evidence import RawFileRefused, read_line, read_raw
+from stages.render.facts import format_value
+from stages.render.queries import fact_query_path, tables_in
 from stages.core.secrets import redact_text, redact_value
 
 MAX_ROWS = 5

@@ -24,7 +24,8 @@ import yaml
 
 from stages.derive import tables
 from stages.core.config import CampaignError
-from stages.render.facts import Fact, FactCheckError, check_digits, code, escape_cell, escape_text
+from stages.render.escape import code, escape_cell, escape_text
+from stages.render.facts import Fact, FactCheckError, check_digits
 from stages.core.raw_schema import RAW_SCHEMA, Column, Table, parse_raw_schema
 
 SQL_DIR = tables.SQL_DIR

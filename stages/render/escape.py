@@ -1,0 +1,79 @@
+"""The one escaping path: data text as it may stand on a page (redacted, then escaped for HTML
+and Markdown), inline code, audit link targets, and the compact run labels with their anchors."""
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+from urllib.parse import quote
+
+from stages.core.secrets import redact_text
+
+RUN_TIME = re.compile(r"__\d{4}-(\d{2})(\d{2})\d{2}$")
+RUN_LINK = re.compile(r'<a class="run-ref" href="#([^"]+)" title="([^"]*)">([^<]*)</a>')
+# Characters Markdown reads as syntax inside text, code and raw HTML attributes alike (links,
+# images, code spans, emphasis, attr_list braces, table cells), written as character references.
+MD_SPECIALS = frozenset("\\`*_[](){}!|~$")
+ESCAPED = re.compile("|".join([*(f"&#{ord(ch)};" for ch in sorted(MD_SPECIALS)), "&#x27;"]))
+
+
+def escape_text(text: Any, *, redact: bool = True) -> str:
+    """Data text as it may stand anywhere on a page: redacted, then escaped for HTML and for
+    Markdown, so neither a tag nor a link, code span or attribute list can come out of it. The
+    result is also safe inside a double-quoted HTML attribute (see escape_attr). redact=False
+    only for the project's own prose (schema comments), where `key=value` is not a secret."""
+    out = html.escape(redact_text(str(text)) if redact else str(text), quote=True)
+    return "".join(f"&#{ord(ch)};" if ch in MD_SPECIALS else ch for ch in out)
+
+
+def escape_cell(text: Any, max_chars: int | None = None, *, redact: bool = True) -> str:
+    """Data text on one line (a table cell), cut to max_chars."""
+    flat = " ".join((redact_text(str(text)) if redact else str(text)).split())
+    if max_chars and len(flat) > max_chars:
+        flat = flat[:max_chars] + "…"
+    return escape_text(flat, redact=redact)
+
+
+def escape_attr(text: Any) -> str:
+    """Data text for a double-quoted HTML attribute value (one line; Markdown cannot re-read it)."""
+    return escape_cell(text)
+
+
+def code(text: Any) -> str:
+    """Data text as inline code, written as HTML so that Markdown leaves its content alone."""
+    return f"<code>{escape_text(text)}</code>"
+
+
+def audit_target(prefix: str, fid: str) -> str:
+    """The link target of a fact's audit page: the fact id URL-quoted."""
+    return f"{prefix}{quote(fid, safe='')}.md"
+
+
+def run_anchor(run_id: str) -> str:
+    """The HTML id of a run's section on a page: run-<run id>, other characters than letters,
+    digits, '_' and '-' as '-' (safe in an href, an id and attr_list)."""
+    return "run-" + re.sub(r"[^A-Za-z0-9_-]", "-", run_id)
+
+
+def run_label(run_id: str, spec: str | None = None) -> str:
+    """A short label for a run: its spec (or the run id without its time) and the HH:MM the
+    run id carries, e.g. `tiny-seqs4 · 05:12` for tiny-llama__cpu_seqs4__4k__vllm__1130-051200."""
+    m = RUN_TIME.search(run_id)
+    name = spec or (run_id[: m.start()].rstrip("_") if m else run_id)
+    return f"{name} · {m.group(1)}:{m.group(2)}" if m else name
+
+
+def run_label_link(run_id: str, spec: str | None = None) -> str:
+    """The compact run label, linked to the run's section; the full id is its tooltip."""
+    return (f'<a class="run-ref" href="#{run_anchor(run_id)}" '
+            f'title="{escape_attr(run_id)}">{escape_text(run_label(run_id, spec))}</a>')
+
+
+def unlink_missing_runs(text: str, anchors: set[str]) -> str:
+    """Run labels whose run has no section on the page keep their tooltip but lose the link."""
+    def fix(m: re.Match) -> str:
+        if m.group(1) in anchors:
+            return m.group(0)
+        return f'<span class="run-ref" title="{m.group(2)}">{m.group(3)}</span>'
+
+    return RUN_LINK.sub(fix, text)

@@ -1,0 +1,148 @@
+"""Raw evidence: a raw file read as ingest reads it (a regular file inside its folder, no link on
+the way), the line a fact rests on, and evidence blocks (a command run on a raw file at build time)."""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from pathlib import Path
+
+from stages.core import rawfile
+from stages.core.config import CampaignError
+from stages.core.secrets import redact_text
+from stages.render.errors import FactError
+from stages.render.escape import escape_text
+
+EXCERPT_MAX = 400
+RAW_MAX = 64 << 20      # bytes read from one raw file at render or trace time
+
+
+class RawFileRefused(CampaignError):
+    """A raw file that render or trace will not read (a link, not a regular file, outside its folder)."""
+
+
+def open_raw(path: Path, within: tuple[Path, ...]):
+    """A raw file opened for reading (binary; a .gz decompressed), as ingest opens it
+    (stages.core.rawfile): only a regular file inside one of the folders `within`, no link on the way.
+    The refusal says why without quoting the target."""
+    path = Path(os.path.abspath(path))       # absolute, links not resolved
+    for folder in map(os.path.abspath, within):
+        try:
+            name = path.relative_to(folder).as_posix()
+        except ValueError:
+            continue
+        try:
+            return rawfile.open_stream(Path(folder), name)
+        except rawfile.Refused as exc:
+            raise RawFileRefused(f"{path}: refused ({exc.reason})") from None
+    raise RawFileRefused(f"{path}: refused (outside the raw folders)")
+
+
+def read_raw(path: Path, within: tuple[Path, ...], limit: int = RAW_MAX) -> tuple[bytes, bool]:
+    """Up to `limit` bytes of a raw file (see open_raw), and whether there was more."""
+    with open_raw(path, within) as fh:
+        data = fh.read(limit + 1)
+    return data[:limit], len(data) > limit
+
+
+def read_line(root: Path, source_file: str, line: int, within: tuple[Path, ...] | None = None) -> str:
+    """Line `line` of a raw file (relative to root, inside one of `within`), redacted and cut; a
+    short note in its place when the file is refused (a link, a FIFO, outside the raw folders)."""
+    path = root / source_file
+    try:
+        with open_raw(path, within or (root,)) as fh:
+            seen = 0
+            for i, raw in enumerate(fh, start=1):
+                seen += len(raw)
+                if i == line:
+                    text = redact_text(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+                    return text if len(text) <= EXCERPT_MAX else text[:EXCERPT_MAX] + " …"
+                if seen > RAW_MAX:
+                    break
+    except RawFileRefused as exc:
+        return f"(not shown: {str(exc).split(': ', 1)[-1]})"
+    except OSError as exc:
+        raise FactError(f"{source_file}: cannot read the fact's source ({exc.strerror})") from None
+    raise FactError(f"{source_file}: has no line {line}")
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def evidence_output(command: str, text: str, pattern: str | None, lines: int | None) -> list[str]:
+    content = text.splitlines()
+    if command == "cat":
+        return content
+    if command == "head":
+        return content[: lines or 10]
+    if command == "grep -m1":
+        if not pattern:
+            raise FactError("evidence grep -m1 needs a pattern")
+        rx = re.compile(pattern)
+        return next(([line] for line in content if rx.search(line)), [])
+    raise FactError(f"unknown evidence command {command!r} (known: cat, head, grep -m1)")
+
+
+def cat_v(data: bytes) -> str:
+    """The bytes as `cat -v` shows them: control characters as ^X (tab and newline kept), bytes
+    above 127 as M- and the character below."""
+    out = []
+    for b in data:
+        prefix = ""
+        if b >= 128:
+            prefix, b = "M-", b - 128
+        if b in (9, 10) and not prefix:
+            out.append(chr(b))
+        elif b < 32:
+            out.append(f"{prefix}^{chr(b + 64)}")
+        elif b == 127:
+            out.append(f"{prefix}^?")
+        else:
+            out.append(prefix + chr(b))
+    return "".join(out)
+
+
+def render_evidence(command: str, run_id: str, file: str, *, runs_dir: Path, root: Path,
+                    pattern: str | None = None, lines: int | None = None,
+                    cut: int | None = None) -> str:
+    """`$ command path` and its output, computed from the raw file now, HTML-escaped.
+    `runs_dir` is the folder that holds `run_id` (run folders, or node probe folders); `cat -v`
+    shows control characters (a terminal's escape codes) as visible text."""
+    if "/" in str(run_id) or ".." in Path(file).parts:
+        raise FactError(f"evidence: bad run id or file {run_id!r} {file!r}")
+    path = runs_dir / run_id / file
+    shown = shlex.quote(_shown(path, root))
+    if command == "grep -m1":
+        shell = f"grep -m1 {'-E ' if re.search(r'[]|()+?{}[]', pattern or '') else ''}" \
+                f"{shlex.quote(pattern or '')} {shown}"
+    elif command == "head":
+        shell = f"head -n {lines or 10} {shown}"
+    else:
+        shell = f"{command} {shown}"
+    if cut:
+        shell += f" | cut -c1-{int(cut)}"
+    try:
+        data, more = read_raw(path, (runs_dir,))
+    except FileNotFoundError:
+        if command != "cat -v":
+            evidence_output(command, "", pattern, lines)  # still reject unknown commands
+        out = [f"{command.split()[0]}: {_shown(path, root)}: No such file or directory"]
+    except (RawFileRefused, OSError) as exc:
+        reason = str(exc).split(": ", 1)[-1] if isinstance(exc, RawFileRefused) else exc.strerror
+        out = [f"(not shown: {_shown(path, root)}: {reason})"]
+    else:
+        if command == "cat -v":
+            out = cat_v(data).splitlines()
+        else:
+            out = evidence_output(command, data.decode("utf-8", errors="replace"), pattern, lines)
+        if cut:
+            out = [line[: int(cut)] for line in out]
+        if more:
+            out.append(f"(cut at {RAW_MAX:,} bytes)")
+    body = "\n".join(escape_text(line) for line in out)
+    return (f'<pre class="evidence"><code><span class="evidence-cmd">$ {escape_text(shell)}'
+            f"</span>\n{body}</code></pre>")
