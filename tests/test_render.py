@@ -12,6 +12,9 @@ import pytest
 from render_helpers import PROJECT, RUN4, RUN16, build_campaign, render_kwargs
 from stages.render import charts
 from stages.render import stage as render
+from stages.render.chart_writer import PNG_SCALE
+from stages.render.site_build import external_loads
+from stages.render.sources import SourceError
 from stages.core.config import CampaignError
 from stages.render.facts import FactCheckError
 
@@ -152,7 +155,7 @@ def test_an_unknown_source_id_fails_the_build(tmp_path):
     site = copy_templates(tmp_path)
     part = site / "templates" / "part-local-cpu.md.j2"
     part.write_text(part.read_text().replace("backend [S3]", "backend [S999]"))
-    with pytest.raises(render.SourceError, match=r"unknown source id \[S999\]"):
+    with pytest.raises(SourceError, match=r"unknown source id \[S999\]"):
         render.run(**render_kwargs(tmp_path, templates_dir=site / "templates"))
 
 
@@ -182,7 +185,7 @@ def test_mkdocs_strict_build_works_offline(tmp_path):
     bundle = (site / "assets" / "javascripts" / "vega-bundle.js").read_text()
     assert bundle.startswith("(function () {") and "vegaEmbed" in bundle
     assert 'src="assets/javascripts/vega-bundle.js"' in html
-    assert render.external_loads(site) == []
+    assert external_loads(site) == []
 
 
 def test_charts_fit_the_article_column(rendered):
@@ -193,7 +196,7 @@ def test_charts_fit_the_article_column(rendered):
         assert width <= charts.CHART_WIDTH + 20, (rel, width)
         png = (root / "data" / "docs" / f"{rel}.png").read_bytes()
         png_width = int.from_bytes(png[16:20], "big")
-        assert png_width == round(width * render.PNG_SCALE), (rel, png_width)
+        assert png_width == round(width * PNG_SCALE), (rel, png_width)
 
 
 def test_table_runs_show_spec_and_time_linked_to_their_section(rendered):

@@ -15,6 +15,7 @@ from render_helpers import (HOSTILE_FAILED, HOSTILE_RUN, HOSTILE_TEXT, OUTSIDE_T
                             SECRETS, build_campaign, make_hostile, render_kwargs)
 from site_browser import static_scan, tags
 from stages.render import stage as render
+from stages.render.site_build import MARKER
 from stages.render import trace
 from stages.core.config import CampaignError, Paths
 
@@ -136,7 +137,7 @@ def test_a_failed_build_leaves_the_previous_site(hostile, tmp_path):
     data = hostile / "data"
     site_before, docs_before = tree_digest(data / "site"), tree_digest(data / "docs")
     facts_before = (data / "facts.json").read_bytes()
-    assert (data / "site" / render.MARKER).is_file() and (data / "docs" / render.MARKER).is_file()
+    assert (data / "site" / MARKER).is_file() and (data / "docs" / MARKER).is_file()
     broken = tmp_path / "mkdocs.yml"
     broken.write_text((PROJECT / "mkdocs.yml").read_text().replace(
         "name: material", "name: material\n  custom_dir: no-such-folder"))

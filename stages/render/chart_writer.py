@@ -1,0 +1,97 @@
+"""Chart files: each chart a page draws, as its Vega-Lite spec, static SVG and PNG."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from stages.render import charts as chart_lib
+from stages.render.errors import FactError
+from stages.render.escape import escape_text
+from stages.render.facts import FactBook
+from stages.render.queries import sql_params
+from stages.core.secrets import redact_value
+
+PNG_SCALE = 2  # pixels per chart unit: sharp on high-density screens and in slides
+
+
+def _redacted(df: pd.DataFrame) -> pd.DataFrame:
+    """Chart rows with their text redacted (labels and tooltips print it)."""
+    for column in df.columns:
+        if df[column].dtype.kind not in "biufcmM":   # not numbers, times or booleans
+            df[column] = df[column].map(redact_value)
+    return df
+
+
+class ChartWriter:
+    """Writes a chart's Vega-Lite spec, static SVG and PNG under assets/charts/<page>/."""
+
+    def __init__(self, docs_dir: Path, book: FactBook):
+        self.docs_dir = docs_dir
+        self.book = book
+        self._points: dict[str, pd.DataFrame] = {}
+        self._domain: list[str] | None = None
+        self.written: list[str] = []
+
+    def points(self, profile: str) -> pd.DataFrame:
+        if profile not in self._points:
+            _, rows = self.book.rows("chart_points", {"profile": profile})
+            self._points[profile] = _redacted(pd.DataFrame(rows))
+        return self._points[profile]
+
+    def domain(self) -> list[str]:
+        if self._domain is None:
+            _, rows = self.book.rows("series_domain", {})
+            self._domain = [r["spec"] for r in rows]
+        return self._domain
+
+    def write(self, page_stem: str, name: str, profile: str | None = None,
+              params: dict[str, Any] | None = None) -> str:
+        """A chart of the bench points of `profile`, or (charts listed in charts.CHART_ROWS) of
+        its row query bound with `params`; each set of params gets its own files."""
+        try:
+            fn = chart_lib.chart_by_name(name)
+        except KeyError as exc:
+            raise FactError(str(exc.args[0])) from None
+        params = dict(params or {})
+        if name in chart_lib.CHART_ROWS:
+            if profile:
+                params.setdefault("profile", profile)
+            sql, rows = self.book.rows(chart_lib.CHART_ROWS[name], params)
+            params = {k: v for k, v in params.items() if k in sql_params(sql)}   # names the files
+            df = _redacted(pd.DataFrame(rows))
+            if df.empty:
+                return "*No measurements for this chart yet.*"
+            chart = fn(df, self.domain())
+        else:
+            if not profile:
+                raise FactError(f"chart {name!r}: no profile (front matter `profile:` or argument)")
+            df = self.points(profile)
+            if df.empty:
+                return "*No benchmark points for this profile yet.*"
+            chart = fn(df, self.domain())
+        import vl_convert as vlc
+
+        spec = chart.to_dict()
+        suffix = "".join(f"-{re.sub(r'[^A-Za-z0-9_.-]', '-', str(v))}" for _, v in sorted(params.items()))
+        rel = f"assets/charts/{page_stem}/{name}{suffix}"
+        out = self.docs_dir / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        spec_json = json.dumps(spec, separators=(",", ":"), default=str)
+        (out.parent / f"{out.name}.vl.json").write_text(spec_json)
+        (out.parent / f"{out.name}.svg").write_text(vlc.vegalite_to_svg(spec))
+        (out.parent / f"{out.name}.png").write_bytes(vlc.vegalite_to_png(spec, scale=PNG_SCALE))
+        self.written.append(rel)
+        element = re.sub(r"[^A-Za-z0-9-]", "-", f"spec-{page_stem}-{name}{suffix}")
+        inline = spec_json.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        alt_text = escape_text(fn.__doc__.strip().splitlines()[0] if fn.__doc__ else name)
+        return "\n".join([
+            f'<div class="vega-chart" data-spec="{element}" markdown>', "",
+            f"![{alt_text}]({rel}.svg)", "", "</div>", "",
+            f'<script type="application/json" id="{element}">{inline}</script>', "",
+            f'<p class="chart-downloads" markdown>Download: [SVG]({rel}.svg) · [PNG]({rel}.png) · '
+            f"[Vega-Lite spec]({rel}.vl.json)</p>",
+        ])

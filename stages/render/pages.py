@@ -1,0 +1,181 @@
+"""Pages: templates with YAML front matter, loaded into PageSpecs and rendered through Jinja2.
+
+A page prints numbers only through facts (stages/render/facts.py), cites sources as [S1]
+(stages/render/sources.py) and draws charts by name (stages/render/chart_writer.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import jinja2
+import yaml
+
+from stages.render import compare_page
+from stages.render.chart_writer import ChartWriter
+from stages.core.config import CampaignError
+from stages.render.errors import FactError
+from stages.render.escape import escape_text
+from stages.render.facts import FactBook, PageMacros, check_digits
+from stages.render.sources import apply_citations, sources_section
+
+INDEX_TEMPLATE = "index.md.j2"
+TEMPLATE_SUFFIX = ".md.j2"
+
+
+@dataclass
+class PageSpec:
+    template: Path
+    name: str          # output file, e.g. part-local-cpu.md
+    meta: dict[str, Any]
+    body: str
+
+
+@dataclass
+class RenderedPage:
+    name: str
+    meta: dict[str, Any]
+    text: str
+    cited: list[str] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)
+    charts: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- templates and front matter
+
+def split_front_matter(text: str, origin: str) -> tuple[dict[str, Any], str]:
+    if not text.startswith("---\n"):
+        return {}, text
+    end = text.find("\n---\n", 4)
+    if end < 0:
+        raise CampaignError(f"{origin}: front matter has no closing ---")
+    try:
+        meta = yaml.safe_load(text[4:end]) or {}
+    except yaml.YAMLError as exc:
+        raise CampaignError(f"{origin}: front matter is not valid YAML: {exc}") from None
+    return meta, text[end + 5:]
+
+
+def load_pages(templates_dir: Path) -> tuple[PageSpec | None, list[PageSpec]]:
+    """The index page and the Parts, ordered by their `part` number (the Compare page, which is
+    not a part, is read by `load_page`)."""
+    if not templates_dir.is_dir():
+        raise CampaignError(f"{templates_dir}: no templates folder")
+    index, parts = None, []
+    for path in sorted(templates_dir.glob(f"*{TEMPLATE_SUFFIX}")):
+        if path.name == compare_page.TEMPLATE:
+            continue
+        meta, body = split_front_matter(path.read_text(), path.name)
+        spec = PageSpec(path, path.name[: -len(".j2")], meta, body)
+        if path.name == INDEX_TEMPLATE:
+            index = spec
+        else:
+            for key in ("title", "date", "description", "part"):
+                if key not in meta:
+                    raise CampaignError(f"{path.name}: front matter lacks {key!r}")
+            parts.append(spec)
+    parts.sort(key=lambda p: (p.meta["part"], p.name))
+    return index, parts
+
+
+def load_page(path: Path) -> PageSpec | None:
+    """A page outside the series of parts (front matter needs a title), or None when absent."""
+    if not path.is_file():
+        return None
+    meta, body = split_front_matter(path.read_text(), path.name)
+    if "title" not in meta:
+        raise CampaignError(f"{path.name}: front matter lacks 'title'")
+    return PageSpec(path, path.name[: -len(".j2")], meta, body)
+
+
+def dump_front_matter(meta: dict[str, Any]) -> str:
+    return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n\n"
+
+# ---------------------------------------------------------------- pages
+
+def _part_label(meta: dict[str, Any]) -> str:
+    return str(meta.get("title", ""))
+
+
+def page_globals(macros: PageMacros, spec: PageSpec, parts: list[PageSpec],
+                 writer: ChartWriter) -> dict[str, Any]:
+    meta = spec.meta
+    stem = spec.name[: -len(".md")]
+
+    def chart(name: str, profile: str | None = None, **params: Any):
+        return macros.hold(writer.write(stem, name, profile or meta.get("profile"), params))
+
+    def nav():
+        names = [p.name for p in parts]
+        i = names.index(spec.name) if spec.name in names else -1
+        prev = ("Series index", "index.md") if i <= 0 else (_part_label(parts[i - 1].meta), parts[i - 1].name)
+        links = [f"← [{escape_text(prev[0])}]({prev[1]})"]
+        if 0 <= i < len(parts) - 1:
+            links.append(f"[{escape_text(_part_label(parts[i + 1].meta))}]({parts[i + 1].name}) →")
+        return macros.hold(" · ".join(links))
+
+    def byline():
+        authors = meta.get("authors") or []
+        who = ", ".join(escape_text(a) for a in authors)
+        return macros.hold(f"*{escape_text(meta.get('date', ''))}{' · ' + who if who else ''}*")
+
+    def parts_list():
+        lines = []
+        for p in parts:
+            lines.append(f"- **[{escape_text(_part_label(p.meta))}]({p.name})** · "
+                         f"{escape_text(p.meta['date'])}  \n  {escape_text(p.meta['description'])}")
+        return macros.hold("\n".join(lines) if lines else "*No parts yet.*")
+
+    return {
+        "page": meta, "fact": macros.fact, "value": macros.value, "table": macros.table,
+        "rows": macros.rows, "evidence": macros.evidence, "node_evidence": macros.node_evidence,
+        "run_ref": macros.run_ref,
+        "text": macros.text, "chart": chart, "nav": nav, "byline": byline,
+        "parts_list": parts_list,
+    }
+
+
+def downloads_section(tables: list[str]) -> str:
+    if not tables:
+        return ""
+    links = " · ".join(f"[{t}.csv](downloads/{t}.csv)" for t in tables)
+    return ("\n## Data behind this page\n\nThe public tables this page reads, as CSV "
+            f"exported from the campaign database: {links}\n")
+
+
+def render_page(spec: PageSpec, *, env: jinja2.Environment, book: FactBook, parts: list[PageSpec],
+                writer: ChartWriter, sources: dict[str, dict], runs_dir: Path,
+                root: Path, nodes_dir: Path | None = None,
+                extra_globals: Callable[[PageMacros], dict[str, Any]] | None = None) -> RenderedPage:
+    """One page. `extra_globals` gives a page macros of its own, built on its PageMacros."""
+    macros = PageMacros(book, page=spec.name, runs_dir=runs_dir, root=root, nodes_dir=nodes_dir)
+    charts_before = len(writer.written)
+    try:
+        template = env.from_string(spec.body)
+        names = page_globals(macros, spec, parts, writer)
+        if extra_globals is not None:
+            names.update(extra_globals(macros))
+        text = template.render(**names)
+    except FactError as exc:
+        raise FactError(f"{spec.template.name}: {exc}") from None
+    except jinja2.TemplateError as exc:
+        raise CampaignError(f"{spec.template.name}: {exc.__class__.__name__}: {exc}") from None
+    check_digits(spec.template.name, text)
+    text, cited = apply_citations(text, sources, spec.template.name)
+    text = macros.substitute(text)
+    text = text.rstrip() + "\n" + downloads_section(macros.tables_used) + sources_section(cited, sources)
+    return RenderedPage(spec.name, spec.meta, dump_front_matter(spec.meta) + text, cited,
+                        macros.tables_used, writer.written[charts_before:])
+
+
+def page_shown(spec: PageSpec, book: FactBook) -> bool:
+    """False when the page's `needs:` row query returns no rows (nothing to write about yet)."""
+    needs = spec.meta.get("needs")
+    if not needs:
+        return True
+    try:
+        _, rows = book.rows(str(needs), {})
+    except FactError as exc:
+        raise FactError(f"{spec.template.name}: needs: {exc}") from None
+    return bool(rows)

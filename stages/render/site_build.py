@@ -1,0 +1,141 @@
+"""Building the site and putting it in place: mkdocs build, scratch folders, the swap.
+
+Docs and site are built into fresh folders beside their targets and renamed into place only when
+the whole build succeeded. A target is replaced only when it holds the marker file render writes
+(MARKER) or is empty: a site or docs path pointed at the runs refuses, deleting nothing. A built
+site that would load anything from another host is refused.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from stages.core.config import CampaignError
+
+MARKER = ".campaign-render"   # in the root of each folder render writes; only such a folder is replaced
+EXTERNAL_LOAD = re.compile(
+    r"<(?:script|link|img|iframe|source|video|audio|embed)\b[^>]*?\b(?:src|href)\s*=\s*[\"']?(?:https?:)?//",
+    re.I)
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def check_ours(target: Path) -> None:
+    """Refuse to replace `target` unless render wrote it (its marker file) or it is an empty
+    folder: a misconfigured path must never empty a folder of runs."""
+    if not (target.exists() or target.is_symlink()):
+        return
+    if target.is_dir() and not target.is_symlink() and ((target / MARKER).is_file()
+                                                       or not any(target.iterdir())):
+        return
+    raise CampaignError(f"{target}: exists and was not written by render (no {MARKER} in it); "
+                        "refusing to replace it")
+
+
+def _scratch(target: Path, kind: str) -> Path:
+    return target.parent / f".{target.name}.{kind}-{uuid.uuid4().hex[:8]}"
+
+
+def fresh_dir(target: Path) -> Path:
+    """A new empty folder beside `target` (same parent) to build into, marked as render's own.
+    Marked leftovers of a render that was killed are removed first."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in [*target.parent.glob(f".{target.name}.tmp-*"), *target.parent.glob(f".{target.name}.old-*")]:
+        if stale.is_dir() and not stale.is_symlink() and (stale / MARKER).is_file():
+            shutil.rmtree(stale)
+    tmp = _scratch(target, "tmp")
+    tmp.mkdir()
+    mark(tmp)
+    return tmp
+
+
+def mark(folder: Path) -> None:
+    (folder / MARKER).write_text("Written by `campaign render`, which replaces this folder whole.\n")
+
+
+def swap_in(new: Path, target: Path) -> None:
+    """Put the folder `new` at `target`: the old one is renamed aside, the new one renamed in, and
+    the old one removed only when render had written it."""
+    check_ours(target)
+    old = None
+    if target.exists():
+        old = _scratch(target, "old")
+        os.rename(target, old)
+    try:
+        os.rename(new, target)
+    except OSError as exc:
+        if old is not None:
+            os.rename(old, target)
+        raise CampaignError(f"{target}: cannot move the new build in ({exc.strerror})") from None
+    if old is not None:
+        if (old / MARKER).is_file():
+            shutil.rmtree(old)
+        else:
+            old.rmdir()     # check_ours let it through empty
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a file through a temporary file beside it, renamed into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def external_loads(site_dir: Path) -> list[str]:
+    """Resources a built page would fetch from another host (should be none)."""
+    found = []
+    for page in site_dir.rglob("*.html"):
+        for m in EXTERNAL_LOAD.finditer(page.read_text(errors="replace")):
+            found.append(f"{_rel(page, site_dir)}: {m.group(0)[:100]}")
+    return found
+
+
+def site_nav(pages: list[str], config: Path) -> list[str] | None:
+    """The navigation in series order (index, the parts by number, then the rest), unless the
+    mkdocs config sets its own."""
+    try:
+        own = yaml.load(config.read_text(), Loader=yaml.BaseLoader) or {}
+    except (OSError, yaml.YAMLError):
+        own = {}
+    return None if "nav" in own else pages
+
+
+def build_site(config: Path, docs_dir: Path, site_dir: Path, nav: list[str] | None = None) -> Path:
+    """`mkdocs build --strict` on docs_dir into site_dir; the config's other settings apply."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = Path(tmp) / "mkdocs.yml"
+        settings: dict[str, Any] = {"INHERIT": str(config.resolve()), "docs_dir": str(docs_dir.resolve()),
+                                    "site_dir": str(site_dir.resolve())}
+        if nav:
+            settings["nav"] = nav
+        cfg.write_text(yaml.safe_dump(settings))
+        proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--clean",
+                               "--config-file", str(cfg)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        problems = [l for l in (proc.stderr + proc.stdout).splitlines()
+                    if "WARNING" in l or "ERROR" in l or "Error" in l] or proc.stderr.splitlines()[-3:]
+        raise CampaignError("mkdocs build --strict failed: " + " | ".join(problems[:5]))
+    loads = external_loads(site_dir)
+    if loads:
+        raise CampaignError("the site loads from other hosts: " + "; ".join(loads[:5]))
+    return site_dir / "index.html"
