@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from stages.tools import node_probe as probe
+from stages.tools import probe_env, probe_folder, probe_inventory, probe_measure, probe_plan
 from stages.core.config import CampaignError
 from stages.ingest.parsers import node
 
@@ -96,43 +97,44 @@ def test_nvlink_status():
 @pytest.mark.parametrize("ranks, factor", [(2, 1.0), (4, 1.5), (8, 1.75)])
 def test_busbw_is_nccl_tests_all_reduce(ranks, factor):
     # nccl-tests: algbw = bytes / 1e9 / seconds; all_reduce busbw = algbw * 2(n-1)/n
-    algbw, busbw = probe.bandwidth_gbs(4 * 2**30, 0.05, ranks)
+    algbw, busbw = probe_measure.bandwidth_gbs(4 * 2**30, 0.05, ranks)
     assert algbw == pytest.approx(85.8993459)
     assert busbw == pytest.approx(85.8993459 * factor)
 
 
 def test_sizes_and_groups():
-    assert probe.size_sweep("1MiB..4GiB") == [2**i for i in range(20, 33)]
-    assert probe.size_sweep("1KiB..1MiB")[-1] == 2**20 and len(probe.size_sweep("1KiB..1MiB")) == 11
-    assert probe.size_sweep([4096, "1KiB"]) == [1024, 4096]
+    assert probe_plan.size_sweep("1MiB..4GiB") == [2**i for i in range(20, 33)]
+    assert probe_plan.size_sweep("1KiB..1MiB")[-1] == 2**20 and len(probe_plan.size_sweep("1KiB..1MiB")) == 11
+    assert probe_plan.size_sweep([4096, "1KiB"]) == [1024, 4096]
     with pytest.raises(CampaignError):
-        probe.size_sweep("1MiB..1KiB")
+        probe_plan.size_sweep("1MiB..1KiB")
     with pytest.raises(CampaignError):
-        probe.parse_size("4 parsecs")
-    assert probe.auto_groups(8) == [[0, 1, 2, 3], [4, 5, 6, 7], list(range(8))]
-    assert probe.auto_groups(4) == [[0, 1, 2, 3]]
-    assert probe.auto_groups(2) == [[0, 1]]
-    assert probe.auto_groups(1) == []
-    chosen, skipped = probe.resolve_groups([[0, 1, 2, 3], [4, 5, 6, 7], [0, 1]], 2)
+        probe_plan.parse_size("4 parsecs")
+    assert probe_plan.auto_groups(8) == [[0, 1, 2, 3], [4, 5, 6, 7], list(range(8))]
+    assert probe_plan.auto_groups(4) == [[0, 1, 2, 3]]
+    assert probe_plan.auto_groups(2) == [[0, 1]]
+    assert probe_plan.auto_groups(1) == []
+    chosen, skipped = probe_plan.resolve_groups([[0, 1, 2, 3], [4, 5, 6, 7], [0, 1]], 2)
     assert chosen == [[0, 1]] and len(skipped) == 2
-    assert probe.resolve_groups(["0-3", "4-7", [0, 1, 2, 3]], 8)[0] == [[0, 1, 2, 3], [4, 5, 6, 7]]
-    assert probe.resolve_groups("auto", 1) == ([], ["1 device(s): an all-reduce needs a group of at least 2"])
-    assert probe.parse_group("4-7") == [4, 5, 6, 7] and probe.group_label([4, 5, 6, 7]) == "4-7"
-    assert probe.group_label([0, 2]) == "0,2"
+    assert probe_plan.resolve_groups(["0-3", "4-7", [0, 1, 2, 3]], 8)[0] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert probe_plan.resolve_groups("auto", 1) == ([], ["1 device(s): an all-reduce needs a group of at least 2"])
+    assert probe_plan.parse_group("4-7") == [4, 5, 6, 7] and probe_plan.group_label([4, 5, 6, 7]) == "4-7"
+    assert probe_plan.group_label([0, 2]) == "0,2"
 
 
 def test_safe_env_keeps_nccl_values_and_turns_multicast_off():
-    env = probe.safe_env({"NCCL_CUMEM_ENABLE": "0", "NCCL_NVLS_ENABLE": "1", "PATH": "/bin"})
+    env = probe_env.safe_env({"NCCL_CUMEM_ENABLE": "0", "NCCL_NVLS_ENABLE": "1", "PATH": "/bin"})
     assert env["NCCL_NVLS_ENABLE"] == "0" and env["NCCL_CUMEM_ENABLE"] == "0" and env["PATH"] == "/bin"
-    assert probe.recorded_env(env) == {"NCCL_CUMEM_ENABLE": "0", "NCCL_NVLS_ENABLE": "0",
-                                       "NVSHMEM_DISABLE_NVLS": "1", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}
+    assert probe_env.recorded_env(env) == {"NCCL_CUMEM_ENABLE": "0", "NCCL_NVLS_ENABLE": "0",
+                                           "NVSHMEM_DISABLE_NVLS": "1", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}
 
 
 def test_probe_never_changes_gpu_settings():
-    source = Path(probe.__file__).read_text()
-    for flag in ("-r", "--gpu-reset", "-pm", "-lgc", "-rgc", "-ac", "-pl", "-mig", "-c"):
-        assert f'"{flag}"' not in source
-    assert all(argv[0] == "nvidia-smi" for argv in probe.COMMANDS.values())
+    for module in (probe, probe_env, probe_folder, probe_inventory, probe_measure, probe_plan):
+        source = Path(module.__file__).read_text()
+        for flag in ("-r", "--gpu-reset", "-pm", "-lgc", "-rgc", "-ac", "-pl", "-mig", "-c"):
+            assert f'"{flag}"' not in source
+    assert all(argv[0] == "nvidia-smi" for argv in probe_inventory.COMMANDS.values())
 
 
 # ---------------------------------------------------------------- a real sweep over gloo

@@ -1,0 +1,53 @@
+"""The node folder: its id, UTC timestamps, probe.log, and files written once."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from stages.core.config import CampaignError
+
+_KIND = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+Progress = Callable[[str], None]
+
+
+def node_id(kind: str, now: dt.datetime) -> str:
+    if not _KIND.match(kind) or "__" in kind:
+        raise CampaignError(f"node kind {kind!r} cannot be part of a node id "
+                            "(letters, digits, '.', '_', '-'; no '__')")
+    return f"{kind}__{now.astimezone(dt.timezone.utc):%m%d-%H%M%S}"
+
+
+def iso(t: dt.datetime) -> str:
+    return t.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+class NodeLog:
+    """probe.log: one UTC-stamped line per step, also passed to `progress`."""
+
+    def __init__(self, path: Path, progress: Progress):
+        self.file = path.open("x", buffering=1)
+        self.progress = progress
+
+    def __call__(self, msg: str) -> None:
+        self.file.write(f"{iso(utc_now())} {msg}\n")
+        self.progress(msg)
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def write_once(path: Path, text: str) -> None:
+    with path.open("x") as f:
+        f.write(text)
+
+
+def write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    write_once(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
