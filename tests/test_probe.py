@@ -11,20 +11,20 @@ import pytest
 from stages.tools import node_probe as probe
 from stages.tools import probe_env, probe_folder, probe_inventory, probe_measure, probe_plan
 from stages.core.config import CampaignError
-from stages.ingest.parsers import node
+from stages.ingest.parsers import node, node_json, node_smi
 
 NODE = Path(__file__).parent / "fixtures" / "node"
 NOW = dt.datetime(2026, 11, 30, 6, 15, 0, tzinfo=dt.timezone.utc)
 
 
-def matrix(topo: node.Topology) -> dict[tuple[str, str], str]:
+def matrix(topo: node_smi.Topology) -> dict[tuple[str, str], str]:
     return {(link["device"], link["peer"]): link["link"] for link in topo.links}
 
 
 # ---------------------------------------------------------------- topology
 
 def test_topo_8_gpus_two_quads():
-    topo = node.parse_topo((NODE / "topo_h200x8.txt").read_bytes())
+    topo = node_smi.parse_topo((NODE / "topo_h200x8.txt").read_bytes())
     assert topo.errors == []
     m = matrix(topo)
     assert len(m) == 10 * 10                        # 8 GPUs and 2 NICs, both ways
@@ -36,11 +36,11 @@ def test_topo_8_gpus_two_quads():
     assert (nv["link_kind"], nv["nvlinks"], nv["source_line"]) == ("nvlink", 18, 3)
     sys_link = next(link for link in topo.links if (link["device"], link["peer"]) == ("GPU1", "GPU6"))
     assert (sys_link["link_kind"], sys_link["nvlinks"]) == ("pcie", None)
-    assert node.nvlink_islands(topo.links) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert node_smi.nvlink_islands(topo.links) == [[0, 1, 2, 3], [4, 5, 6, 7]]
 
 
 def test_topo_affinity_columns_and_legend():
-    topo = node.parse_topo((NODE / "topo_h200x8.txt").read_bytes())
+    topo = node_smi.parse_topo((NODE / "topo_h200x8.txt").read_bytes())
     gpu4 = next(d for d in topo.devices if d["device"] == "GPU4")
     assert gpu4 == {"device": "GPU4", "cpu_affinity": "64-127,192-255", "numa_affinity": "1",
                     "gpu_numa_id": None, "source_line": 6}
@@ -54,38 +54,39 @@ def test_topo_affinity_columns_and_legend():
 
 def test_topo_2_gpus_and_space_separated_copy():
     two = (NODE / "topo_h200x2.txt").read_bytes()
-    topo = node.parse_topo(two)
+    topo = node_smi.parse_topo(two)
     assert topo.errors == []
     assert matrix(topo) == {("GPU0", "GPU0"): "X", ("GPU0", "GPU1"): "NV18",
                             ("GPU1", "GPU0"): "NV18", ("GPU1", "GPU1"): "X"}
     assert [d["cpu_affinity"] for d in topo.devices] == ["0-31", "0-31"]
-    assert node.nvlink_islands(topo.links) == [[0, 1]]
+    assert node_smi.nvlink_islands(topo.links) == [[0, 1]]
     # pasted from a terminal: tabs became spaces; the same matrix comes out
-    spaced = node.parse_topo(two.replace(b"\t", b"    "))
+    spaced = node_smi.parse_topo(two.replace(b"\t", b"    "))
     assert matrix(spaced) == matrix(topo)
     assert spaced.devices[1]["numa_affinity"] == "0"
 
 
 def test_topo_without_matrix_and_with_unknown_link():
-    assert node.parse_topo(b"NVIDIA-SMI has failed because it couldn't communicate with the driver\n").errors
-    topo = node.parse_topo(b"\tGPU0\tGPU1\nGPU0\t X \tQQ\nGPU1\tSYS\t X \n")
+    failed = b"NVIDIA-SMI has failed because it couldn't communicate with the driver\n"
+    assert node_smi.parse_topo(failed).errors
+    topo = node_smi.parse_topo(b"\tGPU0\tGPU1\nGPU0\t X \tQQ\nGPU1\tSYS\t X \n")
     assert [e.line for e in topo.errors] == [2]
-    assert node.nvlink_islands(topo.links) == [[0], [1]]
+    assert node_smi.nvlink_islands(topo.links) == [[0], [1]]
 
 
 def test_gpus_csv_units_in_column_names():
-    rows, errors = node.parse_gpus_csv((NODE / "gpus_h200x8.csv").read_bytes())
+    rows, errors = node_smi.parse_gpus_csv((NODE / "gpus_h200x8.csv").read_bytes())
     assert errors == [] and len(rows) == 8
     assert rows[7] == {"gpu_index": 7, "name": "NVIDIA H200 NVL",
                        "uuid": "GPU-00000007-5f1e-4c2a-9d3b-000000000007", "pci_bus_id": "00000000:DB:00.0",
                        "memory_total_mib": 143771.0, "driver_version": "580.159.04", "power_limit_w": 600.0,
                        "clocks_max_sm_mhz": 1785.0, "source_line": 9}
-    rows, _ = node.parse_gpus_csv(b"index, power.limit [W]\n0, [N/A]\n")
+    rows, _ = node_smi.parse_gpus_csv(b"index, power.limit [W]\n0, [N/A]\n")
     assert rows[0]["power_limit_w"] is None
 
 
 def test_nvlink_status():
-    rows, _ = node.parse_nvlink_status((NODE / "nvlink_h200.txt").read_bytes())
+    rows, _ = node_smi.parse_nvlink_status((NODE / "nvlink_h200.txt").read_bytes())
     assert len(rows) == 37
     assert rows[0] == {"gpu_index": 0, "link": 0, "link_gb_s": 26.562, "active": True,
                        "state": "26.562 GB/s", "source_line": 2}
@@ -168,7 +169,7 @@ def test_gloo_sweep_writes_allreduce_jsonl(gloo_node):
         assert r["time_us_min"] <= r["time_us"] <= r["time_us_max"]
         assert r["algbw_gbs"] == pytest.approx(r["bytes"] / 1e9 / (r["time_us"] / 1e6), rel=1e-3)
         assert r["busbw_gbs"] == pytest.approx(r["algbw_gbs"] * 1.0, rel=1e-3)    # 2(n-1)/n, n=2
-    parsed, errors = node.parse_allreduce((folder / "allreduce.jsonl").read_bytes())
+    parsed, errors = node_json.parse_allreduce((folder / "allreduce.jsonl").read_bytes())
     assert errors == [] and parsed[0]["gpus"] == "0,1" and parsed[-1]["source_line"] == 11
 
 
@@ -186,7 +187,7 @@ def test_children_saw_multicast_off_and_kept_nccl_values(gloo_node):
     env = json.loads((folder / "env.json").read_text())
     assert env["env"]["NCCL_NVLS_ENABLE"] == "0" and env["env"]["NCCL_CUMEM_ENABLE"] == "0"
     assert env["torch"] and env["python"] and "hostname" not in json.dumps(env).lower()
-    row, variables, errors = node.parse_env((folder / "env.json").read_bytes())
+    row, variables, errors = node_json.parse_env((folder / "env.json").read_bytes())
     assert errors == [] and row["torch"] == env["torch"]
     assert {"name": "NCCL_NVLS_ENABLE", "value": "0", "forced": True, "source_line": 1} in variables
 

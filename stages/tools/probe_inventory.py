@@ -40,7 +40,7 @@ def versions(gpus_csv: bytes | None) -> dict[str, Any]:
             nccl = None
     driver = None
     if gpus_csv:
-        from stages.ingest.parsers.node import parse_gpus_csv
+        from stages.ingest.parsers.node_smi import parse_gpus_csv
         rows, _ = parse_gpus_csv(gpus_csv)
         driver = next((r.get("driver_version") for r in rows if r.get("driver_version")), None)
     return {"driver": driver, "cuda": torch.version.cuda, "torch": torch.__version__, "nccl": nccl,
