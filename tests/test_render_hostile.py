@@ -2,7 +2,6 @@
 handlers, raw files with secrets, links and FIFOs, and site paths pointed at the runs."""
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import os
@@ -18,6 +17,7 @@ from stages.render import stage as render
 from stages.render.site_build import MARKER
 from stages.render import trace
 from stages.core.config import CampaignError, Paths
+from stages.tools.hostile_folders import tree_digest
 
 
 @pytest.fixture(scope="module")
@@ -27,20 +27,6 @@ def hostile(tmp_path_factory) -> Path:
     make_hostile(root)
     render.run(**render_kwargs(root, build=True))
     return root
-
-
-def tree_digest(folder: Path) -> dict[str, str]:
-    """Every file and link under folder with the sha256 of its bytes (or its link target)."""
-    out = {}
-    for path in sorted(folder.rglob("*")):
-        rel = path.relative_to(folder).as_posix()
-        if path.is_symlink():
-            out[rel] = "link:" + os.readlink(path)
-        elif path.is_file():
-            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
-        else:
-            out[rel] = "dir"
-    return out
 
 
 def paths_for(root: Path) -> Paths:

@@ -65,6 +65,14 @@ READ_ONLY_FILE = 0o444
 READ_ONLY_FOLDER = 0o555
 
 
+def manifest_text(folder: Path) -> str:
+    """A run folder's manifest as `seal` writes it: the sha256 and name of every regular file in
+    it but the manifest (the format `sha256sum -c` reads); links are neither hashed nor followed."""
+    manifest = folder / RUN_MANIFEST
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink() and p != manifest)
+    return "".join(f"{file_sha256(p)}  {p.relative_to(folder).as_posix()}\n" for p in files)
+
+
 def seal(folder: Path) -> Path:
     """Make a run folder write-once: a manifest of every file's sha256 (the format `sha256sum -c`
     reads), written only when the folder has none (an existing manifest is never rewritten), then
@@ -73,11 +81,9 @@ def seal(folder: Path) -> Path:
     folder = Path(folder)
     manifest = folder / RUN_MANIFEST
     if not manifest.exists():
-        files = sorted(p for p in folder.rglob("*")
-                       if p.is_file() and not p.is_symlink() and p != manifest)
-        lines = [f"{file_sha256(p)}  {p.relative_to(folder).as_posix()}\n" for p in files]
+        text = manifest_text(folder)
         with manifest.open("x") as f:
-            f.writelines(lines)
+            f.write(text)
     for dirpath, dirnames, filenames in os.walk(folder, topdown=False):
         here = Path(dirpath)
         for name in filenames:

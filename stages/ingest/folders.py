@@ -36,11 +36,6 @@ def code_version() -> str:
     return digest.hexdigest()[:16]
 
 
-def folder_files(folder: Path) -> list[tuple[str, int, int]]:
-    """(relative posix name, size, mtime_ns) of every file under `folder`, sorted."""
-    return [(name, size, mtime_ns) for name, size, mtime_ns, _, _ in folder_stats(folder)]
-
-
 def folder_stats(folder: Path) -> list[tuple[str, int, int, int, int]]:
     """(relative posix name, size, mtime_ns, ctime_ns, inode) of every entry under `folder` that
     is not a folder, sorted. Any write or replacement changes a file's ctime or inode, and neither

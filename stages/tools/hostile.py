@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from stages.tools.hostile_folders import (FOLDER_CASES, HOSTILE_NAMES, MARKER, SECRETS, _copy_fixture,
-                                          _tree_digest, damage_folders, make_project, tamper)
+                                          tree_digest, damage_folders, make_project, tamper)
 from stages.tools.hostile_outputs import _has_column, _outputs, _query, _rows, _tampered, _trace_all
 from stages.tools.hostile_settings import (BAD_PARAMS, Case, _bad_params_case, _concurrent_case,
                                            _dry_run_case, _overlap_case)
@@ -179,12 +179,12 @@ def run(workdir: Path, *, browse: Browse | None = None, progress=lambda s: None)
         result.pages_browsed = seen["pages"]
 
     progress("settings a careless user could give")
-    before = _tree_digest(p.runs)
+    before = tree_digest(p.runs)
     result.cases += [_overlap_case(p, "site", "data/runs"), _overlap_case(p, "docs", "data"),
                      _overlap_case(p, "site", "."), _concurrent_case(p, "ingest"), _concurrent_case(p, "derive"),
                      _concurrent_case(p, "render"), _dry_run_case(p)]
     result.cases += [_bad_params_case(p, name, edit) for name, edit in BAD_PARAMS.items()]
-    after = _tree_digest(p.runs)
+    after = tree_digest(p.runs)
     result.runs_changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     result.seconds = time.perf_counter() - t0
     _writable_all(workdir)

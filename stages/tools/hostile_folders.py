@@ -7,7 +7,6 @@ two sealed folders after the first ingest.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import os
 import shutil
@@ -17,6 +16,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import yaml
+
+from stages.core.provenance import RUN_MANIFEST, file_sha256, manifest_text
 
 PROJECT = Path(__file__).resolve().parents[2]
 FIXTURE = PROJECT / "tests" / "fixtures" / "runs"
@@ -54,14 +55,12 @@ def _copy_fixture(dest: Path) -> Path:
 
 
 def _unseal(folder: Path) -> None:
-    (folder / "MANIFEST.sha256").unlink(missing_ok=True)
+    (folder / RUN_MANIFEST).unlink(missing_ok=True)
 
 
 def _manifest(folder: Path) -> None:
-    lines = []
-    for p in sorted(q for q in folder.rglob("*") if q.is_file() and q.name != "MANIFEST.sha256"):
-        lines.append(f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.relative_to(folder).as_posix()}")
-    (folder / "MANIFEST.sha256").write_text("\n".join(lines) + "\n")
+    """(Re)write a folder's manifest to match its files now, as someone covering an edit would."""
+    (folder / RUN_MANIFEST).write_text(manifest_text(folder))
 
 
 def _replace_same_size(path: Path, old: str, new: str) -> None:
@@ -73,7 +72,7 @@ def _replace_same_size(path: Path, old: str, new: str) -> None:
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
-def _tree_digest(folder: Path) -> dict[str, str]:
+def tree_digest(folder: Path) -> dict[str, str]:
     """Every entry under folder (links as their target text, not followed) -> a digest."""
     out = {}
     for p in sorted(folder.rglob("*")):
@@ -83,7 +82,7 @@ def _tree_digest(folder: Path) -> dict[str, str]:
         elif p.is_fifo():
             out[rel] = "fifo"
         elif p.is_file():
-            out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+            out[rel] = file_sha256(p)
         elif p.is_dir():
             out[rel] = "dir"
     return out

@@ -10,7 +10,7 @@ from typing import Callable
 
 import duckdb
 
-from stages.tools.hostile_folders import CLI_TIMEOUT_S, SECRETS, Project, _tree_digest
+from stages.tools.hostile_folders import CLI_TIMEOUT_S, SECRETS, Project, tree_digest
 from stages.tools.hostile_outputs import _query
 
 
@@ -29,7 +29,7 @@ def _one_line_refusal(proc: subprocess.CompletedProcess) -> bool:
 
 def _overlap_case(p: Project, key: str, value: str) -> Case:
     case = Case(f"{key} is {value}", f"params.yaml paths.{key} set to {value}, then `campaign render`")
-    before = _tree_digest(p.runs)
+    before = tree_digest(p.runs)
     original = (p.root / "params.yaml").read_text()
     params = p.params()
     params["paths"][key] = value
@@ -38,7 +38,7 @@ def _overlap_case(p: Project, key: str, value: str) -> Case:
         proc = p.cli("render")
     finally:
         (p.root / "params.yaml").write_text(original)
-    same = _tree_digest(p.runs) == before
+    same = tree_digest(p.runs) == before
     case.ok = _one_line_refusal(proc) and same
     case.outcome = (f"refused (exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1][:200] if proc.stderr.strip() else ''})"
                     + ("; every run folder unchanged" if same else "; RUN FOLDERS CHANGED"))
