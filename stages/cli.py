@@ -254,9 +254,12 @@ def render(no_build: bool, root: str) -> None:
         summary = render_stage.run(campaign_db=paths.campaign_db, docs_dir=paths.docs,
                                    site_dir=paths.site, facts_file=paths.facts, runs_dir=paths.runs,
                                    nodes_dir=paths.nodes, root=paths.root, build=not no_build,
-                                   templates_dir=paths.templates, sources_file=paths.sources,
+                                   templates_dir=paths.templates, series_file=paths.series,
+                                   sources_file=paths.sources,
                                    warehouse_file=paths.table_docs, mkdocs_config=paths.mkdocs,
                                    compare=params.get("compare"), run_sets=params.get("run_sets"))
+    for notice in summary.pop("notices"):
+        progress(f"render: {notice}")
     _echo_summary(summary)
 
 

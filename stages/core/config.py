@@ -69,6 +69,7 @@ class Paths:
     site: Path
     publish: Path
     templates: Path | None = None     # render's inputs and the tools' report folders; from_params
+    series: Path | None = None
     sources: Path | None = None       # always sets them
     table_docs: Path | None = None
     mkdocs: Path | None = None

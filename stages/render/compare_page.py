@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 
 from stages.render import diff
+from stages.render import run_sets as run_set_lib
 from stages.core.config import CampaignError
 from stages.render.errors import FactError
 from stages.render.escape import escape_cell, run_label_link
@@ -112,7 +113,7 @@ def current_specs(con: duckdb.DuckDBPyConnection) -> list[str]:
 def resolve_side(token: str, *, con: duckdb.DuckDBPyConnection, run_sets: dict[str, Any],
                  specs: list[str]) -> diff.Side:
     """A side from the current tables: a run set, a spec that has runs, or an image/tag."""
-    if token not in run_sets and token not in specs and not diff._select(con, specs=[], image=token):
+    if token not in run_sets and token not in specs and not run_set_lib.select(con, {"image": token}, current_only=True):
         raise CampaignError(f"{token!r} is not a run set, a spec with runs or an image of the "
                             "current runs (compare git revisions with `campaign diff`)")
     # paths is only read for git revisions, which the check above has turned away

@@ -20,6 +20,7 @@ from pathlib import Path
 import duckdb
 
 from stages.core.config import CampaignError, Paths
+from stages.render import run_sets as run_set_lib
 
 SQL = Path(__file__).parent / "sql" / "diff"
 TABLES = ("runs", "launches", "gates", "bench_points")
@@ -88,12 +89,12 @@ def resolve(token: str, *, params: dict, paths: Paths, current: duckdb.DuckDBPyC
     run_sets = params.get("run_sets") or {}
     specs = params.get("specs") or {}
     if token in run_sets:
-        rs = run_sets[token]
-        ids = _select(current, specs=list(rs.get("specs") or []), image=rs.get("image"))
-        return Side(token, ids, "current", current)
+        rs = run_set_lib.definition(token, run_sets, "params.yaml run_sets")
+        return Side(token, run_set_lib.select(current, rs, current_only=True), "current", current)
     if token in specs:
-        return Side(token, _select(current, specs=[token], image=None), "current", current)
-    by_image = _select(current, specs=[], image=token)
+        return Side(token, run_set_lib.select(current, {"specs": [token]}, current_only=True),
+                    "current", current)
+    by_image = run_set_lib.select(current, {"image": token}, current_only=True)
     if by_image:
         return Side(token, by_image, "current", current)
     if is_git_rev(paths.root, token):
@@ -102,10 +103,6 @@ def resolve(token: str, *, params: dict, paths: Paths, current: duckdb.DuckDBPyC
         return Side(token, ids, token, db)
     known = ", ".join(list(run_sets) + list(specs))
     raise CampaignError(f"{token!r} is not a run set, spec, image or git revision (known: {known})")
-
-
-def _select(db, *, specs: list[str], image: str | None) -> list[str]:
-    return [r[0] for r in db.execute(_sql("select_runs"), {"specs": specs, "image": image}).fetchall()]
 
 
 def _has_table(db: duckdb.DuckDBPyConnection, table: str) -> bool:

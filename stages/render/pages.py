@@ -13,6 +13,7 @@ import jinja2
 import yaml
 
 from stages.render import compare_page
+from stages.render import run_sets as run_set_lib
 from stages.render.chart_writer import ChartWriter
 from stages.core.config import CampaignError
 from stages.render.errors import FactError
@@ -57,25 +58,63 @@ def split_front_matter(text: str, origin: str) -> tuple[dict[str, Any], str]:
     return meta, text[end + 5:]
 
 
-def load_pages(templates_dir: Path) -> tuple[PageSpec | None, list[PageSpec]]:
-    """The index page and the Parts, ordered by their `part` number (the Compare page, which is
-    not a part, is read by `load_page`)."""
+PART_KEYS = ("part", "title", "date", "description", "template")
+PART_OPTIONAL = ("authors", "categories", "runs", "needs")
+
+
+def load_series(series_file: Path, templates_dir: Path,
+                run_sets: dict[str, Any] | None = None) -> tuple[PageSpec | None, list[PageSpec]]:
+    """The index page and the Parts that `series_file` lists, in their order. A Part's meta is its
+    series entry, with `run_set` the run set it covers (resolved against params' run_sets)."""
     if not templates_dir.is_dir():
         raise CampaignError(f"{templates_dir}: no templates folder")
-    index, parts = None, []
-    for path in sorted(templates_dir.glob(f"*{TEMPLATE_SUFFIX}")):
-        if path.name == compare_page.TEMPLATE:
-            continue
-        meta, body = split_front_matter(path.read_text(), path.name)
-        spec = PageSpec(path, path.name[: -len(".j2")], meta, body)
-        if path.name == INDEX_TEMPLATE:
-            index = spec
-        else:
-            for key in ("title", "date", "description", "part"):
-                if key not in meta:
-                    raise CampaignError(f"{path.name}: front matter lacks {key!r}")
-            parts.append(spec)
-    parts.sort(key=lambda p: (p.meta["part"], p.name))
+    try:
+        series = yaml.safe_load(series_file.read_text()) or {}
+    except FileNotFoundError:
+        raise CampaignError(f"{series_file}: not found (the series file lists the Parts)") from None
+    except yaml.YAMLError as exc:
+        raise CampaignError(f"{series_file.name}: not valid YAML: {exc}".splitlines()[0]) from None
+    entries = series.get("parts") if isinstance(series, dict) else None
+    if not isinstance(entries, list):
+        raise CampaignError(f"{series_file.name}: needs a list under `parts`")
+    parts, numbers, names = [], set(), set()
+    for i, entry in enumerate(entries, start=1):
+        origin = f"{series_file.name}: part entry {i}"
+        if not isinstance(entry, dict):
+            raise CampaignError(f"{origin}: not a mapping")
+        lacking = [k for k in PART_KEYS if k not in entry]
+        unknown = sorted(set(entry) - set(PART_KEYS) - set(PART_OPTIONAL))
+        if lacking or unknown:
+            raise CampaignError(f"{origin}: " + "; ".join(
+                ([f"lacks {', '.join(lacking)}"] if lacking else [])
+                + ([f"unknown key(s) {', '.join(unknown)}"] if unknown else [])))
+        if entry["part"] in numbers:
+            raise CampaignError(f"{origin}: part {entry['part']} is listed twice")
+        numbers.add(entry["part"])
+        template = str(entry["template"])
+        path = templates_dir / template
+        if not template.endswith(TEMPLATE_SUFFIX) or "/" in template or not path.is_file():
+            raise CampaignError(f"{origin}: template {template!r} is not a {TEMPLATE_SUFFIX} file "
+                                f"in {templates_dir.name}/")
+        name = template[: -len(".j2")]
+        if name in names:
+            raise CampaignError(f"{origin}: template {template!r} is used twice")
+        names.add(name)
+        meta = {k: v for k, v in entry.items() if k != "runs"}
+        if entry.get("runs") is not None:
+            meta["run_set"] = run_set_lib.definition(entry["runs"], run_sets, origin)
+            meta["run_set_name"] = entry["runs"] if isinstance(entry["runs"], str) else None
+            meta.setdefault("profile", meta["run_set"].get("profile"))
+        meta_text, body = split_front_matter(path.read_text(), template)
+        if meta_text:
+            raise CampaignError(f"{template}: a Part's settings live in {series_file.name}, "
+                                "not in front matter")
+        parts.append(PageSpec(path, name, meta, body))
+    index_path = templates_dir / INDEX_TEMPLATE
+    index = None
+    if index_path.is_file():
+        meta, body = split_front_matter(index_path.read_text(), INDEX_TEMPLATE)
+        index = PageSpec(index_path, INDEX_TEMPLATE[: -len(".j2")], meta, body)
     return index, parts
 
 
@@ -89,8 +128,13 @@ def load_page(path: Path) -> PageSpec | None:
     return PageSpec(path, path.name[: -len(".j2")], meta, body)
 
 
+PUBLIC_META = ("title", "date", "authors", "description", "categories", "part")
+
+
 def dump_front_matter(meta: dict[str, Any]) -> str:
-    return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n\n"
+    """The front matter mkdocs reads: what a reader may see, not the run set behind it."""
+    shown = {k: meta[k] for k in PUBLIC_META if k in meta}
+    return "---\n" + yaml.safe_dump(shown, sort_keys=False, allow_unicode=True) + "---\n\n"
 
 # ---------------------------------------------------------------- pages
 
@@ -169,13 +213,25 @@ def render_page(spec: PageSpec, *, env: jinja2.Environment, book: FactBook, part
                         macros.tables_used, writer.written[charts_before:])
 
 
-def page_shown(spec: PageSpec, book: FactBook) -> bool:
-    """False when the page's `needs:` row query returns no rows (nothing to write about yet)."""
+def page_shown(spec: PageSpec, book: FactBook) -> str | None:
+    """None when the Part has something to show; else the one-line reason it is left out: its run
+    set selects no runs, or its `needs:` row query returns no rows. A shown Part's meta gains
+    `run_ids` (every attempt in its run set, oldest first) and `models` (in order of first run)."""
     needs = spec.meta.get("needs")
-    if not needs:
-        return True
-    try:
-        _, rows = book.rows(str(needs), {})
-    except FactError as exc:
-        raise FactError(f"{spec.template.name}: needs: {exc}") from None
-    return bool(rows)
+    if needs:
+        try:
+            _, rows = book.rows(str(needs), {})
+        except FactError as exc:
+            raise FactError(f"{spec.template.name}: needs: {exc}") from None
+        if not rows:
+            return f"{spec.name}: left out, its row query {needs!r} returns no rows"
+    run_set = spec.meta.get("run_set")
+    if run_set is not None:
+        run_ids = run_set_lib.select(book.con, run_set)
+        if not run_ids:
+            label = spec.meta.get("run_set_name") or run_set
+            return f"{spec.name}: left out, its run set {label} selects no runs"
+        spec.meta["run_ids"] = run_ids
+        _, rows = book.rows("run_set_models", {"run_ids": run_ids})
+        spec.meta["models"] = [r["model"] for r in rows]
+    return None

@@ -39,7 +39,7 @@ from stages.render.chart_writer import ChartWriter
 from stages.derive.stage import PUBLIC_TABLES
 from stages.render.escape import escape_text
 from stages.render.facts import FactBook
-from stages.render.pages import PageSpec, load_page, load_pages, page_shown, render_page
+from stages.render.pages import PageSpec, load_page, load_series, page_shown, render_page
 from stages.render.site_build import build_site, check_ours, fresh_dir, mark, site_nav, swap_in, write_atomic
 from stages.render.sources import load_sources, sources_page
 from stages.core.secrets import redact_text
@@ -96,15 +96,23 @@ def _print(value: Any) -> Markup:
 def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, sources: dict,
                index: PageSpec | None, parts: list[PageSpec], compare_spec: PageSpec | None,
                runs_dir: Path, root: Path, nodes_dir: Path | None, compare: list[dict] | None,
-               run_sets: dict | None, warehouse_file: Path):
-    """The docs folder's content, written into the (empty) folder `docs_dir`."""
+               run_sets: dict | None, warehouse_file: Path, notices: list[str]):
+    """The docs folder's content, written into the (empty) folder `docs_dir`. A Part left out
+    (nothing to show) adds its one-line reason to `notices`."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir)), autoescape=True,
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              trim_blocks=True, lstrip_blocks=True, finalize=_print)
     con = duckdb.connect(str(campaign_db), read_only=True)
     try:
         book = FactBook(con, root=root, sha=git_sha(root), raw_dirs=(runs_dir, nodes_dir))
-        parts = [p for p in parts if page_shown(p, book)]
+        shown = []
+        for part in parts:
+            reason = page_shown(part, book)
+            if reason is None:
+                shown.append(part)
+            else:
+                notices.append(reason)
+        parts = shown
         writer = ChartWriter(docs_dir, book)
         kwargs = dict(env=env, book=book, parts=parts, writer=writer, sources=sources,
                       runs_dir=runs_dir, root=root, nodes_dir=nodes_dir)
@@ -141,7 +149,8 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
         root: Path, build: bool = True, templates_dir: Path | None = None,
         sources_file: Path | None = None, mkdocs_config: Path | None = None,
         warehouse_file: Path | None = None, nodes_dir: Path | None = None,
-        compare: list[dict] | None = None, run_sets: dict | None = None) -> dict[str, Any]:
+        compare: list[dict] | None = None, run_sets: dict | None = None,
+        series_file: Path | None = None) -> dict[str, Any]:
     """Render the article series from campaign.duckdb and (when build) build the site.
     `nodes_dir` holds the node probe folders that node evidence blocks read. `compare` is
     params.yaml's list of {base, head, title} pairs for the Compare page; `run_sets` the run sets
@@ -155,10 +164,12 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
     sources_file = sources_file or root / "site" / "sources.yaml"
     mkdocs_config = mkdocs_config or root / "mkdocs.yml"
     warehouse_file = warehouse_file or templates_dir.parent / "warehouse.yaml"
+    series_file = series_file or templates_dir.parent / "series.yaml"
     if not Path(campaign_db).is_file():
         raise CampaignError(f"{campaign_db}: not found (run the derive stage first)")
     sources = load_sources(sources_file)
-    index, parts = load_pages(templates_dir)
+    index, parts = load_series(series_file, templates_dir, run_sets)
+    notices: list[str] = []
     compare_spec = load_page(templates_dir / compare_page.TEMPLATE)
     docs_dir, site_dir = Path(docs_dir), Path(site_dir)
     for target in (docs_dir, site_dir) if build else (docs_dir,):
@@ -171,7 +182,8 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
         rendered, facts, downloads, interactive, book = write_docs(
             docs_tmp, campaign_db=campaign_db, templates_dir=templates_dir, sources=sources,
             index=index, parts=parts, compare_spec=compare_spec, runs_dir=runs_dir, root=root,
-            nodes_dir=nodes_dir, compare=compare, run_sets=run_sets, warehouse_file=warehouse_file)
+            nodes_dir=nodes_dir, compare=compare, run_sets=run_sets, warehouse_file=warehouse_file,
+            notices=notices)
         nav = site_nav([p.name for p in rendered] + ["SOURCES.md", warehouse_page.PAGE_NAME], mkdocs_config)
         if build:
             site_tmp = fresh_dir(site_dir)
@@ -196,4 +208,5 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
         "interactive_charts": interactive,
         "facts_file": str(facts_file),
         "site_index": str(site_index) if site_index else None,
+        "notices": notices,
     }
