@@ -257,7 +257,8 @@ def render(no_build: bool, root: str) -> None:
                                    templates_dir=paths.templates, series_file=paths.series,
                                    sources_file=paths.sources,
                                    warehouse_file=paths.table_docs, mkdocs_config=paths.mkdocs,
-                                   compare=params.get("compare"), run_sets=params.get("run_sets"))
+                                   compare=params.get("compare"), run_sets=params.get("run_sets"),
+                                   specs=params.get("specs"))
     for notice in summary.pop("notices"):
         progress(f"render: {notice}")
     _echo_summary(summary)

@@ -36,6 +36,14 @@ create table launches (run_id varchar, status varchar, ready_s double, kv_tokens
   attention_backend varchar, error_type varchar, error_message varchar, error_worker varchar,
   kv_cache_dtype varchar, command varchar, kv_source_file varchar, kv_source_line integer, error_source_file varchar,
   error_source_line integer, source_file varchar, source_line integer);
+create table launch_log_facts (run_id varchar, fact varchar, value_num double, value_text varchar,
+  detail varchar, source_file varchar, source_line integer);
+create table launch_changes (run_id varchar, previous_run_id varchar, change varchar, name varchar,
+  old_value varchar, new_value varchar, source_file varchar, source_line integer);
+create table point_engine_stats (run_id varchar, point_id varchar, stats_lines bigint,
+  running_reqs_max integer, waiting_reqs_max integer, gen_tok_s_max double,
+  running_source_file varchar, running_source_line integer, waiting_source_file varchar,
+  waiting_source_line integer, gen_source_file varchar, gen_source_line integer);
 create table run_events (run_id varchar, event varchar, point_id varchar, detail varchar,
   source_file varchar, source_line integer);
 create table gates (run_id varchar, gate varchar, score double, probes integer,

@@ -184,11 +184,30 @@ def check_params(params: dict[str, Any], root: Path | str = ".") -> list[str]:
         specs = {}
     for name, s in specs.items():
         problems += _check_spec(name, s, profiles, groups, shaped)
+        problems += _check_arm(name, s, specs)
     run_specs = params.get("run_specs") or []
     if not isinstance(run_specs, list):
         problems.append("run_specs must be a list of spec names")
         run_specs = []
     problems += [f"run_specs: {name!r} is not one of specs" for name in run_specs if name not in specs]
+    return problems
+
+
+ARM_LINKS = ("follow_up_of", "superseded_by")   # a spec's labels naming another spec
+
+
+def _check_arm(name: str, s: Any, specs: dict[str, Any]) -> list[str]:
+    """A spec's arm labels: follow_up_of and superseded_by name another spec; phase is a positive
+    integer."""
+    if not isinstance(s, dict):
+        return []
+    problems = []
+    for key in ARM_LINKS:
+        other = s.get(key)
+        if other is not None and (other not in specs or other == name):
+            problems.append(f"specs.{name}.{key}: {other!r} is not another spec")
+    if "phase" in s and not _positive_int(s["phase"]):
+        problems.append(f"specs.{name}.phase must be a positive integer, not {s['phase']!r}")
     return problems
 
 

@@ -24,7 +24,9 @@ def audit_page(fact: Fact, *, runs_dir: Path, root: Path, titles: dict[str, str]
         f"| Value | **{escape_text(fact.display)}**{unit} |",
         f"| Stored value | {code(json.dumps(fact.value, default=str))} |",
         f"| Fact id | {code(fact.id)} |",
-        f"| Query | `{fact_query_path(fact.name)}` |",
+        (f"| Derived | the {escape_text(fact.name)} of "
+         + " and ".join(f"[{escape_text(i)}]({audit_target('', i)})" for i in fact.inputs) + " |"
+         if fact.inputs else f"| Query | `{fact_query_path(fact.name)}` |"),
         f"| Parameters | {params} |",
         f"| Runs | {runs} |",
         f"| Raw source | {source} |",

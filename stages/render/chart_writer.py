@@ -1,6 +1,7 @@
 """Chart files: each chart a page draws, as its Vega-Lite spec, static SVG and PNG."""
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -26,6 +27,19 @@ def _redacted(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def file_suffix(params: dict[str, Any]) -> str:
+    """What tells a chart's files apart: its scalar parameters, and a digest of its lists (a
+    Part's run ids)."""
+    parts = []
+    for key, value in sorted(params.items()):
+        if isinstance(value, (list, tuple)):
+            digest = hashlib.sha1(json.dumps([str(v) for v in value]).encode()).hexdigest()[:8]
+            parts.append(f"-{digest}")
+        else:
+            parts.append(f"-{re.sub(r'[^A-Za-z0-9_.-]', '-', str(value))}")
+    return "".join(parts)
+
+
 class ChartWriter:
     """Writes a chart's Vega-Lite spec, static SVG and PNG under assets/charts/<page>/."""
 
@@ -49,18 +63,20 @@ class ChartWriter:
         return self._domain
 
     def write(self, page_stem: str, name: str, profile: str | None = None,
-              params: dict[str, Any] | None = None) -> str:
-        """A chart of the bench points of `profile`, or (charts listed in charts.CHART_ROWS) of
-        its row query bound with `params`; each set of params gets its own files."""
+              params: dict[str, Any] | None = None, query: str | None = None) -> str:
+        """A chart of the bench points of `profile`; or of the rows of its row query (charts
+        listed in charts.CHART_ROWS, or any bench-point chart given `query`, e.g. one model's
+        points) bound with `params`. Each set of params gets its own files."""
         try:
             fn = chart_lib.chart_by_name(name)
         except KeyError as exc:
             raise FactError(str(exc.args[0])) from None
         params = dict(params or {})
-        if name in chart_lib.CHART_ROWS:
+        query = query or chart_lib.CHART_ROWS.get(name)
+        if query:
             if profile:
                 params.setdefault("profile", profile)
-            sql, rows = self.book.rows(chart_lib.CHART_ROWS[name], params)
+            sql, rows = self.book.rows(query, params)
             params = {k: v for k, v in params.items() if k in sql_params(sql)}   # names the files
             df = _redacted(pd.DataFrame(rows))
             if df.empty:
@@ -73,10 +89,10 @@ class ChartWriter:
             if df.empty:
                 return "*No benchmark points for this profile yet.*"
             chart = fn(df, self.domain())
+        spec = chart.to_dict()
+        suffix = file_suffix(params)
         import vl_convert as vlc
 
-        spec = chart.to_dict()
-        suffix = "".join(f"-{re.sub(r'[^A-Za-z0-9_.-]', '-', str(v))}" for _, v in sorted(params.items()))
         rel = f"assets/charts/{page_stem}/{name}{suffix}"
         out = self.docs_dir / rel
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -73,18 +73,35 @@ def _shown(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
-def evidence_output(command: str, text: str, pattern: str | None, lines: int | None) -> list[str]:
+EVIDENCE_COMMANDS = ("cat", "head", "grep -m1", "grep -n -m1", "grep", "sed -n")
+
+
+def evidence_output(command: str, text: str, pattern: str | None, lines: int | None,
+                    line: int | None = None) -> list[str]:
+    """What `command` prints for `text`: cat, head (`lines`, default 10), grep -m1 and
+    grep -n -m1 (the first line matching `pattern`, the latter numbered), grep (every matching
+    line, at most `lines`), sed -n (line number `line`)."""
     content = text.splitlines()
     if command == "cat":
         return content
     if command == "head":
         return content[: lines or 10]
-    if command == "grep -m1":
+    if command == "sed -n":
+        if not line or line < 1:
+            raise FactError("evidence sed -n needs a line number")
+        return content[line - 1: line]
+    if command in ("grep -m1", "grep -n -m1", "grep"):
         if not pattern:
-            raise FactError("evidence grep -m1 needs a pattern")
+            raise FactError(f"evidence {command} needs a pattern")
         rx = re.compile(pattern)
-        return next(([line] for line in content if rx.search(line)), [])
-    raise FactError(f"unknown evidence command {command!r} (known: cat, head, grep -m1)")
+        found = [(i, text_) for i, text_ in enumerate(content, start=1) if rx.search(text_)]
+        if command == "grep":
+            return [text_ for _, text_ in found[: lines or 10]]
+        found = found[:1]
+        if command == "grep -n -m1":
+            return [f"{i}:{text_}" for i, text_ in found]
+        return [text_ for _, text_ in found]
+    raise FactError(f"unknown evidence command {command!r} (known: {', '.join(EVIDENCE_COMMANDS)})")
 
 
 def cat_v(data: bytes) -> str:
@@ -108,7 +125,7 @@ def cat_v(data: bytes) -> str:
 
 def render_evidence(command: str, run_id: str, file: str, *, runs_dir: Path, root: Path,
                     pattern: str | None = None, lines: int | None = None,
-                    cut: int | None = None) -> str:
+                    cut: int | None = None, line: int | None = None) -> str:
     """`$ command path` and its output, computed from the raw file now, HTML-escaped.
     `runs_dir` is the folder that holds `run_id` (run folders, or node probe folders); `cat -v`
     shows control characters (a terminal's escape codes) as visible text."""
@@ -116,9 +133,13 @@ def render_evidence(command: str, run_id: str, file: str, *, runs_dir: Path, roo
         raise FactError(f"evidence: bad run id or file {run_id!r} {file!r}")
     path = runs_dir / run_id / file
     shown = shlex.quote(_shown(path, root))
-    if command == "grep -m1":
-        shell = f"grep -m1 {'-E ' if re.search(r'[]|()+?{}[]', pattern or '') else ''}" \
-                f"{shlex.quote(pattern or '')} {shown}"
+    if command.startswith("grep"):
+        extended = "-E " if re.search(r"[]|()+?{}[]", pattern or "") else ""
+        shell = f"{command} {extended}{shlex.quote(pattern or '')} {shown}"
+        if command == "grep":
+            shell += f" | head -n {lines or 10}"
+    elif command == "sed -n":
+        shell = f"sed -n {int(line or 0)}p {shown}"
     elif command == "head":
         shell = f"head -n {lines or 10} {shown}"
     else:
@@ -129,7 +150,7 @@ def render_evidence(command: str, run_id: str, file: str, *, runs_dir: Path, roo
         data, more = read_raw(path, (runs_dir,))
     except FileNotFoundError:
         if command != "cat -v":
-            evidence_output(command, "", pattern, lines)  # still reject unknown commands
+            evidence_output(command, "", pattern, lines, line)  # still reject unknown commands
         out = [f"{command.split()[0]}: {_shown(path, root)}: No such file or directory"]
     except (RawFileRefused, OSError) as exc:
         reason = str(exc).split(": ", 1)[-1] if isinstance(exc, RawFileRefused) else exc.strerror
@@ -138,7 +159,7 @@ def render_evidence(command: str, run_id: str, file: str, *, runs_dir: Path, roo
         if command == "cat -v":
             out = cat_v(data).splitlines()
         else:
-            out = evidence_output(command, data.decode("utf-8", errors="replace"), pattern, lines)
+            out = evidence_output(command, data.decode("utf-8", errors="replace"), pattern, lines, line)
         if cut:
             out = [line[: int(cut)] for line in out]
         if more:

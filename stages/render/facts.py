@@ -51,6 +51,7 @@ ALLOWED_PATTERNS = (
     r"\b2\(n-1\)/n",  # the all-reduce bus factor, as nccl-tests writes it
 )
 PLACEHOLDER = re.compile(r"@@M[A-Z]+@@")
+MACROS_SQL = "macros.sql"   # table macros the row queries share, beside the rows folder
 SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
@@ -74,6 +75,7 @@ class Fact:
     stage: str
     git_sha: str | None
     pages: list[str] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)   # a derived fact's two facts (derived.py)
 
     def record(self) -> dict[str, Any]:
         return asdict(self)
@@ -145,6 +147,9 @@ class FactBook:
         self.rows_sql = rows_sql
         self.facts: dict[str, Fact] = {}
         self._table_columns: dict[str, set[str]] = {}
+        macros = rows_sql.parent / MACROS_SQL
+        if macros.is_file():
+            con.execute(macros.read_text())
 
     def fact_sql(self, name: str) -> str:
         declared = column_facts(self.facts_sql / COLUMN_FACTS).get(name)
@@ -351,9 +356,9 @@ class PageMacros:
 
     # -- evidence
     def evidence(self, command: str, run_id: str, file: str, pattern: str | None = None,
-                 lines: int | None = None, cut: int | None = None) -> Markup:
-        return self.hold(render_evidence(command, run_id, file, runs_dir=self.runs_dir,
-                                         root=self.root, pattern=pattern, lines=lines, cut=cut))
+                 lines: int | None = None, cut: int | None = None, line: int | None = None) -> Markup:
+        return self.hold(render_evidence(command, run_id, file, runs_dir=self.runs_dir, root=self.root,
+                                         pattern=pattern, lines=lines, cut=cut, line=line))
 
     def node_evidence(self, command: str, node_id: str, file: str, pattern: str | None = None,
                       lines: int | None = None, cut: int | None = None) -> Markup:
@@ -392,7 +397,8 @@ def trace(fact_id_: str, facts_file: Path) -> str:
     lines = [
         f"fact     {found['id']}",
         f"value    {format_value(found['value'])}{' ' + found['unit'] if found.get('unit') else ''}",
-        f"query    {fact_query_path(found['name'])} {json.dumps(found['params'])}",
+        (f"derived  {found['name']} of {' and '.join(found['inputs'])}" if found.get("inputs") else
+         f"query    {fact_query_path(found['name'])} {json.dumps(found['params'])}"),
         f"runs     {', '.join(found['run_ids']) or '-'}",
         f"source   {found['source_file']}:{found['source_line']}" if found["source_file"] else "source   -",
         f"excerpt  {found['excerpt']}" if found.get("excerpt") else "excerpt  -",

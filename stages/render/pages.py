@@ -18,6 +18,7 @@ from stages.render.chart_writer import ChartWriter
 from stages.core.config import CampaignError
 from stages.render.errors import FactError
 from stages.render.escape import escape_text
+from stages.render.derived import derive
 from stages.render.facts import FactBook, PageMacros, check_digits
 from stages.render.sources import apply_citations, sources_section
 
@@ -142,13 +143,46 @@ def _part_label(meta: dict[str, Any]) -> str:
     return str(meta.get("title", ""))
 
 
+def arm_labels(specs: dict[str, Any] | None) -> dict[str, str]:
+    """Each labelled spec's arm label, from its params.yaml entry: follow-up of another spec,
+    superseded by another, or a later phase."""
+    labels = {}
+    for name, s in (specs or {}).items():
+        if not isinstance(s, dict):
+            continue
+        words = []
+        if s.get("follow_up_of"):
+            words.append(f"follow-up of {s['follow_up_of']}")
+        if s.get("superseded_by"):
+            words.append(f"superseded by {s['superseded_by']}")
+        if s.get("phase"):
+            words.append(f"phase {s['phase']}")
+        if words:
+            labels[str(name)] = "; ".join(words)
+    return labels
+
+
 def page_globals(macros: PageMacros, spec: PageSpec, parts: list[PageSpec],
-                 writer: ChartWriter) -> dict[str, Any]:
+                 writer: ChartWriter, arms: dict[str, str] | None = None) -> dict[str, Any]:
     meta = spec.meta
     stem = spec.name[: -len(".md")]
+    arms = arms or {}
 
-    def chart(name: str, profile: str | None = None, **params: Any):
-        return macros.hold(writer.write(stem, name, profile or meta.get("profile"), params))
+    def chart(name: str, profile: str | None = None, query: str | None = None, **params: Any):
+        return macros.hold(writer.write(stem, name, profile or meta.get("profile"), params, query=query))
+
+    def arm(spec_name: str | None):
+        """The spec's arm label in brackets, or nothing."""
+        label = arms.get(str(spec_name)) if spec_name else None
+        return macros.hold(f" *({escape_text(label)})*" if label else "")
+
+    def derived(op: str):
+        def make(a_name: str, a_params: dict, b_name: str, b_params: dict,
+                 decimals: int | None = None, show_unit: bool = False):
+            fact = derive(macros.book, op, a_name, a_params, b_name, b_params, page=macros.page,
+                          decimals=decimals)
+            return macros.hold(macros.fact_markup(fact, show_unit))
+        return make
 
     def nav():
         names = [p.name for p in parts]
@@ -176,7 +210,8 @@ def page_globals(macros: PageMacros, spec: PageSpec, parts: list[PageSpec],
         "rows": macros.rows, "evidence": macros.evidence, "node_evidence": macros.node_evidence,
         "run_ref": macros.run_ref,
         "text": macros.text, "chart": chart, "nav": nav, "byline": byline,
-        "parts_list": parts_list,
+        "parts_list": parts_list, "arm": arm, "ratio": derived("ratio"),
+        "difference": derived("difference"),
     }
 
 
@@ -190,14 +225,14 @@ def downloads_section(tables: list[str]) -> str:
 
 def render_page(spec: PageSpec, *, env: jinja2.Environment, book: FactBook, parts: list[PageSpec],
                 writer: ChartWriter, sources: dict[str, dict], runs_dir: Path,
-                root: Path, nodes_dir: Path | None = None,
+                root: Path, nodes_dir: Path | None = None, arms: dict[str, str] | None = None,
                 extra_globals: Callable[[PageMacros], dict[str, Any]] | None = None) -> RenderedPage:
     """One page. `extra_globals` gives a page macros of its own, built on its PageMacros."""
     macros = PageMacros(book, page=spec.name, runs_dir=runs_dir, root=root, nodes_dir=nodes_dir)
     charts_before = len(writer.written)
     try:
         template = env.from_string(spec.body)
-        names = page_globals(macros, spec, parts, writer)
+        names = page_globals(macros, spec, parts, writer, arms)
         if extra_globals is not None:
             names.update(extra_globals(macros))
         text = template.render(**names)

@@ -1,0 +1,25 @@
+-- Prefill rate of a benchmark point: the median, over the requests its time to first token is
+-- computed from (answered, not served from the prefix cache), of prompt tokens over time to
+-- first token.
+with kept as (
+    select r.run_id, r.prefill_tok_s, r.source_file, r.source_line
+    from bench_requests as r
+    where r.run_id = $run_id and r.workload = $workload and r.concurrency = $concurrency
+      and r.ok
+      and not exists (
+          select 1 from invalid_rows as i
+          where i.run_id = r.run_id and i.point_id = r.point_id and i.request_idx = r.request_idx
+            and i.reason in ('prefix_cache', 'failed'))
+),
+
+final as (
+    select
+        median(prefill_tok_s) as value,
+        'tok/s' as unit,
+        list(distinct run_id) as run_id,
+        min(source_file) as source_file,
+        cast(null as integer) as source_line
+    from kept
+)
+
+select * from final

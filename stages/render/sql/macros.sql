@@ -1,0 +1,14 @@
+-- Table macros the row queries share, created (temporary) on the render stage's connection.
+-- section_runs(run_ids, model): every attempt of one model among a Part's runs, with its launch's
+-- status and its gate's verdict, oldest first.
+create temp macro section_runs(run_ids, model_name) as table
+    select
+        r.*,
+        coalesce(l.status, 'unknown')         as status,
+        coalesce(g.provisional, false)        as gate_provisional,
+        g.run_id is not null                  as gated
+    from runs as r
+    left join launches as l on l.run_id = r.run_id
+    left join gates as g on g.run_id = r.run_id and g.gate = 'niah'
+    where list_contains(run_ids, r.run_id) and r.model = model_name
+    order by r.started_at, r.run_id;
