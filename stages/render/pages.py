@@ -264,8 +264,9 @@ def page_shown(spec: PageSpec, book: FactBook) -> str | None:
     if run_set is not None:
         run_ids = run_set_lib.select(book.con, run_set)
         if not run_ids:
-            label = spec.meta.get("run_set_name") or run_set
-            return f"{spec.name}: left out, its run set {label} selects no runs"
+            label = spec.meta.get("run_set_name") or " ".join(
+                f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in run_set.items())
+            return f"{spec.name}: left out, its run set ({label}) selects no runs"
         spec.meta["run_ids"] = run_ids
         _, rows = book.rows("run_set_models", {"run_ids": run_ids})
         spec.meta["models"] = [r["model"] for r in rows]

@@ -2,7 +2,7 @@
 -- computed from (answered, not served from the prefix cache), of prompt tokens over time to
 -- first token.
 with kept as (
-    select r.run_id, r.prefill_tok_s, r.source_file, r.source_line
+    select r.run_id, r.prefill_tok_s
     from bench_requests as r
     where r.run_id = $run_id and r.workload = $workload and r.concurrency = $concurrency
       and r.ok
@@ -17,7 +17,7 @@ final as (
         median(prefill_tok_s) as value,
         'tok/s' as unit,
         list(distinct run_id) as run_id,
-        min(source_file) as source_file,
+        cast(null as varchar) as source_file,
         cast(null as integer) as source_line
     from kept
 )
