@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -17,15 +18,19 @@ from stages.tools import synth_node
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "node_campaign" / "runs"
-GLM_CRASH, GLM = "glm53__tp8_dcp8__1024k__vllm__1116-060000", "glm53__tp8_dcp8__1024k__vllm__1116-062500"
+GLM_CRASH = "glm53__tp8_dcp8__1024k__vllm__1116-060000"
+GLM = "glm53__tp8_dcp8__1024k__vllm__1116-062500"
 MINIMAX_STABLE = "minimax_m3__tep8__1024k__vllm__1116-091000"
 MINIMAX = "minimax_m3__fx_tep8_recipe__1024k__vllm__1116-093000"
-DSV4_DEP, DSV4 = "dsv4_pro__dep8__781k__vllm__1116-110000", "dsv4_pro__tep8__781k__vllm__1116-112000"
-QWEN_STABLE, QWEN_NIGHTLY = "qwen3_235b__tp4__256k__vllm__1116-130000", "qwen3_235b__tp4__256k__vllm__1116-140000"
+DSV4_DEP = "dsv4_pro__dep8__781k__vllm__1116-110000"
+DSV4 = "dsv4_pro__tep8__781k__vllm__1116-112000"
+QWEN_STABLE = "qwen3_235b__tp4__256k__vllm__1116-130000"
+QWEN_NIGHTLY = "qwen3_235b__tp4__256k__vllm__1116-140000"
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +54,8 @@ def test_committed_fixture_is_a_fresh_generation(fresh: Path):
 
 
 def test_cli_writes_the_campaign_and_refuses_to_overwrite(tmp_path: Path):
-    cmd = [sys.executable, "-m", "stages.cli", "synth-node", "--out", str(tmp_path / "runs"), "--root", str(ROOT)]
+    cmd = [sys.executable, "-m", "stages.cli", "synth-node", "--out", str(tmp_path / "runs"),
+           "--root", str(ROOT)]
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
     first = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
     assert first.returncode == 0, first.stderr
@@ -76,7 +82,8 @@ def test_files_have_the_run_stage_shapes():
 # ---------------------------------------------------------------- ingest and derive of a copy
 
 @pytest.fixture(scope="module")
-def campaign(tmp_path_factory) -> duckdb.DuckDBPyConnection:
+def project(tmp_path_factory) -> Path:
+    """A project whose data/runs is a copy of the fixture, ingested and derived."""
     root = tmp_path_factory.mktemp("project")
     runs = root / "data" / "runs"
     shutil.copytree(FIXTURE, runs)
@@ -86,13 +93,18 @@ def campaign(tmp_path_factory) -> duckdb.DuckDBPyConnection:
     derive.run(warehouse=out / "warehouse.duckdb", campaign_db=out / "campaign.duckdb",
                derived_dir=out / "derived", metrics_file=out / "metrics.json",
                **derive_settings(load_params(ROOT)))
-    con = duckdb.connect(str(out / "campaign.duckdb"), read_only=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def campaign(project: Path) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(str(project / "campaign.duckdb"), read_only=True)
     yield con
     con.close()
 
 
-def rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict]:
-    cur = con.execute(sql)
+def rows(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> list[dict]:
+    cur = con.execute(sql, params or [])
     names = [d[0] for d in cur.description]
     return [dict(zip(names, r)) for r in cur.fetchall()]
 
@@ -114,27 +126,34 @@ def test_failed_launches_name_their_error(campaign):
     assert "kv_cache_dtype fp8" in got[MINIMAX_STABLE]["error_message"]
     assert got[MINIMAX_STABLE]["error_worker"].startswith("Worker_TP0_EP0")
     dep = got[DSV4_DEP]
-    assert dep["error_type"] == "ValueError" and "No available memory for the cache blocks" in dep["error_message"]
+    assert dep["error_type"] == "ValueError"
+    assert "No available memory for the cache blocks" in dep["error_message"]
     assert dep["kv_cache_gib"] < 0 and dep["engines"] == 8 and dep["kv_tokens"] is None
 
 
 def test_ready_launches_report_their_startup(campaign):
     got = {r["run_id"]: r for r in rows(campaign, "select * from launches where status = 'ready'")}
     assert set(got) == {GLM, MINIMAX, DSV4, QWEN_STABLE, QWEN_NIGHTLY}
-    assert (got[GLM]["kv_tokens"], got[GLM]["weights_gib"], got[GLM]["kv_cache_gib"]) == (3_981_312, 88.41, 31.62)
+    glm = got[GLM]
+    assert (glm["kv_tokens"], glm["weights_gib"], glm["kv_cache_gib"]) == (3_981_312, 88.41, 31.62)
     assert got[GLM]["kv_source_file"] == f"data/runs/{GLM}/server.log"
     assert got[MINIMAX]["moe_backend"] == "FLASHINFER_CUTLASS" and got[DSV4]["moe_backend"] == "DEEPGEMM"
-    assert (got[QWEN_STABLE]["moe_backend"], got[QWEN_NIGHTLY]["moe_backend"]) == ("TRITON", "FLASHINFER_CUTLASS")
+    assert got[QWEN_STABLE]["moe_backend"] == "TRITON"
+    assert got[QWEN_NIGHTLY]["moe_backend"] == "FLASHINFER_CUTLASS"
     assert all(r["kv_tokens"] > 0 and r["weights_gib"] > 0 and r["kv_cache_gib"] > 0 for r in got.values())
 
 
 def test_gates_and_images(campaign):
     gates = {r["run_id"]: r for r in rows(campaign, "select * from gates")}
-    assert (gates[MINIMAX]["passed_probes"], gates[MINIMAX]["probes"], gates[MINIMAX]["provisional"]) == (2, 3, True)
+    minimax = gates[MINIMAX]
+    assert (minimax["passed_probes"], minimax["probes"], minimax["provisional"]) == (2, 3, True)
     assert all(g["passed_probes"] == 3 for run, g in gates.items() if run != MINIMAX)
-    images = {r["run_id"]: r["image"] for r in rows(campaign, "select run_id, image from runs where spec = 'qwen3-235b-tp4'")}
-    assert images[QWEN_STABLE] == "vllm/vllm-openai:v0.31.0" and images[QWEN_NIGHTLY].startswith("vllm/vllm-openai:nightly-")
-    attempts = rows(campaign, "select run_id, attempt, is_current from runs where spec = 'glm53-tp8-dcp8' order by attempt")
+    images = {r["run_id"]: r["image"]
+              for r in rows(campaign, "select run_id, image from runs where spec = $1", ["qwen3-235b-tp4"])}
+    assert images[QWEN_STABLE] == "vllm/vllm-openai:v0.31.0"
+    assert images[QWEN_NIGHTLY].startswith("vllm/vllm-openai:nightly-")
+    attempts = rows(campaign, "select run_id, attempt, is_current from runs where spec = $1 order by attempt",
+                    ["glm53-tp8-dcp8"])
     assert [(r["run_id"], r["is_current"]) for r in attempts] == [(GLM_CRASH, False), (GLM, True)]
 
 
@@ -143,7 +162,8 @@ def test_points_capacity_and_cache(campaign):
     limited = {key for key, r in points.items() if r["capacity_limited"]}
     assert limited == {(MINIMAX, "short-1k__c64"), (DSV4, "doc-256k__c16")}
     assert points[(MINIMAX, "short-1k__c64")]["seq_limit"] == 16
-    assert {r["prompt_tokens"] for (run, _), r in points.items() if run == GLM} >= {1024, 256000, 512000, 1000000}
+    glm_prompts = {r["prompt_tokens"] for (run, _), r in points.items() if run == GLM}
+    assert glm_prompts >= {1024, 256000, 512000, 1000000}
     cached = points[(DSV4, "doc-256k__c01")]
     assert cached["cache_hit_pct"] > 20
     assert all(r["cache_hit_pct"] == 0 for key, r in points.items() if key != (DSV4, "doc-256k__c01"))
@@ -155,8 +175,28 @@ def test_points_capacity_and_cache(campaign):
 
 
 def test_conversations(campaign):
-    ramp = rows(campaign, f"select * from ramp_turns where run_id = '{GLM}' order by turn")
+    ramp = rows(campaign, "select * from ramp_turns where run_id = $1 order by turn", [GLM])
     assert len(ramp) == 10 and all(r["needle_found"] == 1 for r in ramp)
     assert ramp[-1]["context_tokens"] > 950_000
     agents = rows(campaign, "select * from agent_runs")
     assert [(r["run_id"], r["sessions"], r["completed"]) for r in agents] == [(MINIMAX, 8, 32)]
+
+
+def test_stats_lines_fall_within_each_point(project: Path):
+    """Every point's result date has the engine's stats lines of that point just before it."""
+    con = duckdb.connect(str(project / "warehouse.duckdb"), read_only=True)
+    try:
+        stats = con.execute("select run_id, log_time, prompt_tok_s, gen_tok_s from raw_log_stats").fetchall()
+        points = con.execute("select run_id, point_id, date, duration_s from raw_bench_points").fetchall()
+    finally:
+        con.close()
+    assert len(points) == 23
+    seen: dict[str, list[tuple[datetime, float]]] = {}
+    for run_id, log_time, prompt, gen in stats:
+        when = datetime.strptime(f"2026-{log_time}", "%Y-%m-%d %H:%M:%S")
+        seen.setdefault(run_id, []).append((when, prompt + gen))
+    for run_id, point_id, date, duration in points:
+        end = datetime.strptime(date, "%Y%m%d-%H%M%S")
+        lo, hi = end - timedelta(seconds=duration + 1), end + timedelta(seconds=11)
+        inside = [busy for t, busy in seen[run_id] if lo <= t <= hi]
+        assert inside and max(inside) > 0, (run_id, point_id)

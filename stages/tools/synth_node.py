@@ -191,7 +191,7 @@ class RunWriter:
                                     workload=p.workload, concurrency=p.concurrency, run_id=self.run_id,
                                     texts=texts)
         self.files[f"bench/{p.point_id}.json"] = body
-        self.files[f"bench/{p.point_id}.out"] = bench_printout(result)
+        self.files[f"bench/{p.point_id}.out"] = bench_printout(result, argv)
         self.counters.add(reqs)
         self._scrape(f"{p.point_id}.metrics.after.txt", end + 0.6)
         return end + 0.6 + GAP_S

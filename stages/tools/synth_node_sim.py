@@ -133,8 +133,8 @@ def bench_result(reqs: list[Req], *, when: datetime, model: str, workload: str, 
     return json.dumps(result), result
 
 
-def bench_printout(result: dict) -> str:
-    """What `vllm bench serve` prints, from the line after its arguments."""
+def bench_printout(result: dict, argv: list[str]) -> str:
+    """What `vllm bench serve` prints: its arguments (the ones given), then its report."""
     rows = [("Successful requests:", result["completed"]), ("Failed requests:", result["failed"]),
             ("Maximum request concurrency:", result["max_concurrency"]),
             ("Benchmark duration (s):", f"{result['duration']:.2f}"),
@@ -145,7 +145,7 @@ def bench_printout(result: dict) -> str:
             ("Peak output token throughput (tok/s):", f"{result['max_output_tokens_per_s']:.2f}"),
             ("Peak concurrent requests:", f"{result['max_concurrent_requests']:.2f}"),
             ("Total token throughput (tok/s):", f"{result['total_token_throughput']:.2f}")]
-    lines = ["WARNING: vllm bench serve no longer sets temperature==0 (greedy) in requests by default. "
+    lines = [namespace(argv), "WARNING: vllm bench serve no longer sets temperature==0 (greedy) in requests by default. "
              "The default will be determined on the server side and can be model/API specific. For the "
              "old behavior, include --temperature=0.",
              "Starting initial single prompt test run...", "Skipping endpoint ready check.",
@@ -163,6 +163,21 @@ def bench_printout(result: dict) -> str:
             lines.append(f"{f'{stat} {label} (ms):':<40} {result[f'{key}_{name}_ms']:<10.2f}")
     lines.append("=" * 50)
     return "\n".join(lines) + "\n"
+
+
+def namespace(argv: list[str]) -> str:
+    """The argparse Namespace line the benchmark prints first, for the flags of `argv`."""
+    fields: dict[str, object] = {}
+    key = None
+    for arg in argv:
+        if arg.startswith("--"):
+            key = arg[2:].replace("-", "_")
+            fields[key] = True
+        elif key == "metadata":
+            fields[key] = [*(fields[key] if isinstance(fields[key], list) else []), arg]
+        elif key is not None:
+            fields[key] = int(arg) if arg.isdigit() and key not in ("random_range_ratio",) else arg
+    return "Namespace(" + ", ".join(f"{k}={v!r}" for k, v in fields.items()) + ")"
 
 
 # ---------------------------------------------------------------- /metrics
