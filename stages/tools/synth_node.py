@@ -67,8 +67,8 @@ class RunWriter:
     def cmd_sh(self) -> str:
         env = {**(self.prof.get("env") or {}), **(self.spec.get("env") or {})}
         executor = DockerExecutor(root=Path("."), image=self.prof["image"], docker=self.prof.get("docker"))
-        launch = executor.launch(run_id=self.run_id, engine="vllm", model_path=self.model_path, args=self.args,
-                                 env=env, port=int(self.prof["port"]), gpus=list(self.a.gpus))
+        launch = executor.launch(run_id=self.run_id, engine="vllm", model_path=self.model_path,
+                                 args=self.args, env=env, port=int(self.prof["port"]), gpus=list(self.a.gpus))
         return launch.script(f"engine command of run {self.run_id}, run from the project root")
 
     def meta_json(self) -> str:
@@ -78,7 +78,8 @@ class RunWriter:
             "spec_params": self.spec_used, "profile": PROFILE, "engine": "vllm", "engine_version": None,
             "image": image, "image_digest": f"{image.split(':')[0]}@sha256:{_digest(image)}",
             "executor": "docker", "gpus": ",".join(map(str, self.a.gpus)), "model": self.spec["model"],
-            "model_path": self.model_path, "layout": self.spec["layout"], "ctx_label": ctx_label(self.max_len),
+            "model_path": self.model_path, "layout": self.spec["layout"],
+            "ctx_label": ctx_label(self.max_len),
             "max_model_len": self.max_len, "workloads": self.workloads, "gate": self.gate, "git_sha": GIT_SHA,
             "params_hash": params_hash(self.spec_used, self.prof, self.workloads, self.gate), "node": NODE,
             "started_at": iso(self.a.started),
@@ -107,7 +108,8 @@ class RunWriter:
         out.append(f"gate_score={self.score}")
         done = 0
         sweeps = {n: w for n, w in self.workloads.items() if "kind" not in w}
-        planned = {(p.workload, p.concurrency): p for p in bench.points_for(workloads=sweeps, names=list(sweeps))}
+        planned = {(p.workload, p.concurrency): p
+                   for p in bench.points_for(workloads=sweeps, names=list(sweeps))}
         for load in a.points:
             t = self._point(planned[(load.workload, load.concurrency)], load, t)
             done += 1
@@ -173,7 +175,8 @@ class RunWriter:
         argv = bench.bench_argv(p, base_url=f"http://127.0.0.1:{self.prof['port']}", model=self.model_path,
                                 tokenizer=self.model_path, result_dir=point_dir, run_id=self.run_id)
         self.lines.append((t, slog.access("POST /reset_prefix_cache", 404, t)))
-        self.files[f"bench/{p.point_id}.cmd"] = "vllm bench serve " + " ".join(shlex.quote(x) for x in argv) + "\n"
+        self.files[f"bench/{p.point_id}.cmd"] = \
+            "vllm bench serve " + " ".join(shlex.quote(x) for x in argv) + "\n"
         self._scrape(f"{p.point_id}.metrics.before.txt", t + 0.5)
         start = t + 0.5 + GAP_S
         context = p.prompt_tokens + p.output_tokens
@@ -187,9 +190,9 @@ class RunWriter:
         self.lines += slog.stats_lines(reqs, clock=self.clock, kv_tokens=self.a.startup.kv_tokens,
                                        start=start, end=end, rng=self.rng)
         texts = [self._text(p.output_tokens) for _ in reqs]
-        body, result = bench_result(reqs, when=self.a.started + timedelta(seconds=end + 0.3), model=self.model_path,
-                                    workload=p.workload, concurrency=p.concurrency, run_id=self.run_id,
-                                    texts=texts)
+        body, result = bench_result(reqs, when=self.a.started + timedelta(seconds=end + 0.3),
+                                    model=self.model_path, workload=p.workload, concurrency=p.concurrency,
+                                    run_id=self.run_id, texts=texts)
         self.files[f"bench/{p.point_id}.json"] = body
         self.files[f"bench/{p.point_id}.out"] = bench_printout(result, argv)
         self.counters.add(reqs)

@@ -145,7 +145,8 @@ def bench_printout(result: dict, argv: list[str]) -> str:
             ("Peak output token throughput (tok/s):", f"{result['max_output_tokens_per_s']:.2f}"),
             ("Peak concurrent requests:", f"{result['max_concurrent_requests']:.2f}"),
             ("Total token throughput (tok/s):", f"{result['total_token_throughput']:.2f}")]
-    lines = [namespace(argv), "WARNING: vllm bench serve no longer sets temperature==0 (greedy) in requests by default. "
+    lines = [namespace(argv),
+             "WARNING: vllm bench serve no longer sets temperature==0 (greedy) in requests by default. "
              "The default will be determined on the server side and can be model/API specific. For the "
              "old behavior, include --temperature=0.",
              "Starting initial single prompt test run...", "Skipping endpoint ready check.",
