@@ -109,8 +109,11 @@ def rows(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -
     return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
-def test_no_ingest_errors(campaign):
+def test_no_ingest_errors_and_every_run_of_the_node(campaign):
     assert rows(campaign, "select * from ingest_errors") == []
+    runs = rows(campaign, "select profile, executor, recovered from runs")
+    assert len(runs) == 8
+    assert {(r["profile"], r["executor"], r["recovered"]) for r in runs} == {("h200x8", "docker", False)}
 
 
 def test_failed_launches_name_their_error(campaign):
