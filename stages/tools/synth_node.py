@@ -111,6 +111,9 @@ class RunWriter:
         planned = {(p.workload, p.concurrency): p
                    for p in bench.points_for(workloads=sweeps, names=list(sweeps))}
         for load in a.points:
+            if (load.workload, load.concurrency) not in planned:
+                raise CampaignError(f"synth-node: spec {a.spec!r} has no point {load.workload} at "
+                                    f"concurrency {load.concurrency} in params.yaml")
             t = self._point(planned[(load.workload, load.concurrency)], load, t)
             done += 1
         for load in a.turns:
