@@ -11,7 +11,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from stages.core.config import derive_settings, load_params
+from stages.core.config import CampaignError, derive_settings, load_params
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
 from stages.tools import synth_node
@@ -203,3 +203,12 @@ def test_stats_lines_fall_within_each_point(project: Path):
         lo, hi = end - timedelta(seconds=duration + 1), end + timedelta(seconds=11)
         inside = [busy for t, busy in seen[run_id] if lo <= t <= hi]
         assert inside and max(inside) > 0, (run_id, point_id)
+
+
+def test_a_point_params_no_longer_plans_is_a_user_error(tmp_path: Path):
+    text = (ROOT / "params.yaml").read_text()
+    plan = "      prompt_tokens: 1024\n      output_tokens: 1024\n      concurrency: [1, 8, 64]\n"
+    assert plan in text
+    (tmp_path / "params.yaml").write_text(text.replace(plan, plan.replace("[1, 8, 64]", "[1, 8]")))
+    with pytest.raises(CampaignError, match="short-1k at concurrency 64"):
+        synth_node.run(out_dir=tmp_path / "runs", root=tmp_path)
