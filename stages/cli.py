@@ -334,6 +334,22 @@ def bench(scale: float, keep_data: bool, root: str) -> None:
     click.echo(f"report: {report}")
 
 
+@main.command("synth-node")
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="Folder to write the run folders into (their names must not exist there yet).")
+@root_option
+@user_errors
+def synth_node(out: str, root: str) -> None:
+    """Write the scripted node campaign (profile h200x8) as raw run folders, the same bytes each time.
+
+    Example: campaign synth-node --out tests/fixtures/node_campaign/runs
+    """
+    from stages.tools import synth_node as synth_node_mod
+
+    for run_id in synth_node_mod.run(out_dir=Path(out), root=Path(root)):
+        click.echo(run_id)
+
+
 @main.command()
 @root_option
 @user_errors
