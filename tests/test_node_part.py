@@ -1,0 +1,162 @@
+"""The node campaign's Parts, built from the committed synthetic node campaign
+(tests/fixtures/node_campaign) the way a team builds them: run folders in data/runs, the node
+profile active, `campaign ingest`, `derive`, `render`. Checks the series (Parts left out when their
+run set is empty), one section per model with its launch story, gate, speeds, charts and caveats,
+derived facts, and the Part in headless Chromium (charts drawn, failed launches quoted).
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from site_browser import Browser, SiteServer, find_chromium
+
+PROJECT = Path(__file__).resolve().parent.parent
+NODE_RUNS = Path(__file__).parent / "fixtures" / "node_campaign" / "runs"
+GIANTS, QUAD = "part-giants", "part-quad"
+
+
+def campaign(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "stages.cli", *args, "--root", str(root)],
+                          cwd=PROJECT, capture_output=True, text=True, check=True,
+                          env={"PYTHONPATH": str(PROJECT), "PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin"})
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("node")
+    params = (PROJECT / "params.yaml").read_text()
+    (root / "params.yaml").write_text(re.sub(r"(?m)^profile: local-cpu\b", "profile: h200x8", params))
+    shutil.copy(PROJECT / "mkdocs.yml", root / "mkdocs.yml")
+    shutil.copytree(PROJECT / "site", root / "site")
+    shutil.copytree(NODE_RUNS, root / "data" / "runs")
+    (root / "data" / "nodes").mkdir()
+    campaign(root, "ingest")
+    campaign(root, "derive")
+    out = campaign(root, "render")
+    docs, site = root / "data" / "docs", root / "data" / "site"
+    facts = {f["id"]: f for f in json.loads((root / "data" / "facts.json").read_text())}
+    return {"root": root, "docs": docs, "site": site, "stderr": out.stderr, "facts": facts,
+            "giants": (docs / f"{GIANTS}.md").read_text(), "quad": (docs / f"{QUAD}.md").read_text()}
+
+
+def plain(markdown: str) -> str:
+    """The page's text with fact links reduced to their values and HTML references decoded."""
+    import html
+    text = re.sub(r"\[([^\]]*)\]\(audit/[^)]*\)\{\.fact\}", r"\1", markdown)
+    return html.unescape(re.sub(r"<[^>]+>", "", text))
+
+
+def test_parts_without_runs_are_left_out_with_a_notice(built):
+    assert "part-local-cpu.md: left out, its run set (profile=local-cpu) selects no runs" in built["stderr"]
+    assert "part-node.md: left out" in built["stderr"]
+    assert not (built["docs"] / "part-local-cpu.md").exists()
+    index = (built["docs"] / "index.md").read_text()
+    assert "part-giants.md" in index and "part-quad.md" in index and "part-local-cpu.md" not in index
+
+
+def test_one_section_per_model_in_order_of_first_launch(built):
+    heads = re.findall(r"(?m)^## (.+)$", built["giants"])
+    assert [h for h in heads if h in ("GLM-5.3", "MiniMax-M3", "DeepSeek-V4-Pro")] == \
+        ["GLM-5.3", "MiniMax-M3", "DeepSeek-V4-Pro"]
+    for section in ("### Launches", "### The needle gate", "### One request at a time",
+                    "### How it scales with users", "### How many sequences fit",
+                    "### Caveats from the data", "### Conversations that grow"):
+        assert section in built["giants"], section
+
+
+def test_failed_launches_are_quoted_at_their_error_line_with_the_worker(built):
+    text = plain(built["giants"])
+    runs = built["root"] / "data" / "runs"
+    quoted = re.findall(r"\$ sed -n (\d+)p data/runs/([^/]+)/server\.log\n(.*)", text)
+    assert len(quoted) == 3, quoted          # glm53's first launch, minimax on v0.31.0, dsv4 dep8
+    for line, run_id, shown in quoted:
+        assert (runs / run_id / "server.log").read_text().splitlines()[int(line) - 1] == shown
+    assert "NotImplementedError, raised by\nWorker_TP2_DCP2" in text
+    assert "RuntimeError" in text
+
+
+def test_the_next_launch_shows_what_changed(built):
+    text = plain(built["giants"])
+    assert re.search(r"\| flag added \| --dcp-comm-backend \|\s*\| ag_rs \|", text)
+    quad = plain(built["quad"])
+    assert re.search(r"\| image changed \| image \| vllm/vllm-openai:v0\.31\.0 \| vllm/vllm-openai:nightly", quad)
+
+
+def test_ready_launches_are_summarised_with_memory_kv_and_backends(built):
+    text = plain(built["giants"])
+    assert re.search(r"answered its health check [\d.,]+ s after it started, with [\d.,]+ GiB of weights", text)
+    assert re.search(r"enough for [\d.,]+ requests of\s+[\d,]+ tokens at once", text)
+    assert "Kernels it chose:" in text
+
+
+def test_a_gate_that_missed_a_needle_is_a_provisional_box(built):
+    assert '!!! warning "Provisional: minimax-m3-tep8 missed the needle"' in built["giants"]
+    gate = next(f for f in built["facts"].values()
+                if f["name"] == "gate_score" and f["params"]["run_id"].startswith("minimax_m3__fx"))
+    assert gate["value"] == pytest.approx(2 / 3)
+
+
+def test_one_request_at_a_time_has_prefill_rate(built):
+    prefill = [f for f in built["facts"].values() if f["name"] == "point_prefill_tok_s"]
+    assert {f["params"]["workload"] for f in prefill} >= {"short-1k", "doc-256k", "doc-512k", "doc-1m"}
+    for f in prefill:
+        ttft = built["facts"][f["id"].replace("point_prefill_tok_s", "point_ttft_median_s")]
+        prompt = built["facts"][f["id"].replace("point_prefill_tok_s", "point_prompt_tokens")]
+        # the median of per-request rates, close to the prompt over the median first token
+        assert f["value"] == pytest.approx(prompt["value"] / ttft["value"], rel=0.25)
+
+
+def test_caveats_show_cache_served_and_queueing_points_and_engine_stats(built):
+    text = plain(built["giants"])
+    assert re.search(r"\| doc-256k \| 1 \| prefix_cache \| 1 \|", text)
+    assert "Points that sent more users than the engine could hold" in text
+    assert "What the engine's own stats lines said" in text
+
+
+def test_ratio_names_both_inputs_and_its_audit_page_links_them(built):
+    ratios = [f for f in built["facts"].values() if f["name"] == "ratio"]
+    assert ratios
+    for r in ratios:
+        a, b = (built["facts"][i] for i in r["inputs"])
+        assert r["value"] == pytest.approx(a["value"] / b["value"])
+        page = (built["docs"] / "audit" / f"{r['id']}.md").read_text()
+        for fid in r["inputs"]:
+            assert f"]({fid}.md)" in page
+
+
+def test_every_number_links_to_an_audit_page_that_exists(built):
+    for name in (GIANTS, QUAD):
+        targets = re.findall(r"\]\((audit/[^) ]+\.md) \"audit trail\"\)\{\.fact\}", built[name.split("-")[1]])
+        assert len(targets) > 100
+        for target in set(targets):
+            assert (built["docs"] / target).is_file(), target
+
+
+def test_the_part_in_a_browser_draws_its_charts_and_quotes_failed_launches(built):
+    binary = find_chromium()
+    if binary is None:
+        pytest.fail("headless Chromium not found: install the `chromium` package")
+    with Browser(binary) as browser, SiteServer(built["site"]) as server:
+        tab = browser.page(width=1280)
+        tab.goto(server.base + f"{GIANTS}.html")
+        drawn = tab.wait_for("""(() => {
+          const charts = [...document.querySelectorAll('div.vega-chart')];
+          return charts.length > 0 && charts.every(c => c.querySelector('svg.marks') !== null);
+        })()""")
+        state = json.loads(tab.js("""JSON.stringify({
+          charts: document.querySelectorAll('div.vega-chart').length,
+          drawn: document.querySelectorAll('div.vega-chart svg.marks').length,
+          evidence: [...document.querySelectorAll('pre.evidence')].map(e => e.innerText),
+        })"""))
+        errors = tab.console_errors()
+    assert drawn and state["charts"] == state["drawn"] == 12, state      # four per model
+    quoted = [e for e in state["evidence"] if e.startswith("$ sed -n")]
+    assert len(quoted) == 3 and any("NotImplementedError" in q for q in quoted)
+    assert errors == []
