@@ -258,7 +258,7 @@ def render(no_build: bool, root: str) -> None:
                                    sources_file=paths.sources,
                                    warehouse_file=paths.table_docs, mkdocs_config=paths.mkdocs,
                                    compare=params.get("compare"), run_sets=params.get("run_sets"),
-                                   specs=params.get("specs"))
+                                   arms=params.get("arms"))
     for notice in summary.pop("notices"):
         progress(f"render: {notice}")
     _echo_summary(summary)

@@ -181,3 +181,16 @@ def test_params_error_carries_every_problem():
     assert len(problems) == 2
     error = ParamsError(problems)
     assert error.problems == problems and str(error).splitlines() == problems
+
+
+def test_arm_labels_name_specs_and_phases_are_positive():
+    params = copy.deepcopy(SHIPPED)
+    params["arms"]["dsv4-pro-tep8"]["follow_up_of"] = "no-such-spec"
+    params["arms"]["tiny-seqs4"] = {"phase": 0, "rescued_by": "tiny-seqs16"}
+    params["arms"]["ghost"] = {"phase": 2}
+    assert sorted(check_params(params, ROOT)) == [
+        "arms.dsv4-pro-tep8.follow_up_of: 'no-such-spec' is not another spec",
+        "arms.tiny-seqs4.phase must be a positive integer, not 0",
+        "arms.tiny-seqs4.rescued_by is not a label (follow_up_of, superseded_by, phase)",
+        "arms: 'ghost' is not one of specs",
+    ]

@@ -160,3 +160,10 @@ def test_the_part_in_a_browser_draws_its_charts_and_quotes_failed_launches(built
     quoted = [e for e in state["evidence"] if e.startswith("$ sed -n")]
     assert len(quoted) == 3 and any("NotImplementedError" in q for q in quoted)
     assert errors == []
+
+
+def test_arms_keep_their_labels_and_the_original_stays_beside_its_rescue(built):
+    text = plain(built["giants"])
+    assert "Spec dsv4-pro-dep8 *(superseded by dsv4-pro-tep8)*:\ndid not become ready" in text
+    assert "Spec dsv4-pro-tep8 *(follow-up of dsv4-pro-dep8)*:\nready" in text
+    assert "Spec minimax-m3-tep8-stable *(superseded by minimax-m3-tep8)*:" in text

@@ -184,7 +184,12 @@ def check_params(params: dict[str, Any], root: Path | str = ".") -> list[str]:
         specs = {}
     for name, s in specs.items():
         problems += _check_spec(name, s, profiles, groups, shaped)
-        problems += _check_arm(name, s, specs)
+    arms = params.get("arms") or {}
+    if not isinstance(arms, dict):
+        problems.append("arms must be a mapping of spec names to labels")
+        arms = {}
+    for name, labels in arms.items():
+        problems += _check_arm(name, labels, specs)
     run_specs = params.get("run_specs") or []
     if not isinstance(run_specs, list):
         problems.append("run_specs must be a list of spec names")
@@ -197,17 +202,20 @@ ARM_LINKS = ("follow_up_of", "superseded_by")   # a spec's labels naming another
 
 
 def _check_arm(name: str, s: Any, specs: dict[str, Any]) -> list[str]:
-    """A spec's arm labels: follow_up_of and superseded_by name another spec; phase is a positive
-    integer."""
+    """A spec's arm labels (params `arms`): follow_up_of and superseded_by name another spec;
+    phase is a positive integer."""
+    if name not in specs:
+        return [f"arms: {name!r} is not one of specs"]
     if not isinstance(s, dict):
-        return []
-    problems = []
+        return [f"arms.{name} must be a mapping of {', '.join(ARM_LINKS)}, phase"]
+    problems = [f"arms.{name}.{k} is not a label ({', '.join(ARM_LINKS)}, phase)"
+                for k in s if k not in (*ARM_LINKS, "phase")]
     for key in ARM_LINKS:
         other = s.get(key)
         if other is not None and (other not in specs or other == name):
-            problems.append(f"specs.{name}.{key}: {other!r} is not another spec")
+            problems.append(f"arms.{name}.{key}: {other!r} is not another spec")
     if "phase" in s and not _positive_int(s["phase"]):
-        problems.append(f"specs.{name}.phase must be a positive integer, not {s['phase']!r}")
+        problems.append(f"arms.{name}.phase must be a positive integer, not {s['phase']!r}")
     return problems
 
 

@@ -143,11 +143,11 @@ def _part_label(meta: dict[str, Any]) -> str:
     return str(meta.get("title", ""))
 
 
-def arm_labels(specs: dict[str, Any] | None) -> dict[str, str]:
-    """Each labelled spec's arm label, from its params.yaml entry: follow-up of another spec,
+def arm_labels(arms: dict[str, Any] | None) -> dict[str, str]:
+    """Each labelled spec's arm label, from params.yaml `arms`: follow-up of another spec,
     superseded by another, or a later phase."""
     labels = {}
-    for name, s in (specs or {}).items():
+    for name, s in (arms or {}).items():
         if not isinstance(s, dict):
             continue
         words = []

@@ -98,7 +98,7 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
                index: PageSpec | None, parts: list[PageSpec], compare_spec: PageSpec | None,
                runs_dir: Path, root: Path, nodes_dir: Path | None, compare: list[dict] | None,
                run_sets: dict | None, warehouse_file: Path, notices: list[str],
-               specs: dict | None = None):
+               arms: dict | None = None):
     """The docs folder's content, written into the (empty) folder `docs_dir`. A Part left out
     (nothing to show) adds its one-line reason to `notices`."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir)), autoescape=True,
@@ -117,7 +117,7 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
         parts = shown
         writer = ChartWriter(docs_dir, book)
         kwargs = dict(env=env, book=book, parts=parts, writer=writer, sources=sources,
-                      runs_dir=runs_dir, root=root, nodes_dir=nodes_dir, arms=arm_labels(specs))
+                      runs_dir=runs_dir, root=root, nodes_dir=nodes_dir, arms=arm_labels(arms))
         rendered = [render_page(p, **kwargs) for p in parts]
         if index is not None:
             rendered.insert(0, render_page(index, **kwargs))
@@ -152,7 +152,7 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
         sources_file: Path | None = None, mkdocs_config: Path | None = None,
         warehouse_file: Path | None = None, nodes_dir: Path | None = None,
         compare: list[dict] | None = None, run_sets: dict | None = None,
-        series_file: Path | None = None, specs: dict | None = None) -> dict[str, Any]:
+        series_file: Path | None = None, arms: dict | None = None) -> dict[str, Any]:
     """Render the article series from campaign.duckdb and (when build) build the site.
     `nodes_dir` holds the node probe folders that node evidence blocks read. `compare` is
     params.yaml's list of {base, head, title} pairs for the Compare page; `run_sets` the run sets
@@ -185,7 +185,7 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
             docs_tmp, campaign_db=campaign_db, templates_dir=templates_dir, sources=sources,
             index=index, parts=parts, compare_spec=compare_spec, runs_dir=runs_dir, root=root,
             nodes_dir=nodes_dir, compare=compare, run_sets=run_sets, warehouse_file=warehouse_file,
-            notices=notices, specs=specs)
+            notices=notices, arms=arms)
         nav = site_nav([p.name for p in rendered] + ["SOURCES.md", warehouse_page.PAGE_NAME], mkdocs_config)
         if build:
             site_tmp = fresh_dir(site_dir)
