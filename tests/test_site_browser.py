@@ -226,6 +226,13 @@ def test_chart_labels_are_readable_on_a_phone(site, browser):
             for chart in charts:
                 assert chart["texts"] > 10 and chart["smallest"] >= 10, (name, chart)
                 assert chart["scroll"] <= chart["client"], (name, chart)
+            # Turned to a wider screen, the charts are drawn again at their own width, once each.
+            tab.call("Emulation.setDeviceMetricsOverride",
+                     {"width": DESKTOP, "height": 900, "deviceScaleFactor": 1, "mobile": False})
+            assert tab.wait_for("[...document.querySelectorAll('div.vega-chart svg.marks')]"
+                                ".every(s => s.width.baseVal.value > 500)"), name
+            charts = json.loads(tab.js(CHART_STATE))
+            assert [(c["svg"], c["scroll"] <= c["client"]) for c in charts] == [(1, True)] * count, name
 
 
 def site_name() -> str:

@@ -49,23 +49,47 @@
     return spec;
   }
 
+  function draw(el) {
+    var source = document.getElementById(el.dataset.spec);
+    if (!source) return;
+    el.dataset.embedded = "1";
+    el.dataset.width = String(el.clientWidth);
+    var spec = narrow(JSON.parse(source.textContent), el.clientWidth);
+    var options = {
+      renderer: "svg",
+      actions: { export: true, source: false, compiled: false, editor: false },
+    };
+    window.vegaEmbed(el, spec, options).then(function (result) {
+      el.vegaResult = result;
+    }).catch(function () {
+      el.dataset.embedded = "";
+    });
+  }
+
   function embed() {
     if (typeof window.vegaEmbed !== "function") return;
     document.querySelectorAll("div.vega-chart[data-spec]").forEach(function (el) {
-      if (el.dataset.embedded) return;
-      var source = document.getElementById(el.dataset.spec);
-      if (!source) return;
-      el.dataset.embedded = "1";
-      var spec = narrow(JSON.parse(source.textContent), el.clientWidth);
-      var options = {
-        renderer: "svg",
-        actions: { export: true, source: false, compiled: false, editor: false },
-      };
-      window.vegaEmbed(el, spec, options).catch(function () {
-        el.dataset.embedded = "";
-      });
+      if (!el.dataset.embedded) draw(el);
     });
   }
+
+  // A turned phone or a resized window: charts laid out for another width are drawn again.
+  function redraw() {
+    document.querySelectorAll("div.vega-chart[data-spec]").forEach(function (el) {
+      var before = Number(el.dataset.width), now = el.clientWidth;
+      var changed = Math.min(before, now) < DESIGN_WIDTH && Math.abs(before - now) > 20;
+      if (!el.vegaResult || !changed) return;
+      el.vegaResult.finalize();
+      el.vegaResult = null;
+      draw(el);
+    });
+  }
+  var pending = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(pending);
+    pending = setTimeout(redraw, 200);
+  });
+
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", embed);
   } else {

@@ -3,7 +3,8 @@
 Docs and site are built into fresh folders beside their targets and renamed into place only when
 the whole build succeeded. A target is replaced only when it holds the marker file render writes
 (MARKER) or is empty: a site or docs path pointed at the runs refuses, deleting nothing. A built
-site that would load anything from another host is refused.
+site that would load anything from another host is refused. The 404 page's links are made relative,
+as every other page's are.
 """
 from __future__ import annotations
 
