@@ -1,6 +1,8 @@
 """The built site in a real browser: charts drawn by vega-embed, no errors, nothing fetched from
 another host, a model answer holding <script> shown as text, and run names, specs and texts that
-carry links and handlers running nothing on any page when hovered or focused.
+carry links and handlers running nothing on any page when hovered or focused; tables that fit a
+desktop window, chart labels readable on a phone, charts named for screen readers, and a 404 page
+that works from disk.
 
 Headless Chromium is required (Debian package `chromium`; `$CHROMIUM` names another binary). The
 test fails, not skips, when it is missing: the site's promises are only checked here.
@@ -8,18 +10,24 @@ test fails, not skips, when it is missing: the site's promises are only checked 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import pytest
+import yaml
 
-from render_helpers import HOSTILE_RUN, RUN4, SCRIPT_ANSWER, build_campaign, make_hostile, render_kwargs
+from render_helpers import (HOSTILE_RUN, PROJECT, RUN4, SCRIPT_ANSWER, build_campaign, make_hostile,
+                            render_kwargs)
+from test_render_nodes import add_node
 from site_browser import Browser, SiteServer, find_chromium, static_scan, tags
 from stages.render import stage as render
 
 ARTICLE = "part-local-cpu.html"
+NODE_PART = "part-node.html"
 WAREHOUSE = "warehouse.html"
 DESKTOP, NARROW = 1280, 560
+WIDE, PHONE = 1400, 390
 
 CHARTS_DRAWN = """
 (() => {
@@ -35,6 +43,9 @@ JSON.stringify([...document.querySelectorAll('div.vega-chart')].map(c => ({
   svg: c.querySelectorAll('svg.marks').length,
   marks: c.querySelectorAll('svg.marks path, svg.marks line, svg.marks rect').length,
   fallback: c.querySelectorAll('img').length,
+  role: c.getAttribute('role'),
+  label: c.getAttribute('aria-label'),
+  description: (c.querySelector('[role="graphics-document"]') || c).getAttribute('aria-label'),
   client: c.clientWidth,
   scroll: c.scrollWidth,
 })))
@@ -54,7 +65,8 @@ JSON.stringify({
 def site(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("browser")
     build_campaign(root)
-    render.run(**render_kwargs(root, build=True))
+    add_node(root)
+    render.run(**render_kwargs(root, nodes_dir=root / "data" / "nodes", build=True))
     return root / "data" / "site"
 
 
@@ -141,6 +153,120 @@ def test_warehouse_page_renders(visits):
     text = visits[WAREHOUSE]["text"]
     assert "decode_tok_s_per_user" in text and "raw_log_facts" in text
     assert "bench_points.csv" in text
+
+
+def test_charts_have_an_accessible_name_and_description(visits, site):
+    for chart in visits[ARTICLE]["charts"]:
+        assert chart["role"] == "figure" and chart["label"], chart
+        assert chart["description"].startswith(f"Chart: {chart['label']}. "), chart
+        assert " against " in chart["description"], chart   # what is drawn against what
+    alts = [a.get("alt") for tag, a in tags((site / ARTICLE).read_text())
+            if tag == "img" and "assets/charts/" in (a.get("src") or "")]
+    assert len(alts) == 5 and all(alt.startswith("Chart: ") for alt in alts), alts
+    labels = [c["label"] for c in visits[ARTICLE]["charts"]]
+    assert [alt.split(". ")[0] for alt in alts] == [f"Chart: {label}" for label in labels]
+
+
+TABLE_ROWS = """
+JSON.stringify([...document.querySelectorAll('article table')].map(t =>
+  [...t.rows].map(r => [...r.cells].map(c => c.textContent.trim()))))
+"""
+
+
+def test_warehouse_facts_table_keeps_a_pipe_in_a_type_inside_its_cell(visits):
+    tables = json.loads(visits[WAREHOUSE]["tab"].js(TABLE_ROWS))
+    assert len(tables) > 10
+    for rows in tables:
+        assert {len(r) for r in rows} == {len(rows[0])}, rows[0]
+    facts = next(rows for rows in tables if ["id", "str"] == rows[1][:2])
+    assert ["unit", "str | None"] == next(r for r in facts if r[0] == "unit")[:2]
+
+
+TABLES_SCROLL = """
+JSON.stringify([...document.querySelectorAll('article table')].map(t => {
+  const w = t.closest('.md-typeset__scrollwrap') || t.parentElement;
+  return {head: t.rows[0].textContent.trim().slice(0, 80), scroll: w.scrollWidth, client: w.clientWidth};
+}))
+"""
+
+
+def test_no_table_scrolls_sideways_in_a_wide_window(site, browser):
+    pages = [p.name for p in sorted(site.glob("*.html"))] + ["audit/index.html"]
+    pages += [f"audit/{p.name}" for p in sorted((site / "audit").glob("*.html"))[:: 40]]
+    measured = {}
+    with SiteServer(site) as server:
+        for name in pages:
+            tab = browser.page(width=WIDE, height=900)
+            tab.goto(server.base + name)
+            tab.wait_for("!document.querySelector('article table:not(.md-typeset__scrollwrap table)')", 5)
+            measured[name] = json.loads(tab.js(TABLES_SCROLL))
+    assert len(measured[ARTICLE]) > 5 and len(measured[NODE_PART]) > 2
+    wide = [(name, t) for name, tables in measured.items() for t in tables if t["scroll"] > t["client"]]
+    assert wide == []
+
+
+CHART_TEXT = """
+JSON.stringify([...document.querySelectorAll('div.vega-chart svg.marks')].map(s => {
+  const k = s.getBoundingClientRect().width / s.width.baseVal.value;
+  const sizes = [...s.querySelectorAll('text')].map(t => parseFloat(getComputedStyle(t).fontSize) * k);
+  return {texts: sizes.length, smallest: Math.min(...sizes), client: s.parentElement.clientWidth,
+          scroll: s.parentElement.scrollWidth};
+}))
+"""
+
+
+def test_chart_labels_are_readable_on_a_phone(site, browser):
+    with SiteServer(site) as server:
+        for name, count in ((ARTICLE, 5), (NODE_PART, 1)):
+            tab = browser.page(width=PHONE, height=844)
+            tab.goto(server.base + name)
+            assert tab.wait_for(CHARTS_DRAWN), name
+            charts = json.loads(tab.js(CHART_TEXT))
+            assert len(charts) == count, name
+            for chart in charts:
+                assert chart["texts"] > 10 and chart["smallest"] >= 10, (name, chart)
+                assert chart["scroll"] <= chart["client"], (name, chart)
+            # Turned to a wider screen, the charts are drawn again at their own width, once each.
+            tab.call("Emulation.setDeviceMetricsOverride",
+                     {"width": DESKTOP, "height": 900, "deviceScaleFactor": 1, "mobile": False})
+            assert tab.wait_for("[...document.querySelectorAll('div.vega-chart svg.marks')]"
+                                ".every(s => s.width.baseVal.value > 500)"), name
+            charts = json.loads(tab.js(CHART_STATE))
+            assert [(c["svg"], c["scroll"] <= c["client"]) for c in charts] == [(1, True)] * count, name
+
+
+def site_name() -> str:
+    return yaml.safe_load((PROJECT / "mkdocs.yml").read_text())["site_name"]
+
+
+def test_index_title_names_the_site_once(site):
+    page = (site / "index.html").read_text()
+    title = re.search(r"<title>(.*?)</title>", page, re.S).group(1).strip()
+    h1 = re.sub(r"<[^>]+>|&para;", "", re.search(r"<h1\b.*?</h1>", page, re.S).group(0)).strip()
+    assert title == h1 == site_name()
+    part = (site / ARTICLE).read_text()
+    assert re.search(r"<title>Part 2: .* - (.*?)</title>", part).group(1) == site_name()
+
+
+LINKS = """
+JSON.stringify([...document.querySelectorAll('[href], [src]')].map(e => e.href || e.src))
+"""
+
+
+def test_404_page_links_work_from_disk(site, browser):
+    tab = browser.page()
+    tab.goto((site / "404.html").as_uri())
+    links = [urlsplit(u) for u in json.loads(tab.js(LINKS))]
+    local = [u for u in links if u.scheme == "file"]
+    assert len(local) >= 10 and all(u.scheme in ("file", "https") for u in links), links
+    for u in local:
+        path = Path(unquote(u.path))
+        assert path.is_file() and site.resolve() in path.resolve().parents, u.geturl()
+    assert tab.js("getComputedStyle(document.querySelector('.md-header')).position") == "sticky"
+    home = next(u.geturl() for u in local if u.path.endswith("/index.html"))
+    tab.goto(home)
+    assert tab.js("document.title") == site_name()
+    assert tab.js("document.querySelector('article h1').textContent").startswith(site_name())
 
 
 # ---------------------------------------------------------------- hostile names in a real browser

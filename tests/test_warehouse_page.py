@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import re
 import shutil
 from pathlib import Path
 
@@ -133,3 +134,15 @@ def test_page_lists_models_invariants_and_downloads(tmp_path):
     assert "### `stg_launch_out`" in text and "launch.out key=value lines." in html.unescape(text)
     assert "### `int_requests`" in text
     assert "### `facts` {#table-facts}" in text and "| <code>excerpt</code> |" in text
+
+
+def test_a_pipe_in_a_column_type_stays_inside_its_table_cell():
+    import markdown
+
+    lines = warehouse_page._column_table([(c.name, c.type, "described") for c in warehouse_page.fact_fields()])
+    page = markdown.markdown("\n".join(lines), extensions=["tables"])
+    rows = [re.findall(r"<t[dh]>(.*?)</t[dh]>", row) for row in re.findall(r"<tr>(.*?)</tr>", page, re.S)]
+    assert len(rows) == len(warehouse_page.fact_fields()) + 1
+    assert {len(r) for r in rows} == {3}
+    unit = next(r for r in rows if r[0] == "<code>unit</code>")
+    assert html.unescape(unit[1]) == "<code>str | None</code>" and unit[2] == "described"

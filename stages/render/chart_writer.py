@@ -11,7 +11,7 @@ import pandas as pd
 
 from stages.render import charts as chart_lib
 from stages.render.errors import FactError
-from stages.render.escape import escape_text
+from stages.render.escape import escape_cell
 from stages.render.facts import FactBook
 from stages.render.queries import sql_params
 from stages.core.secrets import redact_value
@@ -38,6 +38,20 @@ def file_suffix(params: dict[str, Any]) -> str:
         else:
             parts.append(f"-{re.sub(r'[^A-Za-z0-9_.-]', '-', str(value))}")
     return "".join(parts)
+
+
+def describe(fn: Any, spec: dict[str, Any]) -> tuple[str, str]:
+    """A chart's accessible name (its title) and description (title, what the chart function
+    draws, the notes under the title), for screen readers and the static image's alt text."""
+    title = spec.get("title") or {}
+    name = " ".join(_lines(title.get("text") if isinstance(title, dict) else title)) or fn.__name__
+    notes = _lines(title.get("subtitle")) if isinstance(title, dict) else []
+    doc = " ".join((fn.__doc__ or "").strip().split("\n\n")[0].split())
+    return name, " ".join(part for part in [f"Chart: {name}.", doc, *notes] if part)
+
+
+def _lines(text: Any) -> list[str]:
+    return [str(t) for t in text] if isinstance(text, list) else [str(text)] if text else []
 
 
 class ChartWriter:
@@ -90,6 +104,8 @@ class ChartWriter:
                 return "*No benchmark points for this profile yet.*"
             chart = fn(df, self.domain())
         spec = chart.to_dict()
+        title, description = describe(fn, spec)
+        spec["description"] = description
         suffix = file_suffix(params)
         import vl_convert as vlc
 
@@ -103,10 +119,10 @@ class ChartWriter:
         self.written.append(rel)
         element = re.sub(r"[^A-Za-z0-9-]", "-", f"spec-{page_stem}-{name}{suffix}")
         inline = spec_json.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-        alt_text = escape_text(fn.__doc__.strip().splitlines()[0] if fn.__doc__ else name)
+        label, alt_text = escape_cell(title, redact=False), escape_cell(description, redact=False)
         return "\n".join([
-            f'<div class="vega-chart" data-spec="{element}" markdown>', "",
-            f"![{alt_text}]({rel}.svg)", "", "</div>", "",
+            f'<div class="vega-chart" data-spec="{element}" role="figure" aria-label="{label}" markdown>',
+            "", f"![{alt_text}]({rel}.svg)", "", "</div>", "",
             f'<script type="application/json" id="{element}">{inline}</script>', "",
             f'<p class="chart-downloads" markdown>Download: [SVG]({rel}.svg) · [PNG]({rel}.png) · '
             f"[Vega-Lite spec]({rel}.vl.json)</p>",

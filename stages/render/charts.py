@@ -223,8 +223,9 @@ def prepare_allreduce(sweeps: pd.DataFrame) -> pd.DataFrame:
 
 
 def allreduce_chart(sweeps: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.LayerChart:
-    """All-reduce bus bandwidth (GB/s) against message size, one line per GPU group (coloured by
-    group: color_domain, the run specs, does not apply)."""
+    """All-reduce bus bandwidth (GB/s) against message size, one line per GPU group.
+
+    Coloured by group: color_domain, the run specs, does not apply."""
     df = prepare_allreduce(sweeps)
     groups = list(dict.fromkeys(df.sort_values(["ranks", "gpu_group"])["group"]))
     colour = alt.Color("group:N", title="GPU group", sort=groups,

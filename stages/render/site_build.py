@@ -3,10 +3,12 @@
 Docs and site are built into fresh folders beside their targets and renamed into place only when
 the whole build succeeded. A target is replaced only when it holds the marker file render writes
 (MARKER) or is empty: a site or docs path pointed at the runs refuses, deleting nothing. A built
-site that would load anything from another host is refused.
+site that would load anything from another host is refused. The 404 page's links are made relative,
+as every other page's are.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -22,6 +24,8 @@ import yaml
 from stages.core.config import CampaignError
 
 MARKER = ".campaign-render"   # in the root of each folder render writes; only such a folder is replaced
+ERROR_PAGE = "404.html"     # at the site root; mkdocs writes its links from the server root
+THEME_CONFIG = re.compile(r'(<script id="__config" type="application/json">)(.*?)(</script>)', re.S)
 EXTERNAL_LOAD = re.compile(
     r"<(?:script|link|img|iframe|source|video|audio|embed)\b[^>]*?\b(?:src|href)\s*=\s*[\"']?(?:https?:)?//",
     re.I)
@@ -110,6 +114,27 @@ def external_loads(site_dir: Path) -> list[str]:
     return found
 
 
+def relative_error_page(site_dir: Path) -> None:
+    """Make the links of the site's 404 page relative to the site root, where the page lies, so
+    that they work when the site is opened from disk: mkdocs writes them from the server root
+    (the theme config's `base`, `/` without a site_url), which from file:// is the disk's root."""
+    page = site_dir / ERROR_PAGE
+    text = page.read_text() if page.is_file() else ""
+    found = THEME_CONFIG.search(text)
+    if found is None:
+        return
+    config = json.loads(found.group(2))
+    base = config.get("base")
+    if not isinstance(base, str) or not base.startswith("/"):
+        return
+    config["base"] = "."
+    if isinstance(config.get("search"), str) and config["search"].startswith(base):
+        config["search"] = config["search"][len(base):]
+    text = text[:found.start(2)] + json.dumps(config).replace("<", "\\u003c") + text[found.end(2):]
+    root_url = re.compile(r"""(\s(?:href|src)=["'])""" + re.escape(base) + "(?!/)")
+    page.write_text(root_url.sub(r"\1./", text))
+
+
 def site_nav(pages: list[str], config: Path) -> list[str] | None:
     """The navigation in series order (index, the parts by number, then the rest), unless the
     mkdocs config sets its own."""
@@ -135,6 +160,7 @@ def build_site(config: Path, docs_dir: Path, site_dir: Path, nav: list[str] | No
         problems = [l for l in (proc.stderr + proc.stdout).splitlines()
                     if "WARNING" in l or "ERROR" in l or "Error" in l] or proc.stderr.splitlines()[-3:]
         raise CampaignError("mkdocs build --strict failed: " + " | ".join(problems[:5]))
+    relative_error_page(site_dir)
     loads = external_loads(site_dir)
     if loads:
         raise CampaignError("the site loads from other hosts: " + "; ".join(loads[:5]))
