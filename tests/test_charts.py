@@ -147,3 +147,17 @@ def test_ramp_chart_plots_the_wait_against_the_conversation_length():
 def test_ramp_chart_refuses_rows_without_its_columns():
     with pytest.raises(ValueError, match="ramp turns lack columns: needle_found"):
         charts.ramp_chart(ramp_turns().drop(columns=["needle_found"]))
+
+
+def test_capacity_limits_are_drawn_as_rules_where_they_fall_in_range():
+    rows = pd.DataFrame([
+        {"run_id": "r", "series": "s", "workload": "w", "concurrency": c, "capacity_limited": c > 16,
+         "provisional": False, "ttft_median_s": 0.1 * c, "ttft_p90_s": 0.2 * c, "seq_cap": 16,
+         "fit_by_kv": 2546}
+        for c in (1, 8, 64)])
+    spec = charts.ttft_chart(rows).to_dict()
+    rules = [layer for layer in spec["spec"]["layer"] if layer.get("mark", {}).get("type") == "rule"]
+    assert [r["encoding"]["x"]["field"] for r in rules] == ["cap_users"]   # the KV fit is off the axis
+    data = next(iter(spec["datasets"].values()))
+    assert {d["cap_users"] for d in data} == {16} and all(d["kv_users"] is None for d in data)
+    assert "Dashed rule: the sequence cap" in " ".join(spec["title"]["subtitle"])

@@ -15,6 +15,9 @@ with concurrent users on a log2 axis. Two markings are shared by all of them:
   diagonal hatch glyph on top, never hidden;
 - provisional runs (quality gate below the minimum) get dashed lines and hollow markers, and the
   word "provisional" in the tooltip.
+Rows that also carry `seq_cap` and `fit_by_kv` (a model section's points) get the two capacity
+limits drawn as vertical rules where they fall inside a workload's range of users: the sequence
+cap dashed, the sequences that fit the KV pool dotted.
 """
 from __future__ import annotations
 
@@ -35,6 +38,9 @@ NOTE = [
     "their latency mostly measures queueing. Dashed lines and hollow markers: provisional runs.",
 ]
 REQUIRED = ["run_id", "series", "workload", "concurrency", "capacity_limited", "provisional"]
+LIMITS = {"cap_users": "seq_cap", "kv_users": "fit_by_kv"}     # rule column -> row column
+LIMIT_TITLES = {"cap_users": "sequence cap", "kv_users": "sequences that fit the KV pool"}
+LIMIT_NOTE = "Dashed rule: the sequence cap; dotted rule: the sequences that fit the KV pool."
 # The whole chart (axis, facets, legends below) fits the article column of the site: the column
 # is about 690 px wide on a desktop screen and vega-embed adds its action menu on the right.
 CHART_WIDTH = 600
@@ -56,7 +62,26 @@ def prepare(points: pd.DataFrame) -> pd.DataFrame:
         for p, c in zip(df["provisional"], df["capacity_limited"])
     ]
     df["concurrency"] = df["concurrency"].astype(int)
+    for limit, column in LIMITS.items():
+        if column in df.columns:
+            span = df.groupby("workload")["concurrency"].agg(["min", "max"])
+            low, high = df["workload"].map(span["min"]), df["workload"].map(span["max"])
+            value = pd.to_numeric(df[column], errors="coerce")
+            df[limit] = value.where((value >= low) & (value <= high))
     return df
+
+
+def _limit_rules(df: pd.DataFrame) -> list[alt.Chart]:
+    """Vertical rules at the capacity limits the rows carry (see LIMITS), where in range."""
+    rules = []
+    for limit, dash in (("cap_users", [6, 3]), ("kv_users", [2, 2])):
+        if limit in df.columns and df[limit].notna().any():
+            rules.append(alt.Chart().transform_filter(f"isValid(datum.{limit})")
+                         .mark_rule(color=HATCH_INK, strokeDash=dash, strokeWidth=1)
+                         .encode(x=alt.X(f"{limit}:Q", scale=alt.Scale(type="log", base=2)),
+                                 tooltip=[alt.Tooltip("series:N", title="spec"),
+                                          alt.Tooltip(f"{limit}:Q", title=LIMIT_TITLES[limit])]))
+    return rules
 
 
 def _with_run_kind(rows: pd.DataFrame) -> pd.DataFrame:
@@ -122,12 +147,14 @@ def facet_layout(workloads: int, total_width: int = CHART_WIDTH) -> tuple[int, i
 
 def _facet(layers: list[alt.Chart], df: pd.DataFrame, title: str) -> alt.FacetChart:
     columns, width = facet_layout(int(df["workload"].nunique()))
+    rules = _limit_rules(df)
+    note = NOTE + [LIMIT_NOTE] if rules else NOTE
     return (
-        alt.layer(*layers, data=df)
+        alt.layer(*rules, *layers, data=df)
         .properties(width=width, height=FACET_HEIGHT)
         .facet(facet=alt.Facet("workload:N", title=None, header=alt.Header(labelFontWeight="bold")),
                columns=columns, spacing=FACET_SPACING)
-        .properties(title=alt.TitleParams(title, subtitle=NOTE, anchor="start"))
+        .properties(title=alt.TitleParams(title, subtitle=note, anchor="start"))
         .resolve_scale(y="shared")
         .configure_legend(orient="bottom", direction="vertical")
     )
