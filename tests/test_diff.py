@@ -24,7 +24,8 @@ def build(db_file: Path) -> None:
     with duckdb.connect(str(db_file)) as db:
         db.execute("""
           create table runs (run_id varchar, spec varchar, profile varchar, model varchar,
-            layout varchar, ctx_label varchar, engine varchar, image varchar, is_current boolean);
+            layout varchar, ctx_label varchar, engine varchar, image varchar, is_current boolean,
+            started_at timestamptz default '2026-11-16 06:00:00+00');
           create table launches (run_id varchar, status varchar, ready_s double, kv_tokens bigint,
             max_model_len bigint, kv_cache_dtype varchar);
           create table gates (run_id varchar, gate varchar, score double);
@@ -38,7 +39,8 @@ def build(db_file: Path) -> None:
                 run_row("dsv_new", "dsv4", "tep8", NEW, "dsv-new"),
                 run_row("mm_old", "minimax", "tep8", OLD, "mm-old"),
                 run_row("mm_new", "minimax", "tep8", NEW, "mm-new")]
-        db.executemany("insert into runs values (?, ?, ?, ?, ?, ?, ?, ?, ?)", runs)
+        db.executemany("insert into runs (run_id, spec, profile, model, layout, ctx_label, engine, image, "
+                       "is_current) values (?, ?, ?, ?, ?, ?, ?, ?, ?)", runs)
         db.executemany("insert into launches values (?, ?, ?, ?, ?, ?)", [
             ("glm_old", "ready", 600.0, 5659136, 262144, "fp8"),
             ("glm_new", "ready", 500.0, 5659136, 262144, "fp8"),
