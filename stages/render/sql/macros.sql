@@ -12,3 +12,11 @@ create temp macro section_runs(run_ids, model_name) as table
     left join gates as g on g.run_id = r.run_id and g.gate = 'niah'
     where list_contains(run_ids, r.run_id) and r.model = model_name
     order by r.started_at, r.run_id;
+
+-- section_points(run_ids, model): the benchmark points of the reported attempt (is_current) of
+-- each spec of one model among a Part's runs, with the spec and when its run started.
+create temp macro section_points(run_ids, model_name) as table
+    select p.*, a.spec, a.started_at
+    from bench_points as p
+    inner join section_runs(run_ids, model_name) as a on a.run_id = p.run_id
+    where a.is_current;

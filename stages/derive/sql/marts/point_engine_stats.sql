@@ -1,8 +1,9 @@
 -- What the engine's own periodic stats lines said while a benchmark point ran: one row per point
 -- that has any. A point ran from its result file's `date` (written when the benchmark finished)
 -- less its `duration`; a stats line covers the interval before it, so lines logged from the start
--- to one stats interval after the end count (vLLM logs every 10 s by default). Log times carry no year: the run's start year is used, and
--- both clocks are taken to be the node's. Each maximum cites the line that holds it.
+-- to one stats interval after the end count (vLLM logs every 10 s by default). Log times carry no
+-- year: the run's start year is used, and both clocks are taken to be the node's. Each maximum
+-- cites the line that holds it.
 with points as (
     select
         points.run_id,
@@ -32,52 +33,24 @@ during as (
        and stats.logged_at <= points.ended_at + interval '10 seconds'
 ),
 
-busiest as (
-    select run_id, point_id, running_reqs, source_file, source_line
-    from during
-    qualify row_number() over (
-        partition by run_id, point_id order by running_reqs desc nulls last, source_line) = 1
-),
-
-longest_queue as (
-    select run_id, point_id, waiting_reqs, source_file, source_line
-    from during
-    qualify row_number() over (
-        partition by run_id, point_id order by waiting_reqs desc nulls last, source_line) = 1
-),
-
-fastest as (
-    select run_id, point_id, gen_tok_s, source_file, source_line
-    from during
-    qualify row_number() over (
-        partition by run_id, point_id order by gen_tok_s desc nulls last, source_line) = 1
-),
-
-counts as (
-    select run_id, point_id, count(*) as stats_lines
-    from during
-    group by run_id, point_id
-),
-
+-- Each maximum's line: the first line that holds it (the largest value, then the smallest line).
 final as (
     select
-        counts.run_id,
-        counts.point_id,
-        counts.stats_lines,
-        busiest.running_reqs                as running_reqs_max,
-        longest_queue.waiting_reqs          as waiting_reqs_max,
-        fastest.gen_tok_s                   as gen_tok_s_max,
-        busiest.source_file                 as running_source_file,
-        busiest.source_line                 as running_source_line,
-        longest_queue.source_file           as waiting_source_file,
-        longest_queue.source_line           as waiting_source_line,
-        fastest.source_file                 as gen_source_file,
-        fastest.source_line                 as gen_source_line
-    from counts
-    inner join busiest using (run_id, point_id)
-    inner join longest_queue using (run_id, point_id)
-    inner join fastest using (run_id, point_id)
-    order by counts.run_id, counts.point_id
+        run_id,
+        point_id,
+        count(*)                                                          as stats_lines,
+        max(running_reqs)                                                 as running_reqs_max,
+        max(waiting_reqs)                                                 as waiting_reqs_max,
+        max(gen_tok_s)                                                    as gen_tok_s_max,
+        min(source_file)                                                  as running_source_file,
+        arg_max(source_line, [coalesce(running_reqs, -1), -source_line])  as running_source_line,
+        min(source_file)                                                  as waiting_source_file,
+        arg_max(source_line, [coalesce(waiting_reqs, -1), -source_line])  as waiting_source_line,
+        min(source_file)                                                  as gen_source_file,
+        arg_max(source_line, [coalesce(gen_tok_s, -1), -source_line])     as gen_source_line
+    from during
+    group by run_id, point_id
+    order by run_id, point_id
 )
 
 select * from final

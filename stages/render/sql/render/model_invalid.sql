@@ -1,20 +1,10 @@
--- Requests of one model's reported points left out of a statistic, counted by point and reason.
-with attempts as (
-    select * from section_runs($run_ids::varchar[], $model)
-    where is_current
-),
-
-final as (
-    select distinct
-        i.run_id,
-        a.spec,
-        i.point_id,
-        i.workload,
-        i.concurrency,
-        i.reason
-    from invalid_rows as i
-    inner join attempts as a on a.run_id = i.run_id
-    order by i.run_id, i.workload, i.concurrency, i.reason
+-- Requests of one model's points in a Part (section_points) left out of a statistic: one row
+-- per point and reason.
+with final as (
+    select distinct p.run_id, p.spec, p.point_id, p.workload, p.concurrency, i.reason, p.started_at
+    from section_points($run_ids::varchar[], $model) as p
+    inner join invalid_rows as i on i.run_id = p.run_id and i.point_id = p.point_id
+    order by p.started_at, p.run_id, p.workload, p.concurrency, i.reason
 )
 
-select * from final
+select * exclude (started_at) from final
