@@ -208,7 +208,7 @@ def test_a_declared_fact_is_generated_whole_with_its_parameters_bound(campaign, 
     assert RUN4 not in fact.sql
     assert queries.fact_query_path("ready", folder).endswith("columns.yaml (ready)")
     assert queries.fact_query_path("launch_ready_s") == "stages/render/sql/facts/columns.yaml (launch_ready_s)"
-    assert queries.fact_query_path("profile_points") == "stages/render/sql/facts/profile_points.sql"
+    assert queries.fact_query_path("ramp_needle_turns") == "stages/render/sql/facts/ramp_needle_turns.sql"
 
 
 @pytest.mark.parametrize("change, message", [
@@ -250,8 +250,92 @@ def test_every_declared_fact_names_columns_of_its_table(campaign):
     declared = queries.column_facts(queries.FACTS_SQL / queries.COLUMN_FACTS)
     assert len(declared) >= 40
     for decl in declared.values():
-        columns = {r[0] for r in con.execute(
-            "select column_name from information_schema.columns where table_name = $t",
-            {"t": decl.table}).fetchall()}
-        assert decl.columns() <= columns, decl.name
+        for table, named in decl.named_columns().items():
+            columns = {r[0] for r in con.execute(
+                "select column_name from information_schema.columns where table_name = $t",
+                {"t": table}).fetchall()}
+            assert named <= columns, decl.name
         assert not (queries.FACTS_SQL / f"{decl.name}.sql").exists()
+
+
+CURRENT_POINTS = """
+- count: bench_points
+  keys: [runs.profile]
+  facts:
+    points:
+      where: {runs.is_current: true, workload: chat}
+      unit: points
+      description: Chat points of a profile.
+    point_runs:
+      where: {runs.is_current: true}
+      of: runs
+      description: Runs with points.
+"""
+
+
+def test_a_declared_count_joins_the_runs_and_lists_them(campaign, tmp_path):
+    root, con = campaign
+    folder = declare(tmp_path / "facts", CURRENT_POINTS)
+    sql = queries.fact_sql("points", folder)
+    assert "inner join runs as r on r.run_id = t.run_id" in sql
+    assert "where r.profile = $profile and r.is_current and t.workload = 'chat'\n" in sql
+    assert queries.sql_params(sql) == ["profile"] and queries.tables_in(sql) == ["runs", "bench_points"]
+    book = FactBook(con, root=root, sha=None, facts_sql=folder)
+    points = book.evaluate("points", {"profile": "local-cpu"})
+    expected = con.execute(
+        "select count(*), list(distinct p.run_id order by p.run_id) from bench_points as p "
+        "join runs as r using (run_id) where r.profile = 'local-cpu' and r.is_current "
+        "and p.workload = 'chat'").fetchone()
+    assert expected[0] > len(expected[1]) > 0
+    assert (points.value, points.unit, points.run_ids, points.source_file) == \
+        (expected[0], "points", expected[1], None)
+    runs = book.evaluate("point_runs", {"profile": "local-cpu"})
+    assert (runs.value, runs.unit) == (len(runs.run_ids), None) and runs.value >= len(expected[1])
+    with pytest.raises(FactError, match="bench_points has no column"):
+        FactBook(con, root=root, sha=None, facts_sql=declare(tmp_path / "bad", CURRENT_POINTS.replace(
+            "workload: chat", "load: chat"))).evaluate("points", {"profile": "local-cpu"})
+
+
+@pytest.mark.parametrize("change, message", [
+    (("keys: [runs.profile]", "keys: [launches.profile]"), "bad key"),
+    (("of: runs", "of: points"), "of is rows or runs"),
+    (("workload: chat", "workload: \"c'h\""), "bad filter value"),
+    (("facts:", "where: {gate: niah}\n  facts:"), "each give their own where"),
+    (("- count: bench_points", "- count: bench_points\n  table: runs"), "table \\(or count\\)"),
+])
+def test_a_count_outside_the_safe_shapes_is_refused(tmp_path, change, message):
+    folder = declare(tmp_path / "facts", CURRENT_POINTS.replace(*change))
+    with pytest.raises(FactError, match=message):
+        queries.fact_sql("points", folder)
+
+
+def test_a_declared_order_picks_one_row_and_a_display_prints_bytes(campaign, tmp_path):
+    root, con = campaign
+    folder = declare(tmp_path / "facts", """
+- table: bench_points
+  keys: [run_id, workload]
+  order: [output_tok_s desc, concurrency]
+  facts:
+    best_users:
+      value: concurrency
+      description: Users at the best output.
+    best_bytes:
+      value: concurrency * 1048576
+      display: bytes
+      description: A size.
+""")
+    sql = queries.fact_sql("best_users", folder)
+    assert "and output_tok_s is not null\n    order by output_tok_s desc, concurrency\n    limit 1\n" in sql
+    best = con.execute("select concurrency from bench_points where run_id = $r and workload = 'chat' "
+                       "order by output_tok_s desc, concurrency limit 1", {"r": RUN4}).fetchone()[0]
+    book = FactBook(con, root=root, sha=None, facts_sql=folder)
+    assert book.evaluate("best_users", {"run_id": RUN4, "workload": "chat"}).value == best
+    sized = book.evaluate("best_bytes", {"run_id": RUN4, "workload": "chat"})
+    assert sized.value == best * 1048576 and sized.display == f"{best} MiB"
+    with pytest.raises(FactError, match="display is one of bytes"):
+        queries.fact_sql("x", declare(tmp_path / "bad", """
+- table: runs
+  keys: [run_id]
+  facts:
+    x: {value: run_id, display: hex, description: X.}
+"""))

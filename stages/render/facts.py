@@ -2,8 +2,8 @@
 
 A template asks for a number by name, `{{ fact("launch_ready_s", run_id=r) }}`. The name is a query
 with `$name` bound parameters: `stages/render/sql/facts/<name>.sql`, or, for a fact that prints one column
-of one row of a public table, an entry of `stages/render/sql/facts/columns.yaml` whose query is generated
-(see ColumnFact). The query returns one row with columns value,
+of one row of a public table or counts its rows, an entry of `stages/render/sql/facts/columns.yaml` whose
+query is generated (see ColumnFact, CountFact). The query returns one row with columns value,
 run_id, source_file, source_line (and optionally unit, and display: the printed form of the value
 when the query knows it better, e.g. 4 GiB for a size in bytes). The value is formatted, linked to its audit
 page and recorded. Tables whose numeric cells are facts, evidence blocks (a command run on a raw
@@ -148,10 +148,10 @@ class FactBook:
 
     def fact_sql(self, name: str) -> str:
         declared = column_facts(self.facts_sql / COLUMN_FACTS).get(name)
-        if declared is not None:
-            lacking = sorted(declared.columns() - self._columns(declared.table))
+        for table, named in (declared.named_columns() if declared else {}).items():
+            lacking = sorted(named - self._columns(table))
             if lacking:
-                raise FactError(f"fact {name!r}: {declared.table} has no column(s) {', '.join(lacking)}")
+                raise FactError(f"fact {name!r}: {table} has no column(s) {', '.join(lacking)}")
         return fact_sql(name, self.facts_sql)
 
     def _columns(self, table: str) -> set[str]:
