@@ -185,6 +185,21 @@ def declare(folder: Path, text: str) -> Path:
     return folder
 
 
+CURRENT_POINTS = """
+- count: bench_points
+  keys: [runs.profile]
+  facts:
+    points:
+      where: {runs.is_current: true, workload: chat}
+      unit: points
+      description: Chat points of a profile.
+    point_runs:
+      where: {runs.is_current: true}
+      of: runs
+      description: Runs with points.
+"""
+
+
 LAUNCH_READY = """
 - table: launches
   keys: [run_id]
@@ -211,19 +226,23 @@ def test_a_declared_fact_is_generated_whole_with_its_parameters_bound(campaign, 
     assert queries.fact_query_path("ramp_needle_turns") == "stages/render/sql/facts/ramp_needle_turns.sql"
 
 
-@pytest.mark.parametrize("change, message", [
-    (("table: launches", "table: raw_launches"), "is not a public table"),
-    (("keys: [run_id]", "keys: [run_id; drop]"), "bad key"),
-    (("unit: s", "unit: s' as x"), "bad unit"),
-    (("value: ready_s", "value: ready_s; select 1"), "not a column or plain arithmetic"),
-    (("value: ready_s", "value: ready_s -- x"), "bad value"),
-    (("keys: [run_id]", "keys: [run_id]\n  where: {status: \"a'b\"}"), "bad filter value"),
-    (("description: Seconds until ready.", "description: \"one\\ntwo\""), "one line"),
+@pytest.mark.parametrize("text, change, message", [
+    (LAUNCH_READY, ("table: launches", "table: raw_launches"), "is not a public table"),
+    (LAUNCH_READY, ("keys: [run_id]", "keys: [run_id; drop]"), "bad key"),
+    (LAUNCH_READY, ("unit: s", "unit: s' as x"), "bad unit"),
+    (LAUNCH_READY, ("value: ready_s", "value: ready_s; select 1"), "not a column or plain arithmetic"),
+    (LAUNCH_READY, ("value: ready_s", "value: ready_s -- x"), "bad value"),
+    (LAUNCH_READY, ("keys: [run_id]", "keys: [run_id]\n  where: {status: \"a'b\"}"), "bad filter value"),
+    (LAUNCH_READY, ("description: Seconds until ready.", "description: \"one\\ntwo\""), "one line"),
+    (CURRENT_POINTS, ("keys: [runs.profile]", "keys: [launches.profile]"), "bad key"),
+    (CURRENT_POINTS, ("of: runs", "of: points"), "of is rows or runs"),
+    (CURRENT_POINTS, ("facts:", "where: {gate: niah}\n  facts:"), "each give their own where"),
+    (CURRENT_POINTS, ("- count: bench_points", "- count: bench_points\n  table: runs"), "table \\(or count\\)"),
 ])
-def test_a_declaration_outside_the_safe_shapes_is_refused(tmp_path, change, message):
-    folder = declare(tmp_path / "facts", LAUNCH_READY.replace(*change))
+def test_a_declaration_outside_the_safe_shapes_is_refused(tmp_path, text, change, message):
+    folder = declare(tmp_path / "facts", text.replace(*change))
     with pytest.raises(FactError, match=message):
-        queries.fact_sql("ready", folder)
+        queries.fact_sql("ready" if text is LAUNCH_READY else "points", folder)
 
 
 def test_a_declared_column_the_table_lacks_fails_at_evaluation(campaign, tmp_path):
@@ -258,21 +277,6 @@ def test_every_declared_fact_names_columns_of_its_table(campaign):
         assert not (queries.FACTS_SQL / f"{decl.name}.sql").exists()
 
 
-CURRENT_POINTS = """
-- count: bench_points
-  keys: [runs.profile]
-  facts:
-    points:
-      where: {runs.is_current: true, workload: chat}
-      unit: points
-      description: Chat points of a profile.
-    point_runs:
-      where: {runs.is_current: true}
-      of: runs
-      description: Runs with points.
-"""
-
-
 def test_a_declared_count_joins_the_runs_and_lists_them(campaign, tmp_path):
     root, con = campaign
     folder = declare(tmp_path / "facts", CURRENT_POINTS)
@@ -294,19 +298,6 @@ def test_a_declared_count_joins_the_runs_and_lists_them(campaign, tmp_path):
     with pytest.raises(FactError, match="bench_points has no column"):
         FactBook(con, root=root, sha=None, facts_sql=declare(tmp_path / "bad", CURRENT_POINTS.replace(
             "workload: chat", "load: chat"))).evaluate("points", {"profile": "local-cpu"})
-
-
-@pytest.mark.parametrize("change, message", [
-    (("keys: [runs.profile]", "keys: [launches.profile]"), "bad key"),
-    (("of: runs", "of: points"), "of is rows or runs"),
-    (("workload: chat", "workload: \"c'h\""), "bad filter value"),
-    (("facts:", "where: {gate: niah}\n  facts:"), "each give their own where"),
-    (("- count: bench_points", "- count: bench_points\n  table: runs"), "table \\(or count\\)"),
-])
-def test_a_count_outside_the_safe_shapes_is_refused(tmp_path, change, message):
-    folder = declare(tmp_path / "facts", CURRENT_POINTS.replace(*change))
-    with pytest.raises(FactError, match=message):
-        queries.fact_sql("points", folder)
 
 
 def test_a_declared_order_picks_one_row_and_a_display_prints_bytes(campaign, tmp_path):
