@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from render_helpers import RUN4, RUN16_FAILED, SCRIPT_ANSWER, build_campaign
+from render_helpers import RUN4, RUN16, RUN16_FAILED, SCRIPT_ANSWER, build_campaign
 from stages.render import escape, facts, queries
 from stages.render.errors import FactError
 from stages.render.facts import FactBook, FactCheckError, PageMacros
@@ -237,7 +237,7 @@ def test_a_declared_fact_is_generated_whole_with_its_parameters_bound(campaign, 
     (CURRENT_POINTS, ("keys: [runs.profile]", "keys: [launches.profile]"), "bad key"),
     (CURRENT_POINTS, ("of: runs", "of: points"), "of is rows or runs"),
     (CURRENT_POINTS, ("facts:", "where: {gate: niah}\n  facts:"), "each give their own where"),
-    (CURRENT_POINTS, ("- count: bench_points", "- count: bench_points\n  table: runs"), "table \\(or count\\)"),
+    (CURRENT_POINTS, ("- count: bench_points", "- count: bench_points\n  table: runs"), "a group has table"),
 ])
 def test_a_declaration_outside_the_safe_shapes_is_refused(tmp_path, text, change, message):
     folder = declare(tmp_path / "facts", text.replace(*change))
@@ -330,3 +330,49 @@ def test_a_declared_order_picks_one_row_and_a_display_prints_bytes(campaign, tmp
   facts:
     x: {value: run_id, display: hex, description: X.}
 """))
+
+
+def test_a_declared_change_compares_two_runs_with_the_head_line_as_source(campaign):
+    root, con = campaign
+    book = FactBook(con, root=root, sha=None)
+    both = {"base_run_id": RUN4, "head_run_id": RUN16}
+    ready = book.evaluate("compare_launch_change_pct", {**both, "item": "ready_s"})
+    head = book.evaluate("launch_ready_s", {"run_id": RUN16})
+    assert ready.value == pytest.approx(100.0 * (68.9 - 71.3) / 71.3) and ready.display == "-3.4%"
+    assert (ready.unit, ready.run_ids, ready.source_file) == ("%", [RUN4, RUN16], head.source_file)
+    kv = book.evaluate("compare_launch_change_pct", {**both, "item": "kv_tokens"})
+    assert kv.source_file == book.evaluate("launch_kv_tokens", {"run_id": RUN16}).source_file
+    assert kv.display == "+0.0%" and kv.source_file != head.source_file
+    # a run without the figure (a failed launch has no gate) prints a dash, not an error
+    gate = book.evaluate("compare_launch_change_pct",
+                         {"base_run_id": RUN4, "head_run_id": RUN16_FAILED, "item": "gate_score"})
+    assert gate.value is None and gate.source_file is None and gate.run_ids == [RUN4, RUN16_FAILED]
+
+
+@pytest.mark.parametrize("of, message", [
+    ("{a: node_power}", "not a declared column fact"),
+    ("{a: count_of}", "not a declared column fact"),
+    ("{a: ready, b: per_point}", "keyed alike"),
+    ("{a: missing}", "not a declared column fact"),
+    ("{\"x'y\": ready}", "bad item"),
+])
+def test_a_change_names_column_facts_of_runs_keyed_alike(tmp_path, of, message):
+    folder = declare(tmp_path / "facts", LAUNCH_READY + f"""
+- table: node_gpus
+  keys: [node_id, gpu_index]
+  facts:
+    node_power: {{value: power_limit_w, description: Watts.}}
+- table: bench_points
+  keys: [run_id, workload]
+  facts:
+    per_point: {{value: sent, description: Sent.}}
+- count: runs
+  keys: [run_id]
+  facts:
+    count_of: {{description: Runs.}}
+- change: item
+  facts:
+    moved: {{of: {of}, description: Change.}}
+""")
+    with pytest.raises(FactError, match=message):
+        queries.fact_sql("moved", folder)

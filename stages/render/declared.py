@@ -158,7 +158,74 @@ class CountFact:
             "select * from final\n")
 
 
-DeclaredFact = ColumnFact | CountFact
+@dataclass(frozen=True)
+class ChangeFact:
+    """A fact declared in a `change:` group of columns.yaml: the change of a one-column fact from
+    run $base_run_id to run $head_run_id, in percent of the base value (as `campaign diff`
+    computes it); the parameter `by` names the item, and `items` the fact of each. The head run's
+    line is the source; both runs are listed."""
+    name: str
+    by: str
+    items: tuple[tuple[str, ColumnFact], ...]
+    description: str
+
+    def named_columns(self) -> dict[str, set[str]]:
+        """The columns the query names, by table."""
+        out: dict[str, set[str]] = {}
+        for _, fact in self.items:
+            out.setdefault(fact.table, set()).update(fact.columns())
+        return out
+
+    @staticmethod
+    def _measured(item: str, fact: ColumnFact) -> str:
+        """One item's value in the two runs."""
+        conditions = ["run_id in ($base_run_id, $head_run_id)"] + \
+            [f"{k} = ${k}" for k in fact.keys if k != "run_id"] + [f"{c} = '{v}'" for c, v in fact.where]
+        return (
+            f"    select '{item}' as item, run_id, ({fact.value})::double as value,\n"
+            f"        {fact.line}_file as source_file, {fact.line}_line as source_line\n"
+            f"    from {fact.table}\n"
+            f"    where {' and '.join(conditions)}\n")
+
+    def sql(self) -> str:
+        """The query, in the shape of a fact's SQL file."""
+        change = "100.0 * (head_value - base_value) / nullif(abs(base_value), 0)"
+        return (
+            f"-- {self.description}\n"
+            "with measured as (\n"
+            + "    union all\n".join(self._measured(item, fact) for item, fact in self.items) +
+            "),\n"
+            "\n"
+            "base as (\n"
+            f"    select * from measured where item = ${self.by} and run_id = $base_run_id\n"
+            "),\n"
+            "\n"
+            "head as (\n"
+            f"    select * from measured where item = ${self.by} and run_id = $head_run_id\n"
+            "),\n"
+            "\n"
+            "paired as (\n"
+            "    select base.value as base_value, head.value as head_value, head.source_file, head.source_line\n"
+            "    from (select 1) as one\n"
+            "    left join base on true\n"
+            "    left join head on true\n"
+            "),\n"
+            "\n"
+            "final as (\n"
+            "    select\n"
+            f"        {change} as value,\n"
+            f"        printf('%+.1f%%', {change}) as display,\n"
+            "        '%' as unit,\n"
+            "        [$base_run_id, $head_run_id] as run_id,\n"
+            "        source_file,\n"
+            "        source_line\n"
+            "    from paired\n"
+            ")\n"
+            "\n"
+            "select * from final\n")
+
+
+DeclaredFact = ColumnFact | CountFact | ChangeFact
 ORDER = re.compile(r"^[a-z_][a-z0-9_]*(?: desc)?$")
 RUN_COLUMN = re.compile(r"^(?:runs\.)?[a-z_][a-z0-9_]*$")  # a count's column, or its run's
 
@@ -225,23 +292,43 @@ def _count_fact(path: Path, group: dict, name: str, entry: Any) -> CountFact:
         description=_description(path, name, entry))
 
 
+def _change_fact(path: Path, by: str, name: str, entry: Any, declared: dict) -> ChangeFact:
+    if not isinstance(entry, dict) or set(entry) - {"of", "description"} or \
+            not isinstance(entry.get("of"), dict) or not entry["of"]:
+        raise FactError(f"{path.name}: {name}: a change has of (item: fact) and description only")
+    items = []
+    for item, fact_name in entry["of"].items():
+        fact = declared.get(fact_name)
+        if not isinstance(fact, ColumnFact) or "run_id" not in fact.keys or fact.order:
+            raise FactError(f"{path.name}: {name}: {fact_name!r} is not a declared column fact of a run")
+        if items and fact.keys != items[0][1].keys:
+            raise FactError(f"{path.name}: {name}: its facts are keyed alike")
+        items.append((_declared(path, name, item, LITERAL, "item"), fact))
+    return ChangeFact(name=name, by=by, items=tuple(items), description=_description(path, name, entry))
+
+
 def _group(path: Path, raw: Any) -> dict:
-    """A table's group of facts, its keys and its fixed filters checked."""
-    if not isinstance(raw, dict) or len({"table", "count"} & set(raw)) != 1 or \
-            set(raw) - {"table", "count", "keys", "where", "order", "facts"}:
-        raise FactError(f"{path.name}: a group has table (or count), keys, where, order and facts only")
-    counted = "count" in raw
-    table = raw["count"] if counted else raw["table"]
+    """A group of facts, its table, keys and fixed filters checked."""
+    kinds = {"table", "count", "change"} & set(raw) if isinstance(raw, dict) else set()
+    if len(kinds) != 1 or set(raw) - {"table", "count", "change", "keys", "where", "order", "facts"}:
+        raise FactError(f"{path.name}: a group has table (or count, or change), keys, where, order "
+                        "and facts only")
+    [kind] = kinds
+    if kind == "change":
+        if set(raw) != {"change", "facts"}:
+            raise FactError(f"{path.name}: a change group has change (its parameter) and facts only")
+        return {"kind": kind, "by": _declared(path, "change", raw["change"], IDENTIFIER, "parameter")}
+    table = raw[kind]
     if table not in PUBLIC_TABLES:
         raise FactError(f"{path.name}: {table!r} is not a public table")
     keys = raw.get("keys")
     if not isinstance(keys, list) or not keys:
         raise FactError(f"{path.name}: {table}: keys is a list of the columns bound as parameters")
-    if counted and (raw.get("where") or raw.get("order")):
+    if kind == "count" and (raw.get("where") or raw.get("order")):
         raise FactError(f"{path.name}: {table}: a count group's facts each give their own where")
     return {
-        "table": table, "counted": counted,
-        "keys": tuple(_declared(path, table, k, RUN_COLUMN if counted else IDENTIFIER, "key")
+        "kind": kind, "table": table,
+        "keys": tuple(_declared(path, table, k, RUN_COLUMN if kind == "count" else IDENTIFIER, "key")
                       for k in keys),
         "where": tuple((_declared(path, table, c, IDENTIFIER, "filter column"),
                         _declared(path, table, v, LITERAL, "filter value"))
@@ -262,11 +349,18 @@ def column_facts(path: Path) -> dict[str, DeclaredFact]:
     if not isinstance(groups, list):
         raise FactError(f"{path.name}: expected a list of tables with their facts")
     out: dict[str, DeclaredFact] = {}
+    changes = []   # read once the facts they compare are
     for raw in groups:
         group = _group(path, raw)
         for name, entry in (raw.get("facts") or {}).items():
             name = _declared(path, "fact", name, NAME, "name")
-            if name in out:
+            if name in out or name in dict(changes):
                 raise FactError(f"{path.name}: fact {name!r} declared twice")
-            out[name] = (_count_fact if group["counted"] else _column_fact)(path, group, name, entry)
+            if group["kind"] == "change":
+                changes.append((name, (group["by"], entry)))
+            else:
+                out[name] = (_count_fact if group["kind"] == "count" else _column_fact)(
+                    path, group, name, entry)
+    for name, (by, entry) in changes:
+        out[name] = _change_fact(path, by, name, entry, out)
     return out
