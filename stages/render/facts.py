@@ -184,13 +184,17 @@ class FactBook:
             return Fact(**{**asdict(fact), "display": format_value(fact.value, decimals)})
         return fact
 
-    def _compute(self, fid: str, name: str, sql: str, params: dict[str, Any]) -> Fact:
+    def _query(self, sql: str, params: dict[str, Any], what: str) -> tuple[list[str], list[tuple]]:
+        """The columns and rows of `sql` with `params` bound; a failure is a FactError about `what`."""
         try:
             cur = self.con.execute(sql, params) if params else self.con.execute(sql)
             rows = cur.fetchall()
         except duckdb.Error as exc:
-            raise FactError(f"fact {name!r}: query failed: {exc}".splitlines()[0]) from None
-        columns = [d[0] for d in cur.description]
+            raise FactError(f"{what}: {exc}".splitlines()[0]) from None
+        return [d[0] for d in cur.description], rows
+
+    def _compute(self, fid: str, name: str, sql: str, params: dict[str, Any]) -> Fact:
+        columns, rows = self._query(sql, params, f"fact {name!r}: query failed")
         lacking = [c for c in REQUIRED_COLUMNS if c not in columns]
         if lacking:
             raise FactError(f"fact {name!r}: query lacks columns {', '.join(lacking)}")
@@ -217,13 +221,7 @@ class FactBook:
         missing = [p for p in wanted if p not in params]
         if missing:
             raise FactError(f"row query {name!r} needs {', '.join(missing)}")
-        bound = {k: params[k] for k in wanted}
-        try:
-            cur = self.con.execute(sql, bound) if bound else self.con.execute(sql)
-            data = cur.fetchall()
-        except duckdb.Error as exc:
-            raise FactError(f"row query {name!r}: {exc}".splitlines()[0]) from None
-        columns = [d[0] for d in cur.description]
+        columns, data = self._query(sql, {k: params[k] for k in wanted}, f"row query {name!r}")
         return sql, [dict(zip(columns, r)) for r in data]
 
     def records(self) -> list[dict[str, Any]]:
