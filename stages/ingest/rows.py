@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
@@ -42,6 +42,12 @@ class FolderRows:
         values.update(run_id=self.run_id, source_file=_redact(source_file), source_line=source_line)
         self.tables[table].append(values)
 
+    def add_all(self, table: str, source_file: str, records: Iterable[dict[str, Any]]) -> None:
+        """Rows that each carry their own `source_line`, added one by one."""
+        for record in records:
+            line = record.pop("source_line")
+            self.add(table, source_file, line, **record)
+
     def add_block(self, table: str, source_file: str, columns: dict[str, Any]) -> None:
         """Rows given as equal-length columns; `source_line` is one of them. Text is redacted."""
         self.blocks.setdefault(table, []).append(
@@ -49,6 +55,11 @@ class FolderRows:
 
     def count(self, table: str) -> int:
         return len(self.tables[table]) + sum(len(c["source_line"]) for _, c in self.blocks.get(table, ()))
+
+    def add_errors(self, source_file: str, errors: Iterable[ParseError]) -> None:
+        """Each parse error of a file, as an ingest_errors row."""
+        for err in errors:
+            self.error(source_file, err)
 
     def error(self, source_file: str, err: ParseError | None = None, *, line: int | None = None,
               reason: str | None = None) -> None:
