@@ -19,7 +19,7 @@ from stages.ingest.parsers.sglang_log import parse_sglang_log
 from stages.ingest.parsers.vllm_log import parse_vllm_log
 from stages.core.warehouse import relative, text_value
 from stages.ingest.folders import MANIFEST, SealFound
-from stages.ingest.rows import FolderRows, _redact
+from stages.ingest.rows import FolderRows, redact
 
 LOG_NAMES = ("server.log",)
 BENCH_SUFFIXES = (".json", ".jsonl")
@@ -156,7 +156,7 @@ def _redact_json(value: Any, key: str = "") -> Any:
     if key and value is not None and not isinstance(value, bool) and (
             key in SECRET_FLAGS or is_secret_name(key.lstrip("-"))):
         return REDACTED
-    return _redact(value) if isinstance(value, str) else value
+    return redact(value) if isinstance(value, str) else value
 
 
 def _secret_flag(flag: str) -> bool:

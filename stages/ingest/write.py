@@ -16,7 +16,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from stages.core.warehouse import relative, table_columns, typed_frame
-from stages.ingest.rows import KEPT_TABLES, RAW_TABLES, ROW_TABLES, SCHEMA_SQL, FolderRows, _redact
+from stages.ingest.rows import KEPT_TABLES, RAW_TABLES, ROW_TABLES, SCHEMA_SQL, FolderRows, redact
 
 SQL_DIR = Path(__file__).parent / "sql"
 INGEST_SQL = SQL_DIR / "ingest"
@@ -238,7 +238,7 @@ def _record_refused(con: duckdb.DuckDBPyConnection, runs_dir: Path, root: Path,
     """Replace the rows of the entries of runs_dir refused last time by this time's: ingest_errors
     rows with no run id, of the runs folder itself."""
     source = relative(runs_dir, root)
-    rows = [{"run_id": None, "source_file": source, "source_line": None, "reason": _redact(reason)}
+    rows = [{"run_id": None, "source_file": source, "source_line": None, "reason": redact(reason)}
             for reason in refused]
     con.execute("begin transaction")
     try:

@@ -112,7 +112,7 @@ def current_specs(con: duckdb.DuckDBPyConnection) -> list[str]:
 def resolve_side(token: str, *, con: duckdb.DuckDBPyConnection, run_sets: dict[str, Any],
                  specs: list[str]) -> diff.Side:
     """A side from the current tables: a run set, a spec that has runs, or an image/tag."""
-    if token not in run_sets and token not in specs and not diff._select(con, specs=[], image=token):
+    if token not in run_sets and token not in specs and not diff.select_runs(con, specs=[], image=token):
         raise CampaignError(f"{token!r} is not a run set, a spec with runs or an image of the "
                             "current runs (compare git revisions with `campaign diff`)")
     # paths is only read for git revisions, which the check above has turned away
@@ -160,7 +160,7 @@ class CompareTables:
 
     def _fact(self, name: str, params: dict[str, Any], expected: Any, what: str) -> str:
         fact: Fact = self.macros.book.evaluate(name, params, page=self.macros.page)
-        self.macros._uses(fact.sql)
+        self.macros.uses(fact.sql)
         if not _same(fact.value, expected):
             raise FactError(f"compare page: {what} is {expected!r} in the comparison but "
                             f"{fact.value!r} as fact {fact.id}")

@@ -89,11 +89,11 @@ def resolve(token: str, *, params: dict, paths: Paths, current: duckdb.DuckDBPyC
     specs = params.get("specs") or {}
     if token in run_sets:
         rs = run_sets[token]
-        ids = _select(current, specs=list(rs.get("specs") or []), image=rs.get("image"))
+        ids = select_runs(current, specs=list(rs.get("specs") or []), image=rs.get("image"))
         return Side(token, ids, "current", current)
     if token in specs:
-        return Side(token, _select(current, specs=[token], image=None), "current", current)
-    by_image = _select(current, specs=[], image=token)
+        return Side(token, select_runs(current, specs=[token], image=None), "current", current)
+    by_image = select_runs(current, specs=[], image=token)
     if by_image:
         return Side(token, by_image, "current", current)
     if is_git_rev(paths.root, token):
@@ -104,7 +104,8 @@ def resolve(token: str, *, params: dict, paths: Paths, current: duckdb.DuckDBPyC
     raise CampaignError(f"{token!r} is not a run set, spec, image or git revision (known: {known})")
 
 
-def _select(db, *, specs: list[str], image: str | None) -> list[str]:
+def select_runs(db, *, specs: list[str], image: str | None) -> list[str]:
+    """The reported attempts whose spec is one of `specs` or whose image is `image` (or its tag)."""
     return [r[0] for r in db.execute(_sql("select_runs"), {"specs": specs, "image": image}).fetchall()]
 
 

@@ -264,7 +264,8 @@ class PageMacros:
         text = PLACEHOLDER.sub(lambda m: self.outputs[m.group(0)], text)
         return unlink_missing_runs(text, self.anchors)
 
-    def _uses(self, sql: str) -> None:
+    def uses(self, sql: str) -> None:
+        """Notes the public tables `sql` reads, for the page's list of tables."""
         for t in tables_in(sql):
             if t not in self.tables_used:
                 self.tables_used.append(t)
@@ -277,7 +278,7 @@ class PageMacros:
     def fact(self, name: str, decimals: int | None = None, show_unit: bool = False,
              **params: Any) -> Markup:
         fact = self.book.evaluate(name, params, page=self.page, decimals=decimals)
-        self._uses(fact.sql)
+        self.uses(fact.sql)
         return self.hold(self.fact_markup(fact, show_unit))
 
     def value(self, name: str, **params: Any) -> Any:
@@ -287,7 +288,7 @@ class PageMacros:
     # -- rows, run references, tables
     def rows(self, name: str, **params: Any) -> list[dict[str, Any]]:
         sql, data = self.book.rows(name, params)
-        self._uses(sql)
+        self.uses(sql)
         return data
 
     def run_ref(self, run_id: str, anchor: bool = False) -> Markup:
@@ -312,7 +313,7 @@ class PageMacros:
         as `<spec> · HH:MM` and linked to the run's section when the page has one),
         or "fact:<fact name>" (bound from the row's columns)."""
         sql, data = self.book.rows(name, params)
-        self._uses(sql)
+        self.uses(sql)
         if not data:
             return self.hold("*No rows.*")
         specs = [tuple(c) for c in columns]
@@ -332,7 +333,7 @@ class PageMacros:
             if missing:
                 raise FactError(f"{self.page}: column {title!r}: rows lack {', '.join(missing)}")
             fact = self.book.evaluate(name, {p: row[p] for p in wanted}, page=self.page)
-            self._uses(fact.sql)
+            self.uses(fact.sql)
             return self.fact_markup(fact)
         if key.startswith("run:"):
             return run_label_link(str(row[key[4:]]), row.get("spec"))
