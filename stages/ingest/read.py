@@ -120,7 +120,7 @@ def tampered(rows: FolderRows, manifest_source: str, name: str, reason: str, lin
     rows.add("raw_tampered", manifest_source[: -len(MANIFEST)] + name, line, file=name, reason=reason)
 
 
-def _check_seal(rows: FolderRows, source: str, found: SealFound, first_sha256: str | None) -> None:
+def check_seal(rows: FolderRows, source: str, found: SealFound, first_sha256: str | None) -> None:
     """Compare a folder's manifest with the one of its first ingest: one rewritten (to match an
     edited file) or removed since is a change to the folder."""
     if found.problem:
