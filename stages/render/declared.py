@@ -36,6 +36,7 @@ DISPLAYS = {
 
 
 def unit_sql(unit: str | None) -> str:
+    """A declared unit as the SQL of the unit column."""
     return f"'{unit}'" if unit is not None else "cast(null as varchar)"
 
 
@@ -117,7 +118,7 @@ class CountFact:
         return (table or self.table), bare
 
     def _joined(self) -> bool:
-        named = [c for c in self.keys] + [c for c, _ in self.where]
+        named = list(self.keys) + [c for c, _ in self.where]
         return self.table != "runs" and any(self._split(c)[0] == "runs" for c in named)
 
     def named_columns(self) -> dict[str, set[str]]:
