@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from typing import Callable
 
 from stages.ingest.parsers import sglang_log, vllm_log
 from stages.ingest.parsers.engine_log import scan_log
@@ -42,14 +43,20 @@ def _stats_line(rng: random.Random) -> str:
     return head + body + rng.choice(("", "", "  ", "\r", " \t"))
 
 
-def test_bulk_reader_agrees_with_the_line_reader_on_varied_lines():
-    rng = random.Random(7)
+def _log(seed: int, line: Callable[[random.Random], str], access: str) -> bytes:
+    """Three thousand generated lines, an access line after about a third of them; the last line
+    has no newline."""
+    rng = random.Random(seed)
     lines = []
     for _ in range(3000):
-        lines.append(_stats_line(rng))
+        lines.append(line(rng))
         if rng.random() < 0.3:
-            lines.append('INFO:     127.0.0.1:41234 - "POST /v1/completions HTTP/1.1" 200 OK')
-    data = ("\n".join(lines)).encode()  # the last line has no newline
+            lines.append(access)
+    return "\n".join(lines).encode()
+
+
+def test_bulk_reader_agrees_with_the_line_reader_on_varied_lines():
+    data = _log(7, _stats_line, 'INFO:     127.0.0.1:41234 - "POST /v1/completions HTTP/1.1" 200 OK')
     bulk, reference = vllm_log.parse_vllm_log(data), _line_reader(data)
     assert bulk.blocks and len(bulk.line_stats) < 300  # fields of 16+ digits: line reader
     assert _rows(bulk) == _rows(reference)
@@ -102,13 +109,8 @@ def _sglang_line(rng: random.Random) -> str:
 
 
 def test_sglang_batch_lines_in_bulk_agree_with_the_line_reader():
-    rng = random.Random(11)
-    lines = []
-    for _ in range(3000):
-        lines.append(_sglang_line(rng))
-        if rng.random() < 0.3:
-            lines.append('[2026-04-08 14:05:21] INFO:     127.0.0.1:41234 - "POST /generate HTTP/1.1" 200 OK')
-    data = ("\n".join(lines)).encode()
+    data = _log(11, _sglang_line,
+                '[2026-04-08 14:05:21] INFO:     127.0.0.1:41234 - "POST /generate HTTP/1.1" 200 OK')
     bulk, reference = sglang_log.parse_sglang_log(data), _sglang_line_reader(data)
     assert bulk.blocks and {b.kind for b in bulk.blocks} == {"sglang_decode", "sglang_prefill"}
     assert 0 < len(bulk.line_stats) < 2000  # DP ranks, long fields, carriage returns: line reader

@@ -43,7 +43,7 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, defaults: dict, rows: li
             f"insert into {table} ({', '.join(cols)}) values ({', '.join('$' + c for c in cols)})", row)
 
 
-def _folder(run_id: str, name: str) -> str:
+def raw_path(run_id: str, name: str) -> str:
     return f"data/runs/{run_id}/{name}"
 
 
@@ -51,12 +51,12 @@ def _run(run_id: str, spec: str | None, started_at: str | None, **extra) -> dict
     model, layout, ctx, engine, _ = run_id.split("__")
     return {"run_id": run_id, "spec": spec, "profile": "h200x8", "model": model, "layout": layout,
             "ctx_label": ctx, "engine": engine, "started_at": started_at, "recovered": False,
-            "source_file": _folder(run_id, "meta.json"), "source_line": 1, **extra}
+            "source_file": raw_path(run_id, "meta.json"), "source_line": 1, **extra}
 
 
 def _fact(run_id: str, fact: str, line: int, value_num=None, value_text=None, **extra) -> dict:
     return {"run_id": run_id, "fact": fact, "value_num": value_num, "value_text": value_text,
-            "excerpt": f"{fact} line", "source_file": _folder(run_id, "server.log"),
+            "excerpt": f"{fact} line", "source_file": raw_path(run_id, "server.log"),
             "source_line": line, **extra}
 
 
@@ -65,7 +65,7 @@ def _request(run_id: str, point_id: str, idx: int, input_tokens: int, output_tok
     latency = ttft_s + (output_tokens - 1) * (tpot_ms or 0) / 1000 if output_tokens else ttft_s
     return {"run_id": run_id, "point_id": point_id, "request_idx": idx, "input_tokens": input_tokens,
             "output_tokens": output_tokens, "ttft_s": ttft_s, "latency_s": latency, "error": error,
-            "generated_text": "x", "source_file": _folder(run_id, f"bench/{point_id}.json"),
+            "generated_text": "x", "source_file": raw_path(run_id, f"bench/{point_id}.json"),
             "source_line": 1}
 
 
@@ -74,12 +74,12 @@ def _point(run_id: str, point_id: str, workload: str, concurrency: int, sent: in
     return {"run_id": run_id, "point_id": point_id, "workload": workload, "concurrency": concurrency,
             "num_prompts": sent, "completed": completed, "failed": failed,
             "output_throughput": output_throughput,
-            "source_file": _folder(run_id, f"bench/{point_id}.json"), "source_line": 1}
+            "source_file": raw_path(run_id, f"bench/{point_id}.json"), "source_line": 1}
 
 
-def _metrics(run_id: str, point_id: str, phase: str, samples: list[tuple[str, str, float]]) -> list[dict]:
+def metrics_rows(run_id: str, point_id: str, phase: str, samples: list[tuple[str, str, float]]) -> list[dict]:
     return [{"run_id": run_id, "point_id": point_id, "phase": phase, "name": name, "labels": labels,
-             "value": value, "source_file": _folder(run_id, f"bench/{point_id}.metrics.{phase}.txt"),
+             "value": value, "source_file": raw_path(run_id, f"bench/{point_id}.metrics.{phase}.txt"),
              "source_line": line}
             for line, (name, labels, value) in enumerate(samples, start=1)]
 
@@ -107,20 +107,20 @@ def raw_rows() -> dict[str, tuple[dict, list[dict]]]:
     c16 = [_request(BIG, "long__c16", i, 250000, 512, 30.0 + i, 20.0) for i in range(4)]
     c64 = [_request(DP, "chat__c64", i, 1000, 100, 0.5, tpot) for i, tpot in enumerate(C64_TPOT_MS)]
     metrics = (
-        _metrics(BIG, "long__c04", "before", [
+        metrics_rows(BIG, "long__c04", "before", [
             ("vllm:prefix_cache_hits_total", 'engine="0",model_name="m"', 100.0),
             ("vllm:prefix_cache_hits_total", 'engine="1",model_name="m"', 0.0),
             ("vllm:prefix_cache_queries_total", 'engine="0",model_name="m"', 1000.0),
             ("vllm:prefix_cache_queries_total", 'engine="1",model_name="m"', 1000.0)])
-        + _metrics(BIG, "long__c04", "after", [
+        + metrics_rows(BIG, "long__c04", "after", [
             ("vllm:prefix_cache_hits_total", 'engine="0",model_name="m"', 300.0),
             ("vllm:prefix_cache_hits_total", 'engine="1",model_name="m"', 100.0),
             ("vllm:prefix_cache_queries_total", 'engine="0",model_name="m"', 2000.0),
             ("vllm:prefix_cache_queries_total", 'engine="1",model_name="m"', 1500.0)])
-        + _metrics(BIG, "long__c16", "before", [
+        + metrics_rows(BIG, "long__c16", "before", [
             ("vllm:gpu_prefix_cache_hits_total", 'model_name="m"', 1000.0),
             ("vllm:gpu_prefix_cache_queries_total", 'model_name="m"', 4000.0)])
-        + _metrics(BIG, "long__c16", "after", [
+        + metrics_rows(BIG, "long__c16", "after", [
             ("vllm:gpu_prefix_cache_hits_total", 'model_name="m"', 1500.0),
             ("vllm:gpu_prefix_cache_queries_total", 'model_name="m"', 5000.0)])
     )
@@ -134,28 +134,28 @@ def raw_rows() -> dict[str, tuple[dict, list[dict]]]:
         "raw_commands": ({}, [
             {"run_id": BIG, "tp": 8, "max_model_len": 262144, "max_num_seqs": 16,
              "command": "vllm serve /models/big --tensor-parallel-size 8 --max-num-seqs 16",
-             "source_file": _folder(BIG, "cmd.sh"), "source_line": 3},
+             "source_file": raw_path(BIG, "cmd.sh"), "source_line": 3},
             {"run_id": BIG_OLD, "tp": 8, "max_model_len": 262144, "max_num_seqs": 16,
              "command": "vllm serve /models/big --tensor-parallel-size 8 --max-num-seqs 16",
-             "source_file": _folder(BIG_OLD, "cmd.sh"), "source_line": 3},
+             "source_file": raw_path(BIG_OLD, "cmd.sh"), "source_line": 3},
             {"run_id": DP, "dp": 2, "max_model_len": 4096,
              "command": "vllm serve /models/small --data-parallel-size 2 --block-size 32",
-             "source_file": _folder(DP, "cmd.sh"), "source_line": 2},
+             "source_file": raw_path(DP, "cmd.sh"), "source_line": 2},
             {"run_id": SG, "tp": 4,
              "command": "python -m sglang.launch_server --model-path /models/small --tp 4",
-             "source_file": _folder(SG, "cmd.sh"), "source_line": 2},
+             "source_file": raw_path(SG, "cmd.sh"), "source_line": 2},
         ]),
         "raw_command_flags": ({}, [
             {"run_id": DP, "position": 1, "flag": "--block-size", "value": "32",
-             "source_file": _folder(DP, "cmd.sh"), "source_line": 2},
+             "source_file": raw_path(DP, "cmd.sh"), "source_line": 2},
         ]),
         "raw_launch_out": ({}, [
             {"run_id": BIG, "key": "status", "value": "ready",
-             "source_file": _folder(BIG, "launch.out"), "source_line": 1},
+             "source_file": raw_path(BIG, "launch.out"), "source_line": 1},
             {"run_id": BIG, "key": "ready_s", "value": "609.1",
-             "source_file": _folder(BIG, "launch.out"), "source_line": 2},
+             "source_file": raw_path(BIG, "launch.out"), "source_line": 2},
             {"run_id": SG, "key": "status", "value": "ready",
-             "source_file": _folder(SG, "launch.out"), "source_line": 1},
+             "source_file": raw_path(SG, "launch.out"), "source_line": 1},
         ]),
         "raw_log_facts": ({}, [
             _fact(BIG, "kv_tokens", 120, value_num=1573325),
@@ -178,18 +178,18 @@ def raw_rows() -> dict[str, tuple[dict, list[dict]]]:
         ]),
         "raw_gates": ({}, [
             {"run_id": BIG, "gate": "niah", "score": 1.0,
-             "source_file": _folder(BIG, "niah.log"), "source_line": 4},
+             "source_file": raw_path(BIG, "niah.log"), "source_line": 4},
             {"run_id": SG, "gate": "niah", "score": 0.0,
-             "source_file": _folder(SG, "niah.log"), "source_line": 4},
+             "source_file": raw_path(SG, "niah.log"), "source_line": 4},
         ]),
         "raw_gate_probes": ({}, [
             {"run_id": BIG, "probe_idx": i, "depth": d, "prompt_tokens": 230000, "ok": True,
-             "latency_s": 40.0, "answer": "k", "source_file": _folder(BIG, "niah.log"),
+             "latency_s": 40.0, "answer": "k", "source_file": raw_path(BIG, "niah.log"),
              "source_line": i + 1}
             for i, d in enumerate([0.1, 0.5, 0.9])
         ] + [
             {"run_id": SG, "probe_idx": 0, "depth": 0.5, "prompt_tokens": 7000, "ok": False,
-             "latency_s": 1.0, "answer": "no", "source_file": _folder(SG, "niah.log"), "source_line": 1},
+             "latency_s": 1.0, "answer": "no", "source_file": raw_path(SG, "niah.log"), "source_line": 1},
         ]),
         "raw_bench_points": ({}, [
             _point(BIG, "long__c04", "long", 4, 7, 6, 1, 210.5),
@@ -199,7 +199,7 @@ def raw_rows() -> dict[str, tuple[dict, list[dict]]]:
         "raw_bench_requests": ({}, c04 + c16 + c64),
         "raw_metrics": ({}, metrics),
         "ingest_errors": ({}, [
-            {"run_id": BIG, "source_file": _folder(BIG, "ramp.log"), "source_line": 3,
+            {"run_id": BIG, "source_file": raw_path(BIG, "ramp.log"), "source_line": 3,
              "reason": "not JSON"},
         ]),
     }
@@ -564,9 +564,9 @@ def test_reported_attempt_is_the_latest_complete_one(tmp_path):
     out_rows[:] = [r for r in out_rows if r.get("key") != "run_status"]
     out_rows += [
         {"run_id": BIG_OLD, "key": "run_status", "value": "complete",
-         "source_file": _folder(BIG_OLD, "launch.out"), "source_line": 9},
+         "source_file": raw_path(BIG_OLD, "launch.out"), "source_line": 9},
         {"run_id": BIG, "key": "run_status", "value": "interrupted",
-         "source_file": _folder(BIG, "launch.out"), "source_line": 9},
+         "source_file": raw_path(BIG, "launch.out"), "source_line": 9},
     ]
     _, out = derive_into(tmp_path, rows=rows)
     got = {r["run_id"]: r for r in query(out, "select * from runs")}

@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from render_helpers import RUN4, RUN16_FAILED, SCRIPT_ANSWER, build_campaign
+from render_helpers import RUN4, RUN16, RUN16_FAILED, SCRIPT_ANSWER, build_campaign
 from stages.render import escape, facts, queries
 from stages.render.errors import FactError
 from stages.render.facts import FactBook, FactCheckError, PageMacros
@@ -185,6 +185,21 @@ def declare(folder: Path, text: str) -> Path:
     return folder
 
 
+CURRENT_POINTS = """
+- count: bench_points
+  keys: [runs.profile]
+  facts:
+    points:
+      where: {runs.is_current: true, workload: chat}
+      unit: points
+      description: Chat points of a profile.
+    point_runs:
+      where: {runs.is_current: true}
+      of: runs
+      description: Runs with points.
+"""
+
+
 LAUNCH_READY = """
 - table: launches
   keys: [run_id]
@@ -208,22 +223,26 @@ def test_a_declared_fact_is_generated_whole_with_its_parameters_bound(campaign, 
     assert RUN4 not in fact.sql
     assert queries.fact_query_path("ready", folder).endswith("columns.yaml (ready)")
     assert queries.fact_query_path("launch_ready_s") == "stages/render/sql/facts/columns.yaml (launch_ready_s)"
-    assert queries.fact_query_path("profile_points") == "stages/render/sql/facts/profile_points.sql"
+    assert queries.fact_query_path("ramp_needle_turns") == "stages/render/sql/facts/ramp_needle_turns.sql"
 
 
-@pytest.mark.parametrize("change, message", [
-    (("table: launches", "table: raw_launches"), "is not a public table"),
-    (("keys: [run_id]", "keys: [run_id; drop]"), "bad key"),
-    (("unit: s", "unit: s' as x"), "bad unit"),
-    (("value: ready_s", "value: ready_s; select 1"), "not a column or plain arithmetic"),
-    (("value: ready_s", "value: ready_s -- x"), "bad value"),
-    (("keys: [run_id]", "keys: [run_id]\n  where: {status: \"a'b\"}"), "bad filter value"),
-    (("description: Seconds until ready.", "description: \"one\\ntwo\""), "one line"),
+@pytest.mark.parametrize("text, change, message", [
+    (LAUNCH_READY, ("table: launches", "table: raw_launches"), "is not a public table"),
+    (LAUNCH_READY, ("keys: [run_id]", "keys: [run_id; drop]"), "bad key"),
+    (LAUNCH_READY, ("unit: s", "unit: s' as x"), "bad unit"),
+    (LAUNCH_READY, ("value: ready_s", "value: ready_s; select 1"), "not a column or plain arithmetic"),
+    (LAUNCH_READY, ("value: ready_s", "value: ready_s -- x"), "bad value"),
+    (LAUNCH_READY, ("keys: [run_id]", "keys: [run_id]\n  where: {status: \"a'b\"}"), "bad filter value"),
+    (LAUNCH_READY, ("description: Seconds until ready.", "description: \"one\\ntwo\""), "one line"),
+    (CURRENT_POINTS, ("keys: [runs.profile]", "keys: [launches.profile]"), "bad key"),
+    (CURRENT_POINTS, ("of: runs", "of: points"), "of is rows or runs"),
+    (CURRENT_POINTS, ("facts:", "where: {gate: niah}\n  facts:"), "each give their own where"),
+    (CURRENT_POINTS, ("- count: bench_points", "- count: bench_points\n  table: runs"), "a group has table"),
 ])
-def test_a_declaration_outside_the_safe_shapes_is_refused(tmp_path, change, message):
-    folder = declare(tmp_path / "facts", LAUNCH_READY.replace(*change))
+def test_a_declaration_outside_the_safe_shapes_is_refused(tmp_path, text, change, message):
+    folder = declare(tmp_path / "facts", text.replace(*change))
     with pytest.raises(FactError, match=message):
-        queries.fact_sql("ready", folder)
+        queries.fact_sql("ready" if text is LAUNCH_READY else "points", folder)
 
 
 def test_a_declared_column_the_table_lacks_fails_at_evaluation(campaign, tmp_path):
@@ -250,8 +269,110 @@ def test_every_declared_fact_names_columns_of_its_table(campaign):
     declared = queries.column_facts(queries.FACTS_SQL / queries.COLUMN_FACTS)
     assert len(declared) >= 40
     for decl in declared.values():
-        columns = {r[0] for r in con.execute(
-            "select column_name from information_schema.columns where table_name = $t",
-            {"t": decl.table}).fetchall()}
-        assert decl.columns() <= columns, decl.name
+        for table, named in decl.named_columns().items():
+            columns = {r[0] for r in con.execute(
+                "select column_name from information_schema.columns where table_name = $t",
+                {"t": table}).fetchall()}
+            assert named <= columns, decl.name
         assert not (queries.FACTS_SQL / f"{decl.name}.sql").exists()
+
+
+def test_a_declared_count_joins_the_runs_and_lists_them(campaign, tmp_path):
+    root, con = campaign
+    folder = declare(tmp_path / "facts", CURRENT_POINTS)
+    sql = queries.fact_sql("points", folder)
+    assert "inner join runs as r on r.run_id = t.run_id" in sql
+    assert "where r.profile = $profile and r.is_current and t.workload = 'chat'\n" in sql
+    assert queries.sql_params(sql) == ["profile"] and queries.tables_in(sql) == ["runs", "bench_points"]
+    book = FactBook(con, root=root, sha=None, facts_sql=folder)
+    points = book.evaluate("points", {"profile": "local-cpu"})
+    expected = con.execute(
+        "select count(*), list(distinct p.run_id order by p.run_id) from bench_points as p "
+        "join runs as r using (run_id) where r.profile = 'local-cpu' and r.is_current "
+        "and p.workload = 'chat'").fetchone()
+    assert expected[0] > len(expected[1]) > 0
+    assert (points.value, points.unit, points.run_ids, points.source_file) == \
+        (expected[0], "points", expected[1], None)
+    runs = book.evaluate("point_runs", {"profile": "local-cpu"})
+    assert (runs.value, runs.unit) == (len(runs.run_ids), None) and runs.value >= len(expected[1])
+    with pytest.raises(FactError, match="bench_points has no column"):
+        FactBook(con, root=root, sha=None, facts_sql=declare(tmp_path / "bad", CURRENT_POINTS.replace(
+            "workload: chat", "load: chat"))).evaluate("points", {"profile": "local-cpu"})
+
+
+def test_a_declared_order_picks_one_row_and_a_display_prints_bytes(campaign, tmp_path):
+    root, con = campaign
+    folder = declare(tmp_path / "facts", """
+- table: bench_points
+  keys: [run_id, workload]
+  order: [output_tok_s desc, concurrency]
+  facts:
+    best_users:
+      value: concurrency
+      description: Users at the best output.
+    best_bytes:
+      value: concurrency * 1048576
+      display: bytes
+      description: A size.
+""")
+    sql = queries.fact_sql("best_users", folder)
+    assert "and output_tok_s is not null\n    order by output_tok_s desc, concurrency\n    limit 1\n" in sql
+    best = con.execute("select concurrency from bench_points where run_id = $r and workload = 'chat' "
+                       "order by output_tok_s desc, concurrency limit 1", {"r": RUN4}).fetchone()[0]
+    book = FactBook(con, root=root, sha=None, facts_sql=folder)
+    assert book.evaluate("best_users", {"run_id": RUN4, "workload": "chat"}).value == best
+    sized = book.evaluate("best_bytes", {"run_id": RUN4, "workload": "chat"})
+    assert sized.value == best * 1048576 and sized.display == f"{best} MiB"
+    with pytest.raises(FactError, match="display is one of bytes"):
+        queries.fact_sql("x", declare(tmp_path / "bad", """
+- table: runs
+  keys: [run_id]
+  facts:
+    x: {value: run_id, display: hex, description: X.}
+"""))
+
+
+def test_a_declared_change_compares_two_runs_with_the_head_line_as_source(campaign):
+    root, con = campaign
+    book = FactBook(con, root=root, sha=None)
+    both = {"base_run_id": RUN4, "head_run_id": RUN16}
+    ready = book.evaluate("compare_launch_change_pct", {**both, "item": "ready_s"})
+    head = book.evaluate("launch_ready_s", {"run_id": RUN16})
+    assert ready.value == pytest.approx(100.0 * (68.9 - 71.3) / 71.3) and ready.display == "-3.4%"
+    assert (ready.unit, ready.run_ids, ready.source_file) == ("%", [RUN4, RUN16], head.source_file)
+    kv = book.evaluate("compare_launch_change_pct", {**both, "item": "kv_tokens"})
+    assert kv.source_file == book.evaluate("launch_kv_tokens", {"run_id": RUN16}).source_file
+    assert kv.display == "+0.0%" and kv.source_file != head.source_file
+    # a run without the figure (a failed launch has no gate) prints a dash, not an error
+    gate = book.evaluate("compare_launch_change_pct",
+                         {"base_run_id": RUN4, "head_run_id": RUN16_FAILED, "item": "gate_score"})
+    assert gate.value is None and gate.source_file is None and gate.run_ids == [RUN4, RUN16_FAILED]
+
+
+@pytest.mark.parametrize("of, message", [
+    ("{a: node_power}", "not a declared column fact"),
+    ("{a: count_of}", "not a declared column fact"),
+    ("{a: ready, b: per_point}", "keyed alike"),
+    ("{a: missing}", "not a declared column fact"),
+    ("{\"x'y\": ready}", "bad item"),
+])
+def test_a_change_names_column_facts_of_runs_keyed_alike(tmp_path, of, message):
+    folder = declare(tmp_path / "facts", LAUNCH_READY + f"""
+- table: node_gpus
+  keys: [node_id, gpu_index]
+  facts:
+    node_power: {{value: power_limit_w, description: Watts.}}
+- table: bench_points
+  keys: [run_id, workload]
+  facts:
+    per_point: {{value: sent, description: Sent.}}
+- count: runs
+  keys: [run_id]
+  facts:
+    count_of: {{description: Runs.}}
+- change: item
+  facts:
+    moved: {{of: {of}, description: Change.}}
+""")
+    with pytest.raises(FactError, match=message):
+        queries.fact_sql("moved", folder)

@@ -140,31 +140,19 @@ def test_index_lists_the_parts(rendered):
     assert "2026-11-30" in index
 
 
-def test_a_number_typed_into_a_template_fails_the_build(tmp_path):
+@pytest.mark.parametrize("edit, error, message", [
+    # a number typed into a template
+    (("## Launches\n", "## Launches\n\nThe first launch was ready in 71 seconds.\n"), FactCheckError,
+     r"part-local-cpu\.md\.j2.*'71'"),
+    (("backend [S3]", "backend [S999]"), SourceError, r"unknown source id \[S999\]"),
+    (('fact("profile_launches"', 'fact("profile_launchez"'), CampaignError, "unknown fact 'profile_launchez'"),
+])
+def test_a_template_mistake_fails_the_build_loudly(tmp_path, edit, error, message):
     build_campaign(tmp_path)
     site = copy_templates(tmp_path)
     part = site / "templates" / "part-local-cpu.md.j2"
-    part.write_text(part.read_text().replace(
-        "## Launches\n", "## Launches\n\nThe first launch was ready in 71 seconds.\n"))
-    with pytest.raises(FactCheckError, match=r"part-local-cpu\.md\.j2.*'71'"):
-        render.run(**render_kwargs(tmp_path, templates_dir=site / "templates"))
-
-
-def test_an_unknown_source_id_fails_the_build(tmp_path):
-    build_campaign(tmp_path)
-    site = copy_templates(tmp_path)
-    part = site / "templates" / "part-local-cpu.md.j2"
-    part.write_text(part.read_text().replace("backend [S3]", "backend [S999]"))
-    with pytest.raises(SourceError, match=r"unknown source id \[S999\]"):
-        render.run(**render_kwargs(tmp_path, templates_dir=site / "templates"))
-
-
-def test_an_unknown_fact_in_a_template_fails_loudly(tmp_path):
-    build_campaign(tmp_path)
-    site = copy_templates(tmp_path)
-    part = site / "templates" / "part-local-cpu.md.j2"
-    part.write_text(part.read_text().replace('fact("profile_launches"', 'fact("profile_launchez"'))
-    with pytest.raises(CampaignError, match="unknown fact 'profile_launchez'"):
+    part.write_text(part.read_text().replace(*edit))
+    with pytest.raises(error, match=message):
         render.run(**render_kwargs(tmp_path, templates_dir=site / "templates"))
 
 

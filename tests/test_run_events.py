@@ -4,11 +4,11 @@ from __future__ import annotations
 import pytest
 
 from stages.derive import stage as derive
-from test_derive import BIG, BIG_OLD, DP, SG, _folder, derive_into, query, raw_rows
+from test_derive import BIG, BIG_OLD, DP, SG, raw_path, derive_into, query, raw_rows
 
 
 def _lines(run_id: str, *pairs: tuple[str, str]) -> list[dict]:
-    return [{"run_id": run_id, "key": k, "value": v, "source_file": _folder(run_id, "launch.out"),
+    return [{"run_id": run_id, "key": k, "value": v, "source_file": raw_path(run_id, "launch.out"),
              "source_line": i} for i, (k, v) in enumerate(pairs, start=1)]
 
 

@@ -11,7 +11,7 @@ import pytest
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
 from stages.ingest.parsers.turns import is_turns_log, parse_turns
-from test_derive import RULES, WORKLOADS, _folder, _metrics, derive_into, make_warehouse, query
+from test_derive import RULES, WORKLOADS, raw_path, metrics_rows, derive_into, make_warehouse, query
 
 RUN = "tiny-llama__cpu_seqs4__4k__vllm__1130-060000"
 STARTED = "2026-11-30T06:01:02Z"
@@ -277,7 +277,7 @@ def test_ingested_folder_derives(ingested: Path, tmp_path: Path):
 def _rows_of(text: str, name: str, run_id: str) -> tuple[list[dict], list[dict]]:
     parsed = parse_turns(text.encode(), name)
     assert parsed.errors == []
-    source = _folder(run_id, name)
+    source = raw_path(run_id, name)
     workloads = [{**w, "run_id": run_id, "source_file": source} for w in parsed.workloads]
     requests = [{**r, "run_id": run_id, "source_file": source} for r in parsed.requests]
     return workloads, requests
@@ -287,25 +287,25 @@ def turn_rows(gate_score: float | None = 0.0) -> dict[str, tuple[dict, list[dict
     ramp_w, ramp_r = _rows_of(ramp_log(), "ramp.log", RUN)
     team_w, team_r = _rows_of(agents_log(), "agents.team.jsonl", RUN)
     metrics = (
-        _metrics(RUN, "ramp__t01", "before", [("vllm:prefix_cache_hits_total", "", 0.0),
+        metrics_rows(RUN, "ramp__t01", "before", [("vllm:prefix_cache_hits_total", "", 0.0),
                                               ("vllm:prefix_cache_queries_total", "", 0.0)])
-        + _metrics(RUN, "ramp__t01", "after", [("vllm:prefix_cache_hits_total", "", 0.0),
+        + metrics_rows(RUN, "ramp__t01", "after", [("vllm:prefix_cache_hits_total", "", 0.0),
                                                ("vllm:prefix_cache_queries_total", "", 1000.0)])
-        + _metrics(RUN, "ramp__t02", "before", [("vllm:prefix_cache_hits_total", "", 0.0),
+        + metrics_rows(RUN, "ramp__t02", "before", [("vllm:prefix_cache_hits_total", "", 0.0),
                                                 ("vllm:prefix_cache_queries_total", "", 1000.0)])
-        + _metrics(RUN, "ramp__t02", "after", [("vllm:prefix_cache_hits_total", "", 900.0),
+        + metrics_rows(RUN, "ramp__t02", "after", [("vllm:prefix_cache_hits_total", "", 900.0),
                                                ("vllm:prefix_cache_queries_total", "", 3000.0)])
-        + _metrics(RUN, "team__s02", "before", [("vllm:prefix_cache_hits_total", "", 100.0),
+        + metrics_rows(RUN, "team__s02", "before", [("vllm:prefix_cache_hits_total", "", 100.0),
                                                 ("vllm:prefix_cache_queries_total", "", 1000.0)])
-        + _metrics(RUN, "team__s02", "after", [("vllm:prefix_cache_hits_total", "", 4100.0),
+        + metrics_rows(RUN, "team__s02", "after", [("vllm:prefix_cache_hits_total", "", 4100.0),
                                                ("vllm:prefix_cache_queries_total", "", 6000.0)])
     )
     gates = ([] if gate_score is None else
              [{"run_id": RUN, "gate": "niah", "score": gate_score,
-               "source_file": _folder(RUN, "niah.log"), "source_line": 3}])
+               "source_file": raw_path(RUN, "niah.log"), "source_line": 3}])
     return {
         "raw_runs": ({}, [{"run_id": RUN, "spec": "tiny-seqs4", "recovered": False,
-                           "source_file": _folder(RUN, "meta.json"), "source_line": 1}]),
+                           "source_file": raw_path(RUN, "meta.json"), "source_line": 1}]),
         "raw_gates": ({}, gates),
         "raw_metrics": ({}, metrics),
         "raw_turn_workloads": ({}, ramp_w + team_w),
@@ -321,7 +321,7 @@ def turns_built(tmp_path_factory) -> Path:
 
 def test_ramp_turns_given_expect(turns_built: Path):
     rows = query(turns_built, "select * exclude (run_id) from ramp_turns order by workload, turn")
-    source = _folder(RUN, "ramp.log")
+    source = raw_path(RUN, "ramp.log")
     base = {"sessions": 2, "provisional": True, "source_file": source}
     assert rows == [
         {**base, "workload": "ramp", "turn": 1, "answered": 2, "context_tokens": 1010,
@@ -347,7 +347,7 @@ def test_agent_runs_given_expect_burst_left_out_of_tpot(turns_built: Path):
         "failed": 1, "history_tokens_max": 5600, "ttft_median_s": 0.3, "ttft_p90_s": 0.38,
         "tpot_median_ms": 150.0, "decode_tok_s_per_user": 1000 / 150, "output_tok_s": 33 / 2.4,
         "cache_hit_pct": 80.0, "provisional": True,
-        "source_file": _folder(RUN, "agents.team.jsonl"), "source_line": 1})
+        "source_file": raw_path(RUN, "agents.team.jsonl"), "source_line": 1})
 
 
 def test_turn_requests_carry_tpot_burst_and_errors(turns_built: Path):

@@ -91,9 +91,9 @@ class SealFound:
     problem: str | None = None           # why ingest could not seal it
 
 
-def _plan(folders: list[Path], known: dict[str, str], version: str,
-          seals: dict[str, str] | None = None, seal_unsealed: bool = False
-          ) -> tuple[list[Path], list[tuple[Path, list, str]], dict[str, SealFound]]:
+def plan_folders(folders: list[Path], known: dict[str, str], version: str,
+                 seals: dict[str, str] | None = None, seal_unsealed: bool = False
+                 ) -> tuple[list[Path], list[tuple[Path, list, str]], dict[str, SealFound]]:
     """The run folders, those to read (changed since their fingerprint in `known`), and the seal
     of each one to read. With `seal_unsealed`, a folder without a manifest that never had one
     (not in `seals`) is sealed first; a folder whose manifest was removed is left as it is."""
@@ -112,11 +112,11 @@ def _plan(folders: list[Path], known: dict[str, str], version: str,
         fp = fingerprint(stats, version)
         if known.get(folder.name) != fp:
             plans.append((folder, [(n, size, mtime) for n, size, mtime, _, _ in stats], fp))
-            found[folder.name] = SealFound(_manifest_sha256(folder), sealed_at, problem)
+            found[folder.name] = SealFound(folder_manifest_sha256(folder), sealed_at, problem)
     return folders, plans, found
 
 
-def _manifest_sha256(folder: Path) -> str | None:
+def folder_manifest_sha256(folder: Path) -> str | None:
     """The sha256 of the folder's manifest; None when it has none (or it is not a regular file)."""
     try:
         return rawfile.sha256(folder, MANIFEST)

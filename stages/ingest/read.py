@@ -19,7 +19,7 @@ from stages.ingest.parsers.sglang_log import parse_sglang_log
 from stages.ingest.parsers.vllm_log import parse_vllm_log
 from stages.core.warehouse import relative, text_value
 from stages.ingest.folders import MANIFEST, SealFound
-from stages.ingest.rows import FolderRows, _redact
+from stages.ingest.rows import FolderRows, redact
 
 LOG_NAMES = ("server.log",)
 BENCH_SUFFIXES = (".json", ".jsonl")
@@ -120,7 +120,7 @@ def tampered(rows: FolderRows, manifest_source: str, name: str, reason: str, lin
     rows.add("raw_tampered", manifest_source[: -len(MANIFEST)] + name, line, file=name, reason=reason)
 
 
-def _check_seal(rows: FolderRows, source: str, found: SealFound, first_sha256: str | None) -> None:
+def check_seal(rows: FolderRows, source: str, found: SealFound, first_sha256: str | None) -> None:
     """Compare a folder's manifest with the one of its first ingest: one rewritten (to match an
     edited file) or removed since is a change to the folder."""
     if found.problem:
@@ -156,7 +156,7 @@ def _redact_json(value: Any, key: str = "") -> Any:
     if key and value is not None and not isinstance(value, bool) and (
             key in SECRET_FLAGS or is_secret_name(key.lstrip("-"))):
         return REDACTED
-    return _redact(value) if isinstance(value, str) else value
+    return redact(value) if isinstance(value, str) else value
 
 
 def _secret_flag(flag: str) -> bool:
@@ -168,16 +168,14 @@ def _secret_flag(flag: str) -> bool:
 
 def _read_meta(folder: Path, name: str, rows: FolderRows, source: str) -> dict[str, Any] | None:
     meta, errors = run_files.parse_meta(rawfile.read_raw(folder, name, rawfile.SMALL_BYTES))
-    for err in errors:
-        rows.error(source, err)
+    rows.add_errors(source, errors)
     return None if meta is None else _redact_json(meta)
 
 
 def _read_cmd(folder: Path, name: str, rows: FolderRows, source: str) -> cmd_parser.Command | None:
     data = rawfile.read_raw(folder, name, rawfile.SMALL_BYTES)
     command, errors = cmd_parser.parse_cmd(lines.decode(data))
-    for err in errors:
-        rows.error(source, err)
+    rows.add_errors(source, errors)
     if command is None:
         return None
     rows.add("raw_commands", source, command.line, wrapper=command.wrapper, image=command.image,
@@ -220,8 +218,7 @@ def _read_log(folder: Path, name: str, rows: FolderRows, source: str, engine: st
                    for name, values in block.columns.items()}
         columns["kind"] = block.kind
         rows.add_block("raw_log_stats", source, columns)
-    for err in parsed.errors:
-        rows.error(source, err)
+    rows.add_errors(source, parsed.errors)
     return parsed.facts
 
 
@@ -230,44 +227,30 @@ def _read_launch_out(folder: Path, name: str, rows: FolderRows, source: str) -> 
     for key, value, line in pairs:
         rows.add("raw_launch_out", source, line, key=key,
                  value=REDACTED if value and is_secret_name(key) else value)
-    for err in errors:
-        rows.error(source, err)
+    rows.add_errors(source, errors)
 
 
 def _read_niah(folder: Path, name: str, rows: FolderRows, source: str) -> None:
     probes, gates, errors = run_files.parse_niah(rawfile.read_raw(folder, name, rawfile.SMALL_BYTES))
-    for probe in probes:
-        line = probe.pop("source_line")
-        rows.add("raw_gate_probes", source, line, **probe)
+    rows.add_all("raw_gate_probes", source, probes)
     for gate, score, line in gates:
         rows.add("raw_gates", source, line, gate=gate, score=score)
-    for err in errors:
-        rows.error(source, err)
+    rows.add_errors(source, errors)
 
 
 def _read_turns(folder: Path, name: str, rows: FolderRows, source: str) -> None:
     parsed = turns.parse_turns(rawfile.read_raw(folder, name, rawfile.LOG_BYTES), name)
-    for workload in parsed.workloads:
-        line = workload.pop("source_line")
-        rows.add("raw_turn_workloads", source, line, **workload)
-    for request in parsed.requests:
-        line = request.pop("source_line")
-        rows.add("raw_turn_requests", source, line, **request)
-    for err in parsed.errors:
-        rows.error(source, err)
+    rows.add_all("raw_turn_workloads", source, parsed.workloads)
+    rows.add_all("raw_turn_requests", source, parsed.requests)
+    rows.add_errors(source, parsed.errors)
 
 
 def _read_bench(folder: Path, name: str, rows: FolderRows, source: str) -> None:
     point_id = name.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     parsed = bench_json.parse_bench(rawfile.read_raw(folder, name, rawfile.RESULT_BYTES), point_id)
-    for point in parsed.points:
-        line = point.pop("source_line")
-        rows.add("raw_bench_points", source, line, **point)
-    for request in parsed.requests:
-        line = request.pop("source_line")
-        rows.add("raw_bench_requests", source, line, **request)
-    for err in parsed.errors:
-        rows.error(source, err)
+    rows.add_all("raw_bench_points", source, parsed.points)
+    rows.add_all("raw_bench_requests", source, parsed.requests)
+    rows.add_errors(source, parsed.errors)
 
 
 def _read_metrics(folder: Path, name: str, rows: FolderRows, source: str) -> None:
@@ -279,8 +262,7 @@ def _read_metrics(folder: Path, name: str, rows: FolderRows, source: str) -> Non
             "point_id": point_id, "phase": phase, "name": samples.names, "labels": samples.labels,
             "value": np.array(samples.values, dtype=np.float64),
             "source_line": np.array(samples.lines, dtype=np.int64)})
-    for err in errors:
-        rows.error(source, err)
+    rows.add_errors(source, errors)
 
 
 def _first_text(facts: list[lines.Fact], name: str) -> str | None:

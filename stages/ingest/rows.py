@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
@@ -38,17 +38,28 @@ class FolderRows:
         """One row; every text value in it redacted."""
         for name, value in values.items():
             if isinstance(value, str):
-                values[name] = _redact(value)
-        values.update(run_id=self.run_id, source_file=_redact(source_file), source_line=source_line)
+                values[name] = redact(value)
+        values.update(run_id=self.run_id, source_file=redact(source_file), source_line=source_line)
         self.tables[table].append(values)
+
+    def add_all(self, table: str, source_file: str, records: Iterable[dict[str, Any]]) -> None:
+        """Rows that each carry their own `source_line`, added one by one."""
+        for record in records:
+            line = record.pop("source_line")
+            self.add(table, source_file, line, **record)
 
     def add_block(self, table: str, source_file: str, columns: dict[str, Any]) -> None:
         """Rows given as equal-length columns; `source_line` is one of them. Text is redacted."""
         self.blocks.setdefault(table, []).append(
-            (_redact(source_file), {name: _redact_column(values) for name, values in columns.items()}))
+            (redact(source_file), {name: _redact_column(values) for name, values in columns.items()}))
 
     def count(self, table: str) -> int:
         return len(self.tables[table]) + sum(len(c["source_line"]) for _, c in self.blocks.get(table, ()))
+
+    def add_errors(self, source_file: str, errors: Iterable[ParseError]) -> None:
+        """Each parse error of a file, as an ingest_errors row."""
+        for err in errors:
+            self.error(source_file, err)
 
     def error(self, source_file: str, err: ParseError | None = None, *, line: int | None = None,
               reason: str | None = None) -> None:
@@ -63,7 +74,7 @@ def _redact_short(text: str) -> str:
     return redact_text(text)
 
 
-def _redact(text: str) -> str:
+def redact(text: str) -> str:
     """stages.core.secrets.redact_text, remembered for short text (names, labels, times repeat)."""
     return _redact_short(text) if len(text) <= 256 else redact_text(text)
 
@@ -71,15 +82,15 @@ def _redact(text: str) -> str:
 def _redact_column(values: Any) -> Any:
     """A block column with its text redacted: one value, a categorical or an array or list of text."""
     if isinstance(values, str):
-        return _redact(values)
+        return redact(values)
     if isinstance(values, pd.Categorical):
-        categories = [_redact(c) if isinstance(c, str) else c for c in values.categories]
+        categories = [redact(c) if isinstance(c, str) else c for c in values.categories]
         if categories == list(values.categories):
             return values
         if len(set(categories)) == len(categories):
             return values.rename_categories(categories)
         return pd.Categorical(np.asarray(categories, dtype=object)[values.codes])
     if isinstance(values, list) or (isinstance(values, np.ndarray) and values.dtype == object):
-        changed = {v: r for v in set(values) if isinstance(v, str) and (r := _redact(v)) != v}
+        changed = {v: r for v in set(values) if isinstance(v, str) and (r := redact(v)) != v}
         return [changed.get(v, v) for v in values] if changed else values
     return values

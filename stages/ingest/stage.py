@@ -42,11 +42,12 @@ from typing import Any, Callable, Iterator
 import duckdb
 
 from stages.core.warehouse import relative
-from stages.ingest.folders import MANIFEST, SealFound, _manifest_sha256, _plan, code_version, run_folders
-from stages.ingest.read import _check_seal, read_folder
+from stages.ingest.folders import (MANIFEST, SealFound, code_version, folder_manifest_sha256, plan_folders,
+                                   run_folders)
+from stages.ingest.read import check_seal, read_folder
 from stages.ingest.rows import ROW_TABLES, FolderRows
-from stages.ingest.write import (_columns, _known, _record_refused, _sql, _write_batch, open_warehouse,
-                                 remove_run)
+from stages.ingest.write import (ingest_sql, known_folders, open_warehouse, raw_columns, record_refused,
+                                 remove_run, write_batch)
 
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 MAX_WORKERS = 8
@@ -129,9 +130,9 @@ def run(*, runs_dir: Path, warehouse: Path, root: Path, progress: Progress | Non
     runs_dir, warehouse, root = Path(runs_dir), Path(warehouse), Path(root)
     say = progress or (lambda _line: None)
     version = code_version()
-    known, rebuilt, seals = _known(warehouse)
+    known, rebuilt, seals = known_folders(warehouse)
     run_dirs, refused = run_folders(runs_dir)
-    folders, plans, found = _plan(run_dirs, known, version, seals, seal_unsealed)
+    folders, plans, found = plan_folders(run_dirs, known, version, seals, seal_unsealed)
     workers = _workers(plans)
     # The worker processes start before the warehouse is opened for writing.
     pool = (ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
@@ -140,7 +141,7 @@ def run(*, runs_dir: Path, warehouse: Path, root: Path, progress: Progress | Non
         con, _ = open_warehouse(warehouse)
         try:
             summary = _ingest(con, folders, plans, root, say, pool, workers, found)
-            _record_refused(con, runs_dir, root, refused)
+            record_refused(con, runs_dir, root, refused)
             for reason in refused:
                 say(f"ingest refused {reason}")
             summary["runs_refused"] = len(refused)
@@ -158,9 +159,9 @@ def run(*, runs_dir: Path, warehouse: Path, root: Path, progress: Progress | Non
 def _ingest(con: duckdb.DuckDBPyConnection, folders: list[Path], plans: list[tuple[Path, list, str]],
             root: Path, say: Progress, pool: ProcessPoolExecutor | None, workers: int = 1,
             found: dict[str, SealFound] | None = None) -> dict[str, Any]:
-    columns = _columns(con)
-    known = dict(con.execute(_sql("folders.sql")).fetchall())
-    seals = dict(con.execute(_sql("seals.sql")).fetchall())
+    columns = raw_columns(con)
+    known = dict(con.execute(ingest_sql("folders.sql")).fetchall())
+    seals = dict(con.execute(ingest_sql("seals.sql")).fetchall())
     found = found or {}
     summary: dict[str, Any] = {
         "runs_seen": len(folders), "runs_read": 0, "runs_skipped": len(folders) - len(plans),
@@ -182,7 +183,7 @@ def _ingest(con: duckdb.DuckDBPyConnection, folders: list[Path], plans: list[tup
 
     def flush() -> None:
         nonlocal done
-        for (rows, folder_row), counts in zip(batch, _write_batch(con, columns, batch, stored)):
+        for (rows, folder_row), counts in zip(batch, write_batch(con, columns, batch, stored)):
             for table, count in counts.items():
                 summary["rows"][table] += count
             summary["errors"] += counts.get("ingest_errors", 0)
@@ -196,8 +197,8 @@ def _ingest(con: duckdb.DuckDBPyConnection, folders: list[Path], plans: list[tup
         batch.clear()
 
     for (folder, files, fp), rows in zip(plans, results):
-        seal_found = found.get(folder.name) or SealFound(_manifest_sha256(folder))
-        _check_seal(rows, relative(folder / MANIFEST, root), seal_found, seals.get(folder.name))
+        seal_found = found.get(folder.name) or SealFound(folder_manifest_sha256(folder))
+        check_seal(rows, relative(folder / MANIFEST, root), seal_found, seals.get(folder.name))
         folder_row = {"run_id": folder.name, "folder": relative(folder, root), "fingerprint": fp,
                       "files": len(files), "bytes": sum(s for _, s, _ in files),
                       "ingested_at": datetime.now(timezone.utc),

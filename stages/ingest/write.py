@@ -16,7 +16,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from stages.core.warehouse import relative, table_columns, typed_frame
-from stages.ingest.rows import KEPT_TABLES, RAW_TABLES, ROW_TABLES, SCHEMA_SQL, FolderRows, _redact
+from stages.ingest.rows import KEPT_TABLES, RAW_TABLES, ROW_TABLES, SCHEMA_SQL, FolderRows, redact
 
 SQL_DIR = Path(__file__).parent / "sql"
 INGEST_SQL = SQL_DIR / "ingest"
@@ -28,7 +28,7 @@ _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
 @functools.cache
-def _sql(name: str) -> str:
+def ingest_sql(name: str) -> str:
     """An ingest SQL file, read once per process (the write path runs some for every folder)."""
     return (INGEST_SQL / name).read_text()
 
@@ -40,11 +40,12 @@ def _statements(sql: str) -> list[str]:
 
 def _execute(con: duckdb.DuckDBPyConnection, name: str, values: dict[str, Any]) -> None:
     """Run each statement of an ingest SQL file with the values it names."""
-    for statement in _statements(_sql(name)):
+    for statement in _statements(ingest_sql(name)):
         con.execute(statement, {k: values[k] for k in set(_PARAM.findall(statement))})
 
 
-def _columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
+def raw_columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
+    """The columns (name, type) of the raw tables in the warehouse, by table."""
     return {t: cols for t, cols in table_columns(con).items() if t in RAW_TABLES}
 
 
@@ -151,7 +152,7 @@ def write_folders(con: duckdb.DuckDBPyConnection, columns: dict[str, list[tuple[
     con.execute("begin transaction")
     try:
         if stored is None:
-            stored = {run_id for run_id, _ in con.execute(_sql("folders.sql")).fetchall()}
+            stored = {run_id for run_id, _ in con.execute(ingest_sql("folders.sql")).fetchall()}
         fresh, counts = [], []
         for rows, folder_row in batch:
             keep = rows.run_id in stored and bool(rows.tables["raw_tampered"])
@@ -199,15 +200,15 @@ def _stamp_tampered(con: duckdb.DuckDBPyConnection, rows: FolderRows, kept: bool
     if not rows.tables["raw_tampered"]:
         return
     seen = {(file, reason): at for file, reason, at in
-            con.execute(_sql("tampered.sql"), {"run_id": rows.run_id}).fetchall()}
+            con.execute(ingest_sql("tampered.sql"), {"run_id": rows.run_id}).fetchall()}
     for row in rows.tables["raw_tampered"]:
         row["rows_kept"] = kept
         row["detected_at"] = seen.get((row["file"], row["reason"]), now)
 
 
-def _write_batch(con: duckdb.DuckDBPyConnection, columns: dict[str, list[tuple[str, str]]],
-                 batch: list[tuple[FolderRows, dict[str, Any]]], stored: set[str]
-                 ) -> list[dict[str, int]]:
+def write_batch(con: duckdb.DuckDBPyConnection, columns: dict[str, list[tuple[str, str]]],
+                batch: list[tuple[FolderRows, dict[str, Any]]], stored: set[str]
+                ) -> list[dict[str, int]]:
     """Write a batch in one transaction; when that fails, each folder on its own, and a folder
     whose rows cannot be stored gets an ingest_errors row instead."""
     if not batch:
@@ -216,7 +217,7 @@ def _write_batch(con: duckdb.DuckDBPyConnection, columns: dict[str, list[tuple[s
         return write_folders(con, columns, batch, stored)
     except duckdb.Error as exc:
         if len(batch) > 1:
-            return [_write_batch(con, columns, [item], stored)[0] for item in batch]
+            return [write_batch(con, columns, [item], stored)[0] for item in batch]
         rows, folder_row = batch[0]
         failed = FolderRows(rows.run_id)
         failed.error(folder_row["folder"], reason=f"could not store the folder's rows: {exc}"[:500])
@@ -233,18 +234,18 @@ def remove_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
         raise
 
 
-def _record_refused(con: duckdb.DuckDBPyConnection, runs_dir: Path, root: Path,
-                    refused: list[str]) -> None:
+def record_refused(con: duckdb.DuckDBPyConnection, runs_dir: Path, root: Path,
+                   refused: list[str]) -> None:
     """Replace the rows of the entries of runs_dir refused last time by this time's: ingest_errors
     rows with no run id, of the runs folder itself."""
     source = relative(runs_dir, root)
-    rows = [{"run_id": None, "source_file": source, "source_line": None, "reason": _redact(reason)}
+    rows = [{"run_id": None, "source_file": source, "source_line": None, "reason": redact(reason)}
             for reason in refused]
     con.execute("begin transaction")
     try:
-        con.execute(_sql("delete_refused.sql"), {"folder": source})
+        con.execute(ingest_sql("delete_refused.sql"), {"folder": source})
         if rows:
-            con.register("refused_frame", typed_frame(rows, _columns(con)["ingest_errors"]))
+            con.register("refused_frame", typed_frame(rows, raw_columns(con)["ingest_errors"]))
             try:
                 con.execute("insert into ingest_errors by name select * from refused_frame")
             finally:
@@ -255,12 +256,12 @@ def _record_refused(con: duckdb.DuckDBPyConnection, runs_dir: Path, root: Path,
         raise
 
 
-def _known(warehouse: Path) -> tuple[dict[str, str], bool, dict[str, str]]:
+def known_folders(warehouse: Path) -> tuple[dict[str, str], bool, dict[str, str]]:
     """Fingerprints already stored, whether the raw tables had to be rebuilt first, and the
     manifest sha256 of every folder's first ingest."""
     con, rebuilt = open_warehouse(warehouse)
     try:
-        return (dict(con.execute(_sql("folders.sql")).fetchall()), rebuilt,
-                dict(con.execute(_sql("seals.sql")).fetchall()))
+        return (dict(con.execute(ingest_sql("folders.sql")).fetchall()), rebuilt,
+                dict(con.execute(ingest_sql("seals.sql")).fetchall()))
     finally:
         con.close()

@@ -52,10 +52,7 @@ FACET_HEIGHT = 190
 
 def prepare(points: pd.DataFrame) -> pd.DataFrame:
     """Bench points with the helper columns the charts encode (run_kind, note)."""
-    missing = [c for c in REQUIRED if c not in points.columns]
-    if missing:
-        raise ValueError(f"bench points lack columns: {', '.join(missing)}")
-    df = _with_run_kind(points)
+    df = _with_run_kind(_checked(points, REQUIRED, "bench points"))
     df["capacity_limited"] = df["capacity_limited"].fillna(False).astype(bool)
     df["note"] = [
         ", ".join(w for w, on in (("provisional", p), ("capacity-limited", c)) if on) or "-"
@@ -84,9 +81,16 @@ def _limit_rules(df: pd.DataFrame) -> list[alt.Chart]:
     return rules
 
 
-def _with_run_kind(rows: pd.DataFrame) -> pd.DataFrame:
-    """A copy of rows with `provisional` as a bool and `run_kind` (measured or provisional)."""
-    df = rows.copy()
+def _checked(rows: pd.DataFrame, required: list[str], what: str) -> pd.DataFrame:
+    """A copy of rows, which must have the `required` columns."""
+    missing = [c for c in required if c not in rows.columns]
+    if missing:
+        raise ValueError(f"{what} lack columns: {', '.join(missing)}")
+    return rows.copy()
+
+
+def _with_run_kind(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows (changed in place) with `provisional` as a bool and `run_kind` (measured or provisional)."""
     df["provisional"] = df["provisional"].fillna(False).astype(bool)
     df["run_kind"] = df["provisional"].map({True: "provisional", False: "measured"})
     return df
@@ -237,10 +241,7 @@ def size_label(nbytes: int) -> str:
 
 def prepare_allreduce(sweeps: pd.DataFrame) -> pd.DataFrame:
     """All-reduce rows with the helper columns the chart encodes (size label, island kind)."""
-    missing = [c for c in ALLREDUCE_REQUIRED if c not in sweeps.columns]
-    if missing:
-        raise ValueError(f"all-reduce rows lack columns: {', '.join(missing)}")
-    df = sweeps.copy()
+    df = _checked(sweeps, ALLREDUCE_REQUIRED, "all-reduce rows")
     df["message_bytes"] = df["message_bytes"].astype("int64")
     df["size"] = [size_label(int(b)) for b in df["message_bytes"]]
     df["islands"] = [ISLAND_KINDS[2] if pd.isna(v) else ISLAND_KINDS[1] if v else ISLAND_KINDS[0]
@@ -300,10 +301,7 @@ RAMP_HEIGHT = 240
 
 def prepare_ramp(turns: pd.DataFrame) -> pd.DataFrame:
     """Ramp turns with the helper columns the chart encodes (needle, run_kind)."""
-    missing = [c for c in RAMP_REQUIRED if c not in turns.columns]
-    if missing:
-        raise ValueError(f"ramp turns lack columns: {', '.join(missing)}")
-    df = _with_run_kind(turns)
+    df = _with_run_kind(_checked(turns, RAMP_REQUIRED, "ramp turns"))
     df["needle"] = [NEEDLE_KINDS[0] if f == s else NEEDLE_KINDS[1]
                     for f, s in zip(df["needle_found"], df["sessions"])]
     df["turn"] = df["turn"].astype(int)

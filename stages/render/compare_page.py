@@ -161,7 +161,7 @@ class CompareTables:
 
     def _fact(self, name: str, params: dict[str, Any], expected: Any, what: str) -> str:
         fact: Fact = self.macros.book.evaluate(name, params, page=self.macros.page)
-        self.macros._uses(fact.sql)
+        self.macros.uses(fact.sql)
         if not _same(fact.value, expected):
             raise FactError(f"compare page: {what} is {expected!r} in the comparison but "
                             f"{fact.value!r} as fact {fact.id}")

@@ -2,8 +2,8 @@
 
 A template asks for a number by name, `{{ fact("launch_ready_s", run_id=r) }}`. The name is a query
 with `$name` bound parameters: `stages/render/sql/facts/<name>.sql`, or, for a fact that prints one column
-of one row of a public table, an entry of `stages/render/sql/facts/columns.yaml` whose query is generated
-(see ColumnFact). The query returns one row with columns value,
+of one row of a public table or counts its rows, an entry of `stages/render/sql/facts/columns.yaml` whose
+query is generated (see ColumnFact, CountFact). The query returns one row with columns value,
 run_id, source_file, source_line (and optionally unit, and display: the printed form of the value
 when the query knows it better, e.g. 4 GiB for a size in bytes). The value is formatted, linked to its audit
 page and recorded. Tables whose numeric cells are facts, evidence blocks (a command run on a raw
@@ -153,10 +153,10 @@ class FactBook:
 
     def fact_sql(self, name: str) -> str:
         declared = column_facts(self.facts_sql / COLUMN_FACTS).get(name)
-        if declared is not None:
-            lacking = sorted(declared.columns() - self._columns(declared.table))
+        for table, named in (declared.named_columns() if declared else {}).items():
+            lacking = sorted(named - self._columns(table))
             if lacking:
-                raise FactError(f"fact {name!r}: {declared.table} has no column(s) {', '.join(lacking)}")
+                raise FactError(f"fact {name!r}: {table} has no column(s) {', '.join(lacking)}")
         return fact_sql(name, self.facts_sql)
 
     def _columns(self, table: str) -> set[str]:
@@ -189,13 +189,17 @@ class FactBook:
             return Fact(**{**asdict(fact), "display": format_value(fact.value, decimals)})
         return fact
 
-    def _compute(self, fid: str, name: str, sql: str, params: dict[str, Any]) -> Fact:
+    def _query(self, sql: str, params: dict[str, Any], what: str) -> tuple[list[str], list[tuple]]:
+        """The columns and rows of `sql` with `params` bound; a failure is a FactError about `what`."""
         try:
             cur = self.con.execute(sql, params) if params else self.con.execute(sql)
             rows = cur.fetchall()
         except duckdb.Error as exc:
-            raise FactError(f"fact {name!r}: query failed: {exc}".splitlines()[0]) from None
-        columns = [d[0] for d in cur.description]
+            raise FactError(f"{what}: {exc}".splitlines()[0]) from None
+        return [d[0] for d in cur.description], rows
+
+    def _compute(self, fid: str, name: str, sql: str, params: dict[str, Any]) -> Fact:
+        columns, rows = self._query(sql, params, f"fact {name!r}: query failed")
         lacking = [c for c in REQUIRED_COLUMNS if c not in columns]
         if lacking:
             raise FactError(f"fact {name!r}: query lacks columns {', '.join(lacking)}")
@@ -222,13 +226,7 @@ class FactBook:
         missing = [p for p in wanted if p not in params]
         if missing:
             raise FactError(f"row query {name!r} needs {', '.join(missing)}")
-        bound = {k: params[k] for k in wanted}
-        try:
-            cur = self.con.execute(sql, bound) if bound else self.con.execute(sql)
-            data = cur.fetchall()
-        except duckdb.Error as exc:
-            raise FactError(f"row query {name!r}: {exc}".splitlines()[0]) from None
-        columns = [d[0] for d in cur.description]
+        columns, data = self._query(sql, {k: params[k] for k in wanted}, f"row query {name!r}")
         return sql, [dict(zip(columns, r)) for r in data]
 
     def records(self) -> list[dict[str, Any]]:
@@ -271,7 +269,8 @@ class PageMacros:
         text = PLACEHOLDER.sub(lambda m: self.outputs[m.group(0)], text)
         return unlink_missing_runs(text, self.anchors)
 
-    def _uses(self, sql: str) -> None:
+    def uses(self, sql: str) -> None:
+        """Notes the public tables `sql` reads, for the page's list of tables."""
         for t in tables_in(sql):
             if t not in self.tables_used:
                 self.tables_used.append(t)
@@ -284,7 +283,7 @@ class PageMacros:
     def fact(self, name: str, decimals: int | None = None, show_unit: bool = False,
              **params: Any) -> Markup:
         fact = self.book.evaluate(name, params, page=self.page, decimals=decimals)
-        self._uses(fact.sql)
+        self.uses(fact.sql)
         return self.hold(self.fact_markup(fact, show_unit))
 
     def value(self, name: str, **params: Any) -> Any:
@@ -294,7 +293,7 @@ class PageMacros:
     # -- rows, run references, tables
     def rows(self, name: str, **params: Any) -> list[dict[str, Any]]:
         sql, data = self.book.rows(name, params)
-        self._uses(sql)
+        self.uses(sql)
         return data
 
     def run_ref(self, run_id: str, anchor: bool = False) -> Markup:
@@ -319,7 +318,7 @@ class PageMacros:
         as `<spec> · HH:MM` and linked to the run's section when the page has one),
         or "fact:<fact name>" (bound from the row's columns)."""
         sql, data = self.book.rows(name, params)
-        self._uses(sql)
+        self.uses(sql)
         if not data:
             return self.hold("*No rows.*")
         specs = [tuple(c) for c in columns]
@@ -339,7 +338,7 @@ class PageMacros:
             if missing:
                 raise FactError(f"{self.page}: column {title!r}: rows lack {', '.join(missing)}")
             fact = self.book.evaluate(name, {p: row[p] for p in wanted}, page=self.page)
-            self._uses(fact.sql)
+            self.uses(fact.sql)
             return self.fact_markup(fact)
         if key.startswith("run:"):
             return run_label_link(str(row[key[4:]]), row.get("spec"))

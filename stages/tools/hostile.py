@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from stages.tools.hostile_folders import (FOLDER_CASES, HOSTILE_NAMES, MARKER, SECRETS, _copy_fixture,
+from stages.tools.hostile_folders import (FOLDER_CASES, HOSTILE_NAMES, MARKER, SECRETS, copy_fixture,
                                           tree_digest, damage_folders, make_project, tamper)
-from stages.tools.hostile_outputs import _has_column, _outputs, _query, _rows, _tampered, _trace_all
-from stages.tools.hostile_settings import (BAD_PARAMS, Case, _bad_params_case, _concurrent_case,
-                                           _dry_run_case, _overlap_case)
+from stages.tools.hostile_outputs import (all_outputs, has_column, marked_tampered, query_db, table_row_counts,
+                                          trace_all)
+from stages.tools.hostile_settings import (BAD_PARAMS, Case, bad_params_case, concurrent_case,
+                                           dry_run_case, overlap_case)
 
 Browse = Callable[[Path, list[Path]], dict[str, int]]
 
@@ -54,14 +55,14 @@ def run(workdir: Path, *, browse: Browse | None = None, progress=lambda s: None)
 
     # The intact folder alone, for the rows every other case must leave standing.
     alone = make_project(workdir / "alone")
-    _copy_fixture(alone.runs / folders["intact"])
+    copy_fixture(alone.runs / folders["intact"])
     _check(alone.cli("ingest"), "ingest of the intact folder")
-    intact_rows = _rows(alone.root / "data" / "warehouse.duckdb", folders["intact"])
+    intact_rows = table_row_counts(alone.root / "data" / "warehouse.duckdb", folders["intact"])
 
     progress("ingesting the hostile run folders (first time)")
     first = p.cli("ingest", timeout=120)
     warehouse = p.root / "data" / "warehouse.duckdb"
-    first_rows = {name: _rows(warehouse, folders[name]) for name in
+    first_rows = {name: table_row_counts(warehouse, folders[name]) for name in
                   ("edited after sealing, size and mtime kept", "manifest rewritten to match an edit")}
     tamper(p, folders)
     progress("ingesting again after two sealed folders were edited")
@@ -73,8 +74,8 @@ def run(workdir: Path, *, browse: Browse | None = None, progress=lambda s: None)
                        ("render", render)):
         _check(proc, step)
 
-    run_ids = {r[0] for r in _query(warehouse, "select run_id from raw_runs")}
-    errors = _query(warehouse, "select run_id, source_file, reason from ingest_errors")
+    run_ids = {r[0] for r in query_db(warehouse, "select run_id from raw_runs")}
+    errors = query_db(warehouse, "select run_id, source_file, reason from ingest_errors")
     campaign_db = p.root / "data" / "campaign.duckdb"
 
     def errors_of(run_id: str) -> list[str]:
@@ -84,14 +85,14 @@ def run(workdir: Path, *, browse: Browse | None = None, progress=lambda s: None)
         return [reason for _, source, reason in errors if text in (source or "") + (reason or "")]
 
     # rows lost: rows of the intact folder, and the first rows of the edited sealed folders
-    now = _rows(warehouse, folders["intact"])
+    now = table_row_counts(warehouse, folders["intact"])
     result.rows_lost = sum(max(0, n - now.get(k, 0)) for k, n in intact_rows.items())
     for name, rows in first_rows.items():
-        later = _rows(warehouse, folders[name])
+        later = table_row_counts(warehouse, folders[name])
         result.rows_lost += sum(max(0, n - later.get(k, 0)) for k, n in rows.items())
 
-    trace_text = _trace_all(p, run_ids)
-    outputs = _outputs(p, trace_text)
+    trace_text = trace_all(p, run_ids)
+    outputs = all_outputs(p, trace_text)
     result.outside_published = sorted(k for k, t in outputs.items() if MARKER in t)
     result.secrets_published = sorted(k for k, t in outputs.items() if any(s in t for s in SECRETS))
 
@@ -108,16 +109,16 @@ def run(workdir: Path, *, browse: Browse | None = None, progress=lambda s: None)
             case.outcome = (f"stored and published redacted; secrets found in {len(result.secrets_published)} outputs")
         elif name in ("NaN and strings in a result file", "arrays of different lengths"):
             point = "chat__c01" if name.startswith("NaN") else "long-shared__c04"
-            requests = _query(warehouse, "select count(*) from raw_bench_requests where run_id = $r "
-                                         "and point_id = $p", {"r": rid, "p": point})[0][0]
-            medians = _query(campaign_db, "select count(*) from bench_points where run_id = $r and "
-                                          "point_id = $p and ttft_median_s is not null",
-                             {"r": rid, "p": point})[0][0] if _has_column(campaign_db, "bench_points", "ttft_median_s") else 0
+            requests = query_db(warehouse, "select count(*) from raw_bench_requests where run_id = $r "
+                                           "and point_id = $p", {"r": rid, "p": point})[0][0]
+            medians = query_db(campaign_db, "select count(*) from bench_points where run_id = $r and "
+                                            "point_id = $p and ttft_median_s is not null",
+                             {"r": rid, "p": point})[0][0] if has_column(campaign_db, "bench_points", "ttft_median_s") else 0
             case.ok = bool(errs) and requests == 0 and medians == 0
             case.outcome = (f"{len(errs)} ingest_errors, {requests} requests kept, "
                             f"{medians} medians published for {point}")
         elif name == "compressed engine log":
-            facts = sum(n for k, n in _rows(warehouse, rid).items() if k.startswith("raw_log_facts:"))
+            facts = sum(n for k, n in table_row_counts(warehouse, rid).items() if k.startswith("raw_log_facts:"))
             want = sum(n for k, n in intact_rows.items() if k.startswith("raw_log_facts:"))
             case.ok = facts == want and facts > 0
             case.outcome = f"read: {facts} engine log facts (the plain log gives {want})"
@@ -150,10 +151,10 @@ def run(workdir: Path, *, browse: Browse | None = None, progress=lambda s: None)
         rid = folders[name]
         case = Case(name, "launch.out edited after the first ingest" + (
             ", size and mtime restored" if "kept" in name else ", MANIFEST.sha256 rewritten to match"))
-        value = _query(warehouse, "select value from raw_launch_out where run_id = $r and key = $k",
-                       {"r": rid, "k": "engine_kv_tokens" if "kept" in name else "ready_s"})
+        value = query_db(warehouse, "select value from raw_launch_out where run_id = $r and key = $k",
+                         {"r": rid, "k": "engine_kv_tokens" if "kept" in name else "ready_s"})
         first_value = "16384" if "kept" in name else "37.2"
-        marked = _tampered(campaign_db, rid)
+        marked = marked_tampered(campaign_db, rid)
         shown = any("tamper" in t.lower() and rid in t for k, t in outputs.items()
                     if k.startswith("data/site/"))
         case.ok = [v for (v,) in value] == [first_value] and marked and shown
@@ -180,10 +181,10 @@ def run(workdir: Path, *, browse: Browse | None = None, progress=lambda s: None)
 
     progress("settings a careless user could give")
     before = tree_digest(p.runs)
-    result.cases += [_overlap_case(p, "site", "data/runs"), _overlap_case(p, "docs", "data"),
-                     _overlap_case(p, "site", "."), _concurrent_case(p, "ingest"), _concurrent_case(p, "derive"),
-                     _concurrent_case(p, "render"), _dry_run_case(p)]
-    result.cases += [_bad_params_case(p, name, edit) for name, edit in BAD_PARAMS.items()]
+    result.cases += [overlap_case(p, "site", "data/runs"), overlap_case(p, "docs", "data"),
+                     overlap_case(p, "site", "."), concurrent_case(p, "ingest"), concurrent_case(p, "derive"),
+                     concurrent_case(p, "render"), dry_run_case(p)]
+    result.cases += [bad_params_case(p, name, edit) for name, edit in BAD_PARAMS.items()]
     after = tree_digest(p.runs)
     result.runs_changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     result.seconds = time.perf_counter() - t0

@@ -47,7 +47,8 @@ def _writable(folder: Path) -> None:
             p.chmod(0o755 if p.is_dir() else 0o644)
 
 
-def _copy_fixture(dest: Path) -> Path:
+def copy_fixture(dest: Path) -> Path:
+    """A writable copy of the fixture's first run folder at `dest`."""
     source = next(p for p in sorted(FIXTURE.iterdir()) if p.is_dir())
     shutil.copytree(source, dest)
     _writable(dest)
@@ -218,27 +219,27 @@ FOLDER_CASES: dict[str, tuple[str, Callable[[Project, Path], None]]] = {
 
 def damage_folders(p: Project) -> dict[str, str]:
     """Write the intact fixture and every damaged copy; case name -> run folder name."""
-    folders = {"intact": _copy_fixture(p.runs / _run_id(0)).name}
+    folders = {"intact": copy_fixture(p.runs / _run_id(0)).name}
     for n, (name, (_, damage)) in enumerate(FOLDER_CASES.items(), start=1):
-        folder = _copy_fixture(p.runs / _run_id(n))
+        folder = copy_fixture(p.runs / _run_id(n))
         damage(p, folder)
         folders[name] = folder.name
     n = len(FOLDER_CASES) + 1
-    linked = _copy_fixture(p.outside / _run_id(n))
+    linked = copy_fixture(p.outside / _run_id(n))
     (linked / "cmd.sh").write_text(f"#!/bin/sh\n# {MARKER}\nvllm serve m\n")
     _manifest(linked)
     (p.runs / linked.name).symlink_to(linked, target_is_directory=True)
     folders["run folder linked from outside"] = linked.name
     for i, name in enumerate(HOSTILE_NAMES):
-        _copy_fixture(p.runs / name)
+        copy_fixture(p.runs / name)
         folders[f"script in a folder name {i + 1}"] = name
     for suffix in (".bak", " (copy)"):
-        _copy_fixture(p.runs / (_run_id(0) + suffix))
+        copy_fixture(p.runs / (_run_id(0) + suffix))
         folders[f"copied folder named *{suffix}"] = _run_id(0) + suffix
     for n, name in ((n + 1, "edited after sealing, size and mtime kept"),
                     (n + 2, "manifest rewritten to match an edit"),
                     (n + 3, "folder arrives unsealed")):
-        folder = _copy_fixture(p.runs / _run_id(n))
+        folder = copy_fixture(p.runs / _run_id(n))
         if name == "folder arrives unsealed":
             _unseal(folder)
         folders[name] = folder.name

@@ -21,7 +21,8 @@ def _db_text(db: Path) -> dict[str, str]:
     return out
 
 
-def _rows(db: Path, run_id: str) -> dict[str, int]:
+def table_row_counts(db: Path, run_id: str) -> dict[str, int]:
+    """Rows of one run in each raw table of a warehouse, by table and file name."""
     counts: dict[str, int] = {}
     with duckdb.connect(str(db), read_only=True) as con:
         for (t,) in con.execute("select table_name from information_schema.columns where "
@@ -34,12 +35,13 @@ def _rows(db: Path, run_id: str) -> dict[str, int]:
     return counts
 
 
-def _query(db: Path, sql: str, params: dict | None = None) -> list[tuple]:
+def query_db(db: Path, sql: str, params: dict | None = None) -> list[tuple]:
+    """The rows of a query on a DuckDB file, opened read-only."""
     with duckdb.connect(str(db), read_only=True) as con:
         return con.execute(sql, params or {}).fetchall()
 
 
-def _outputs(p: Project, trace_text: str) -> dict[str, str]:
+def all_outputs(p: Project, trace_text: str) -> dict[str, str]:
     """Every published or stored output as text: site, docs, facts, derived CSV, databases,
     trace output."""
     data = p.root / "data"
@@ -60,7 +62,7 @@ def _outputs(p: Project, trace_text: str) -> dict[str, str]:
     return texts
 
 
-def _trace_all(p: Project, run_ids: set[str]) -> str:
+def trace_all(p: Project, run_ids: set[str]) -> str:
     """`campaign trace` of every published fact about the given runs, in one process."""
     from stages.render import trace
     from stages.core.config import Paths, load_params
@@ -73,17 +75,18 @@ def _trace_all(p: Project, run_ids: set[str]) -> str:
 
 
 
-def _has_column(db: Path, table: str, column: str) -> bool:
-    return bool(_query(db, "select count(*) from information_schema.columns where table_name = $t "
-                           "and column_name = $c", {"t": table, "c": column})[0][0])
+def has_column(db: Path, table: str, column: str) -> bool:
+    """Whether a table of a DuckDB file has the column."""
+    return bool(query_db(db, "select count(*) from information_schema.columns where table_name = $t "
+                             "and column_name = $c", {"t": table, "c": column})[0][0])
 
 
-def _tampered(db: Path, run_id: str) -> bool:
+def marked_tampered(db: Path, run_id: str) -> bool:
     """Whether the public runs table marks the run tampered (any boolean column named so)."""
-    cols = [c for (c,) in _query(db, "select column_name from information_schema.columns where "
-                                     "table_name = 'runs' and column_name like '%tamper%'")]
+    cols = [c for (c,) in query_db(db, "select column_name from information_schema.columns where "
+                                       "table_name = 'runs' and column_name like '%tamper%'")]
     for col in cols:
-        got = _query(db, f'select "{col}" from runs where run_id = $r', {"r": run_id})
+        got = query_db(db, f'select "{col}" from runs where run_id = $r', {"r": run_id})
         if got and got[0][0] not in (None, False, "", 0):
             return True
     return False

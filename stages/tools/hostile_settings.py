@@ -11,7 +11,7 @@ from typing import Callable
 import duckdb
 
 from stages.tools.hostile_folders import CLI_TIMEOUT_S, SECRETS, Project, tree_digest
-from stages.tools.hostile_outputs import _query
+from stages.tools.hostile_outputs import query_db
 
 
 @dataclass
@@ -27,7 +27,8 @@ def _one_line_refusal(proc: subprocess.CompletedProcess) -> bool:
     return proc.returncode == 2 and bool(err) and "Traceback" not in proc.stderr
 
 
-def _overlap_case(p: Project, key: str, value: str) -> Case:
+def overlap_case(p: Project, key: str, value: str) -> Case:
+    """params.yaml with paths.<key> set to `value`, then `campaign render`: refused in one line."""
     case = Case(f"{key} is {value}", f"params.yaml paths.{key} set to {value}, then `campaign render`")
     before = tree_digest(p.runs)
     original = (p.root / "params.yaml").read_text()
@@ -59,7 +60,8 @@ BAD_PARAMS: dict[str, Callable[[dict], None]] = {
 }
 
 
-def _bad_params_case(p: Project, name: str, edit: Callable[[dict], None]) -> Case:
+def bad_params_case(p: Project, name: str, edit: Callable[[dict], None]) -> Case:
+    """params.yaml edited into a wrong shape, then `campaign derive`."""
     case = Case(f"params: {name}", f"params.yaml with {name}, then `campaign derive`")
     original = (p.root / "params.yaml").read_text()
     params = p.params()
@@ -75,7 +77,7 @@ def _bad_params_case(p: Project, name: str, edit: Callable[[dict], None]) -> Cas
     return case
 
 
-def _concurrent_case(p: Project, command: str) -> Case:
+def concurrent_case(p: Project, command: str) -> Case:
     """Two `campaign COMMAND` started together: each either finishes or is refused in one line
     naming the other, and the output is whole."""
     case = Case(f"two `{command}` at once", f"two `campaign {command}` started together")
@@ -87,9 +89,9 @@ def _concurrent_case(p: Project, command: str) -> Case:
     intact = True
     try:
         if command == "ingest":
-            intact = bool(_query(p.root / "data" / "warehouse.duckdb", "select count(*) from raw_runs")[0][0])
+            intact = bool(query_db(p.root / "data" / "warehouse.duckdb", "select count(*) from raw_runs")[0][0])
         elif command == "derive":
-            intact = bool(_query(p.root / "data" / "campaign.duckdb", "select count(*) from runs")[0][0])
+            intact = bool(query_db(p.root / "data" / "campaign.duckdb", "select count(*) from runs")[0][0])
         else:
             intact = (p.root / "data" / "site" / "index.html").is_file()
     except duckdb.Error:
@@ -101,7 +103,8 @@ def _concurrent_case(p: Project, command: str) -> Case:
     return case
 
 
-def _dry_run_case(p: Project) -> Case:
+def dry_run_case(p: Project) -> Case:
+    """A dry run with secrets in the environment and settings: none of them is printed."""
     hf, sk, password, override = SECRETS
     case = Case("dry run with secrets", "a spec with MY_PASSWORD in env and a token in "
                 "--hf-overrides, then `campaign run --dry-run`")

@@ -25,7 +25,7 @@ from typing import Callable
 
 from stages.tools.synth_bench import WORKLOADS, bench_files, points_of
 from stages.tools.synth_log import server_log
-from stages.tools.synth_plan import RunPlan, _tokens, kv_tokens, plan_campaign
+from stages.tools.synth_plan import RunPlan, label_tokens, kv_tokens, plan_campaign
 
 SYNTH_VERSION = 2
 
@@ -42,7 +42,7 @@ def cmd_text(plan: RunPlan) -> str:
             f"-e NCCL_CUMEM_ENABLE=0 -v /models:/models:ro -p 8000:8000 --name {name} \\\n  ")
     if plan.engine == "sglang":
         return (head + f"{plan.image} python3 -m sglang.launch_server --model-path {path} --tp {tp} "
-                f"--dp-size {dp} --context-length {_tokens(max_len)} --port 8000\n")
+                f"--dp-size {dp} --context-length {label_tokens(max_len)} --port 8000\n")
     args = f"--tensor-parallel-size {tp}"
     if dp > 1:
         args += f" --data-parallel-size {dp}"
@@ -84,7 +84,7 @@ def launch_out(plan: RunPlan, points: int) -> str:
 
 def niah_log(plan: RunPlan) -> str:
     rng = random.Random(plan.seed + 1)
-    ctx = _tokens(plan.model[7])
+    ctx = label_tokens(plan.model[7])
     lines = []
     for key, depth in enumerate((0.1, 0.25, 0.5, 0.75, 0.9)):
         lines.append(json.dumps({"key": key, "depth": depth, "prompt_tokens": int(ctx * 0.9) - rng.randrange(200),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta
 
-from stages.tools.synth_plan import RunPlan, _tokens, kv_tokens
+from stages.tools.synth_plan import RunPlan, label_tokens, kv_tokens
 
 CRASH_LOG_LINES = 60
 PERIOD_TICKS = 240               # distinct stats ticks in a log, repeated to its size
@@ -34,7 +34,7 @@ def _startup_lines(plan: RunPlan) -> list[tuple[datetime, str]]:
     out = [
         (t, h(0, "api_server.py:1885") + f"vLLM API server version {version}"),
         (t, h(0, "api_utils.py:286") + f"non-default args: {{'model': '{path}', 'tensor_parallel_size': {tp}, "
-                                       f"'max_model_len': {_tokens(max_len)}}}"),
+                                       f"'max_model_len': {label_tokens(max_len)}}}"),
         (t, h(8, "core.py:133") + f"Initializing a V1 LLM engine (v{version}) with config: model='{path}', "
                                   f"tensor_parallel_size={tp}, decode_context_parallel_size={dcp}"),
     ]
@@ -48,8 +48,8 @@ def _startup_lines(plan: RunPlan) -> list[tuple[datetime, str]]:
         (t, h(42, "cuda.py:410") + "Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN']"),
         (t, h(120, "gpu_worker.py:298") + "Available KV cache memory: 25.80 GiB"),
         (t, h(121, "kv_cache_utils.py:1229") + f"GPU KV cache size: {kv:,} tokens"),
-        (t, h(121, "kv_cache_utils.py:1234") + f"Maximum concurrency for {_tokens(max_len):,} tokens per "
-                                              f"request: {kv / _tokens(max_len):.2f}x"),
+        (t, h(121, "kv_cache_utils.py:1234") + f"Maximum concurrency for {label_tokens(max_len):,} tokens per "
+                                              f"request: {kv / label_tokens(max_len):.2f}x"),
         (t, h(300, "core.py:210") + "init engine (profile, create kv cache, warmup model) took 181.30 seconds"),
         (t, h(301, "api_server.py:1920") + "Starting vLLM API server 0 on http://0.0.0.0:8000"),
         (t, "INFO:     Started server process [1]"),
@@ -127,7 +127,7 @@ def _sglang_startup(plan: RunPlan) -> list[tuple[datetime, str]]:
     return [
         (t, tag + "Load weight end. type=Qwen3MoeForCausalLM, dtype=torch.bfloat16, avail mem=47.1 GB, mem usage=91.07 GB."),
         (t, tag + f"max_total_num_tokens={kv_tokens(plan)}, chunked_prefill_size=8192, max_prefill_tokens=16384, "
-                  f"max_running_requests=64, context_len={_tokens(plan.model[7])}"),
+                  f"max_running_requests=64, context_len={label_tokens(plan.model[7])}"),
         (t, tag + "The server is fired up and ready to roll!"),
     ]
 

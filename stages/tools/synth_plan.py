@@ -79,7 +79,7 @@ def plan_campaign(*, runs: int, total_bytes: int, seed: int) -> list[RunPlan]:
     return plans
 
 
-def _tokens(label: str) -> int:
+def label_tokens(label: str) -> int:
     """A context label (128k, 1024k) in tokens, as vLLM reads the same flag value."""
     return human_int(label)
 

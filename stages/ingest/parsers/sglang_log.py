@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from stages.ingest.parsers.engine_log import line_fact as _fact, scan_log
+from stages.ingest.parsers.engine_log import line_fact, scan_log
 from stages.ingest.parsers.prefixes import Prefixed
 from stages.ingest.parsers.lines import BulkShape, Chunk, Fact, LogParse, ParseError, Stat
 
@@ -63,16 +63,16 @@ def facts_of_line(p: Prefixed, raw: str, line: int) -> tuple[list[Fact], list[Pa
     errors: list[ParseError] = []
     if "=" in msg and any(key in msg for key in STARTUP_KEYS):
         for key, value in _PAIR.findall(msg):
-            out.append(_fact(key, p, raw, line, value_num=float(value)))
+            out.append(line_fact(key, p, raw, line, value_num=float(value)))
     if "Load weight end" in msg:
         m = _WEIGHTS.search(msg)
         if m:
-            out.append(_fact("weights_gib", p, raw, line, value_num=float(m.group(1)),
-                             detail=m.group(2)))
+            out.append(line_fact("weights_gib", p, raw, line, value_num=float(m.group(1)),
+                                 detail=m.group(2)))
         else:
             errors.append(ParseError(line, "Load weight end line without mem usage"))
     if "fired up and ready" in msg:
-        out.append(_fact("ready", p, raw, line, value_num=1.0))
+        out.append(line_fact("ready", p, raw, line, value_num=1.0))
     return out, errors
 
 

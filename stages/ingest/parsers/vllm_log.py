@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from stages.ingest.parsers.engine_log import line_fact as _fact, scan_log
+from stages.ingest.parsers.engine_log import line_fact, scan_log
 from stages.ingest.parsers.prefixes import Prefixed
 from stages.ingest.parsers.lines import BulkShape, Chunk, Fact, LogParse, ParseError, Stat
 
@@ -93,7 +93,7 @@ def facts_of_line(p: Prefixed, raw: str, line: int) -> tuple[list[Fact], list[Pa
     errors: list[ParseError] = []
 
     def add(name: str, **values) -> None:
-        out.append(_fact(name, p, raw, line, **values))
+        out.append(line_fact(name, p, raw, line, **values))
 
     if "KV cache size" in msg:
         m = _KV_SIZE.search(msg)
@@ -174,19 +174,19 @@ def _kernel_facts(msg: str, p: Prefixed, raw: str, line: int) -> list[Fact]:
     if "KV cache scaling factor" in msg:
         m = _KV_SCALE.search(msg)
         if m:
-            return [_fact("kv_scale", p, raw, line, value_num=float(m.group(1)), value_text=m.group(2))]
+            return [line_fact("kv_scale", p, raw, line, value_num=float(m.group(1)), value_text=m.group(2))]
         return []
     if "MoE" in msg:
         m = _MOE.search(msg)
         if m:
             name = (m.group(1) or m.group(3) or "").strip()
             detail = (m.group(2) or "").strip() or None
-            return [_fact("moe_backend", p, raw, line, value_text=name, detail=detail)]
+            return [line_fact("moe_backend", p, raw, line, value_text=name, detail=detail)]
         return []
     if "Kernel" in msg:
         m = _LINEAR.search(msg)
         if m:
-            return [_fact("linear_kernel", p, raw, line, value_text=m.group(1), detail=m.group(2))]
+            return [line_fact("linear_kernel", p, raw, line, value_text=m.group(1), detail=m.group(2))]
         return []
     if "backend" in msg.lower():
         m = _ATTENTION.search(msg)
@@ -194,7 +194,7 @@ def _kernel_facts(msg: str, p: Prefixed, raw: str, line: int) -> list[Fact]:
             name = (m.group(1) or m.group(2)).strip()
             lowered = (msg if "ttention" in msg else name).lower()
             if any(word in lowered for word in _ATTENTION_WORDS):
-                return [_fact("attention_backend", p, raw, line, value_text=name)]
+                return [line_fact("attention_backend", p, raw, line, value_text=name)]
     return []
 
 
