@@ -126,7 +126,7 @@ def test_evidence_runs_commands_on_raw_files_and_escapes(macros, campaign):
     assert f"$ cat data/runs/{RUN4}/launch.out" in cat and "ready_s=71.3" in cat
     grep = html.unescape(macros.substitute(str(macros.evidence("grep -m1", RUN4, "server.log",
                                                                pattern="KV cache size"))))
-    assert grep.count("\n") == 1 and "CPU KV cache size: 1,048,576 tokens" in grep
+    assert grep.count("\n") == 1 and "CPU KV cache size: 8,192 tokens" in grep
     head = macros.substitute(str(macros.evidence("head", RUN4, "niah.log", lines=2, cut=40)))
     assert "&#124; cut -c1-40" in head and len(head.split("</span>\n", 1)[1].splitlines()) == 2
     niah = macros.substitute(str(macros.evidence("cat", RUN4, "niah.log")))

@@ -15,8 +15,9 @@ def audit_page(fact: Fact, *, runs_dir: Path, root: Path, titles: dict[str, str]
     params = ", ".join(f"{code(k)} = {code(v)}" for k, v in fact.params.items()) or "none"
     runs = ", ".join(code(r) for r in fact.run_ids) or "-"
     used = ", ".join(f"[{escape_text(titles.get(p, p))}](../{p})" for p in fact.pages) or "-"
-    source = (f"{code(fact.source_file)}, line {fact.source_line}"
-              if fact.source_file else "computed over the runs listed (no single raw line)")
+    source = (f"{code(fact.source_file)}, line {fact.source_line}" if fact.source_file
+              else escape_text(fact.source_note) if fact.source_note
+              else "computed over the runs listed (no single raw line)")
     lines = [
         "---", f"title: {json.dumps('Audit: ' + fact.id)}", "---", "",
         f"# Audit: {code(fact.name)}", "",

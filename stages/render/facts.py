@@ -4,8 +4,9 @@ A template asks for a number by name, `{{ fact("launch_ready_s", run_id=r) }}`. 
 with `$name` bound parameters: `stages/render/sql/facts/<name>.sql`, or, for a fact that prints one column
 of one row of a public table, an entry of `stages/render/sql/facts/columns.yaml` whose query is generated
 (see ColumnFact). The query returns one row with columns value,
-run_id, source_file, source_line (and optionally unit, and display: the printed form of the value
-when the query knows it better, e.g. 4 GiB for a size in bytes). The value is formatted, linked to its audit
+run_id, source_file, source_line (and optionally unit, display: the printed form of the value
+when the query knows it better, e.g. 4 GiB for a size in bytes, and source_note: why no raw line
+holds the value, when none does). The value is formatted, linked to its audit
 page and recorded. Tables whose numeric cells are facts, evidence blocks (a command run on a raw
 file at build time) and run references work the same way.
 
@@ -74,6 +75,7 @@ class Fact:
     stage: str
     git_sha: str | None
     pages: list[str] = field(default_factory=list)
+    source_note: str | None = None
 
     def record(self) -> dict[str, Any]:
         return asdict(self)
@@ -208,7 +210,8 @@ class FactBook:
             display=redact_text(format_value(value) if display is None else str(display)), sql=sql,
             run_ids=_run_ids(row["run_id"]),
             source_file=source_file, source_line=int(source_line) if source_line else None,
-            excerpt=excerpt, stage=STAGE, git_sha=self.sha)
+            excerpt=excerpt, stage=STAGE, git_sha=self.sha,
+            source_note=None if source_file else row.get("source_note"))
 
     def rows(self, name: str, params: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         """A named row query (stages/render/sql/render/<name>.sql): the SQL and its rows as dicts."""

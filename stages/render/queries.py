@@ -22,6 +22,7 @@ ROWS_SQL = SQL_DIR / "render"
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")   # a column or table name a declaration may give
 LITERAL = re.compile(r"^[A-Za-z0-9_.-]+$")       # a fixed filter's value, written as a SQL string
+NOTE = re.compile(r"[^'\\\n\r;]+")                 # a no_line note, written as a SQL string
 UNIT = re.compile(r"^[A-Za-z0-9%/ ._-]+$")
 EXPRESSION_TOKEN = re.compile(r"\s*(?:([a-z_][a-z0-9_]*)|\d+(?:\.\d+)?|[-+*/(),])")
 EXPRESSION_FUNCTIONS = frozenset({"nullif"})
@@ -62,20 +63,26 @@ class ColumnFact:
     unit: str | None
     keys: tuple[str, ...]
     where: tuple[tuple[str, str], ...]
-    line: str          # the columns <line>_file, <line>_line hold the raw line
+    line: str | None   # the columns <line>_file, <line>_line hold the raw line; None: no line does
     description: str
+    no_line: str | None = None   # why no raw line holds the value, when none does
 
     def columns(self) -> set[str]:
         """The table's columns the query names."""
         named = {m for m in EXPRESSION_TOKEN.findall(self.value) if m} - EXPRESSION_FUNCTIONS
-        return named | set(self.keys) | {c for c, _ in self.where} | \
-            {f"{self.line}_file", f"{self.line}_line"}
+        lines = {f"{self.line}_file", f"{self.line}_line"} if self.line else set()
+        return named | set(self.keys) | {c for c, _ in self.where} | lines
 
     def sql(self) -> str:
         """The query, in the shape of a fact's SQL file."""
         conditions = [f"{k} = ${k}" for k in self.keys] + [f"{c} = '{v}'" for c, v in self.where]
         unit = f"'{self.unit}'" if self.unit is not None else "cast(null as varchar)"
         run_id = "run_id" if "run_id" in self.keys else "cast(null as varchar)"
+        note = ("" if self.no_line is None else f"        '{self.no_line}' as source_note,\n"
+                if self.line is None else
+                f"        case when {self.line}_file is null then '{self.no_line}' end as source_note,\n")
+        source = (("cast(null as varchar)", "cast(null as integer)") if self.line is None
+                  else (f"{self.line}_file", f"{self.line}_line"))
         return (
             f"-- {self.description}\n"
             "with source as (\n"
@@ -89,8 +96,9 @@ class ColumnFact:
             f"        {self.value} as value,\n"
             f"        {unit} as unit,\n"
             f"        {run_id} as run_id,\n"
-            f"        {self.line}_file as source_file,\n"
-            f"        {self.line}_line as source_line\n"
+            f"{note}"
+            f"        {source[0]} as source_file,\n"
+            f"        {source[1]} as source_line\n"
             "    from source\n"
             ")\n"
             "\n"
@@ -118,18 +126,24 @@ def _expression(path: Path, name: str, text: Any) -> str:
 
 def _column_fact(path: Path, group: dict, name: Any, entry: Any) -> ColumnFact:
     name = _declared(path, "fact", name, NAME, "name")
-    if not isinstance(entry, dict) or set(entry) - {"value", "unit", "line", "description"}:
-        raise FactError(f"{path.name}: {name}: an entry has value, unit, line and description only")
+    if not isinstance(entry, dict) or set(entry) - {"value", "unit", "line", "no_line", "description"}:
+        raise FactError(f"{path.name}: {name}: an entry has value, unit, line, no_line and description only")
     description = entry.get("description")
     if not isinstance(description, str) or not description.strip() or "\n" in description.strip():
         raise FactError(f"{path.name}: {name}: the description is one line of text")
     unit = entry.get("unit")
+    no_line = entry.get("no_line")
+    if no_line is not None and (not isinstance(no_line, str) or not NOTE.fullmatch(no_line.strip())):
+        raise FactError(f"{path.name}: {name}: no_line is one line of text without quotes")
+    line = entry.get("line", "source")
+    if line == "none" and no_line is None:
+        raise FactError(f"{path.name}: {name}: line none needs no_line, saying why no raw line holds it")
     return ColumnFact(
         name=name, table=group["table"], value=_expression(path, name, entry.get("value")),
         unit=None if unit is None else _declared(path, name, unit, UNIT, "unit"),
         keys=group["keys"], where=group["where"],
-        line=_declared(path, name, entry.get("line", "source"), IDENTIFIER, "line"),
-        description=description.strip())
+        line=None if line == "none" else _declared(path, name, line, IDENTIFIER, "line"),
+        description=description.strip(), no_line=None if no_line is None else no_line.strip())
 
 
 @lru_cache(maxsize=8)
