@@ -125,6 +125,15 @@ def _line_of(path: Path, needle: str) -> int:
     raise AssertionError(f"{needle!r} not in {path}")
 
 
+def tpot_ms(concurrency: int, seqs: int) -> float:
+    return 6.0 + concurrency * (1.5 if seqs == 4 else 1.0)
+
+
+def output_tok_s(concurrency: int, limit: int, seqs: int) -> float:
+    """A point's output rate, as its result file and bench_points hold it."""
+    return min(concurrency, limit) * 1000 / tpot_ms(concurrency, seqs)
+
+
 def _write_runs(root: Path) -> dict[str, Path]:
     runs = root / "data" / "runs"
     folders = {}
@@ -157,11 +166,13 @@ def _write_runs(root: Path) -> dict[str, Path]:
                 {"event": "workload", "workload": "agents", "kind": "agents", "sessions": 4, "turns": 4,
                  "output_tokens": 64}) + "\n")
             (d / "bench").mkdir()
-            for w in WORKLOADS:
+            for w, (prompt, output) in WORKLOADS.items():
+                limit = min(KV_TOKENS // (prompt + output), seqs)
                 for c in CONCURRENCY:
                     (d / "bench" / f"{w}__c{c:02d}.json").write_text(json.dumps(
                         {"date": "20261130-052000", "workload": w, "concurrency": str(c),
-                         "run_id": run_id, "completed": 2 * c, "failed": 0}) + "\n")
+                         "run_id": run_id, "completed": 2 * c, "failed": 0,
+                         "output_throughput": output_tok_s(c, limit, seqs)}) + "\n")
         else:
             (d / "server.log").write_text(
                 "(APIServer pid=9) INFO 11-30 05:01:02 [api_utils.py:347] version 0.32.0\n"
@@ -236,12 +247,12 @@ def build_campaign(root: Path) -> Path:
             for c in CONCURRENCY:
                 f = d / "bench" / f"{w}__c{c:02d}.json"
                 ttft = (0.2 if w == "chat" else 1.1) * (1 + max(0, c - limit))
-                tpot = 6.0 + c * (1.5 if seqs == 4 else 1.0)
+                tpot = tpot_ms(c, seqs)
                 con.execute(
                     "insert into bench_points values (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, 0.0, 0,"
                     " ?, ?, true, ?, 1)",
                     [run_id, f"{w}__c{c:02d}", w, c, prompt, output, 2 * c, 2 * c, 2 * c, ttft, ttft * 1.4,
-                     tpot, 1000 / tpot, min(c, limit) * 1000 / tpot, limit, c > limit, rel(f)])
+                     tpot, 1000 / tpot, output_tok_s(c, limit, seqs), limit, c > limit, rel(f)])
         for t in (1, 2):
             con.execute("insert into ramp_turns values (?, 'ramp', ?, 1, 1, ?, ?, ?, 0, 1, ?, true, ?, ?)",
                         [run_id, t, 1500 * t, 0.05 * t * (2 if seqs == 4 else 1), 0.2 * t,

@@ -134,8 +134,12 @@ def _facet(layers: list[alt.Chart], df: pd.DataFrame, title: str) -> alt.FacetCh
 
 
 def ttft_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:
-    """Median and p90 time to first token (log scale) against concurrent users."""
+    """Median and p90 time to first token (log scale) against concurrent users. A point whose
+    TTFT rests on no request (ttft_requests 0: every request failed or came from the prefix cache)
+    has no TTFT and is left out."""
     df = prepare(points)
+    if "ttft_requests" in df.columns:
+        df = df[df["ttft_requests"].isna() | (df["ttft_requests"] > 0)]
     long = df.melt(id_vars=[c for c in df.columns if c not in ("ttft_median_s", "ttft_p90_s")],
                    value_vars=["ttft_median_s", "ttft_p90_s"], var_name="stat", value_name="ttft_s")
     long["stat"] = long["stat"].map({"ttft_median_s": "median", "ttft_p90_s": "p90"})

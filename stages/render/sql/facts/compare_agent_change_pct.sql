@@ -1,6 +1,6 @@
 -- Change of one metric of an agents workload from the base run to the head run of a comparison,
--- in percent of the base value (as `campaign diff` computes it). The head run's workload line is
--- the source; both runs are listed.
+-- in percent of the base value (as `campaign diff` computes it). A computed figure: no raw line
+-- holds it (the base and head values cite theirs); both runs are listed.
 with base as (
     select *
     from agent_runs
@@ -40,11 +40,12 @@ paired as (
 final as (
     select
         100.0 * (head_value - base_value) / nullif(abs(base_value), 0) as value,
-        printf('%+.1f%%', 100.0 * (head_value - base_value) / nullif(abs(base_value), 0)) as display,
+        printf('%+.1f', 100.0 * (head_value - base_value) / nullif(abs(base_value), 0)) as display,
         '%' as unit,
         [base_run_id, head_run_id] as run_id,
-        source_file,
-        source_line
+        'Computed from the base and head values, whose facts cite their own raw lines.' as source_note,
+        cast(null as varchar) as source_file,
+        cast(null as integer) as source_line
     from paired
 )
 

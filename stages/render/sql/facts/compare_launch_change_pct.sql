@@ -1,6 +1,6 @@
 -- Change of one launch figure (ready_s, kv_tokens, gate_score) from the base run to the head run
--- of a comparison, in percent of the base value (as `campaign diff` computes it). The head run's
--- line for that figure is the source; both runs are listed.
+-- of a comparison, in percent of the base value (as `campaign diff` computes it). A computed figure:
+-- no raw line holds it (the base and head values cite theirs); both runs are listed.
 with base as (
     select
         l.run_id, l.ready_s, l.kv_tokens, g.score as gate_score
@@ -50,11 +50,12 @@ paired as (
 final as (
     select
         100.0 * (head_value - base_value) / nullif(abs(base_value), 0) as value,
-        printf('%+.1f%%', 100.0 * (head_value - base_value) / nullif(abs(base_value), 0)) as display,
+        printf('%+.1f', 100.0 * (head_value - base_value) / nullif(abs(base_value), 0)) as display,
         '%' as unit,
         [base_run_id, head_run_id] as run_id,
-        source_file,
-        source_line
+        'Computed from the base and head values, whose facts cite their own raw lines.' as source_note,
+        cast(null as varchar) as source_file,
+        cast(null as integer) as source_line
     from paired
 )
 
