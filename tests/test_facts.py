@@ -12,6 +12,7 @@ from render_helpers import RUN4, RUN16_FAILED, SCRIPT_ANSWER, build_campaign
 from stages.render import escape, facts, queries
 from stages.render.errors import FactError
 from stages.render.facts import FactBook, FactCheckError, PageMacros
+from stages.render.numbers import table_displays, with_unit
 
 
 @pytest.fixture
@@ -44,6 +45,19 @@ def macros(campaign):
 ])
 def test_format_value(value, expected):
     assert facts.format_value(value) == expected
+
+
+def test_a_table_prints_each_unit_at_one_precision():
+    cells = [(0.02, "s", "0.02"), (0.0244, "s", "0.0244"), (2.6, "s", "2.60"), (7.5, "ms", "7.50"),
+             (12.25, "ms", "12.2"), (16, "users", "16"), (4294967296.0, None, "4 GiB"), (None, "s", "-")]
+    assert table_displays(cells) == ["0.0200", "0.0244", "2.6000", "7.50", "12.25", "16", "4 GiB", "-"]
+    assert table_displays([(1573325.0, "tokens", "1,573,325"), (8192.0, "tokens", "8,192")]) == \
+        ["1,573,325", "8,192"]
+
+
+def test_a_unit_follows_its_value_and_a_percent_sign_takes_no_space():
+    assert (with_unit("71.3", "s"), with_unit("-9.1", "%"), with_unit("0.5", None)) == ("71.3 s", "-9.1%", "0.5")
+    assert with_unit("-", "%") == "-"
 
 
 def test_fact_carries_value_run_source_and_raw_excerpt(campaign):

@@ -155,3 +155,22 @@ def test_compare_params_are_checked():
         compare_page.check_pairs([{"base": "a"}])
     with pytest.raises(CampaignError, match="must be a list"):
         compare_page.check_pairs({"base": "a", "head": "b"})
+
+
+def test_a_point_without_ttft_is_marked_and_its_ttft_not_compared(tmp_path):
+    db = build_campaign(tmp_path)
+    with duckdb.connect(str(db)) as con:   # every request of the head's chat point at 4 users came from the cache
+        con.execute("update bench_points set ttft_requests = 0, ttft_median_s = null, ttft_p90_s = null "
+                    "where run_id = $r and point_id = 'chat__c04'", {"r": RUN16})
+    render.run(**render_kwargs(tmp_path, compare=[PAIR]))
+    text = html.unescape(docs(tmp_path, "compare.md"))
+    rows = [l for l in text.splitlines() if f"point_ttft_median_s--4--{RUN4}--chat.md" in l
+            or f"point_ttft_p90_s--4--{RUN4}--chat.md" in l]
+    assert len(rows) == 2
+    for row in rows:
+        cells = row.split(" | ")
+        assert cells[3].startswith("[-](audit/point_ttft_") and cells[4].startswith("[-](audit/compare_")
+        assert cells[5] == "no TTFT"
+        assert "no TTFT (head): every request failed or came from the prefix cache" in cells[6]
+    [tpot] = [l for l in text.splitlines() if f"point_tpot_median_ms--4--{RUN16}--chat.md" in l]
+    assert "no TTFT" not in tpot

@@ -12,7 +12,7 @@ from stages.render.queries import fact_query_path
 
 
 def audit_page(fact: Fact, *, runs_dir: Path, root: Path, titles: dict[str, str]) -> str:
-    unit = escape_text(with_unit("", fact.unit))
+    unit = escape_text(with_unit(fact.display, fact.unit)[len(fact.display):])
     params = ", ".join(f"{code(k)} = {code(v)}" for k, v in fact.params.items()) or "none"
     runs = ", ".join(code(r) for r in fact.run_ids) or "-"
     used = ", ".join(f"[{escape_text(titles.get(p, p))}](../{p})" for p in fact.pages) or "-"

@@ -45,8 +45,9 @@ def format_value(value: Any, decimals: int | None = None) -> str:
 
 
 def with_unit(display: str, unit: str | None) -> str:
-    """A printed value and its unit: 71.3 s, 8,192 tokens, -9.1% (a percent sign takes no space)."""
-    if not unit:
+    """A printed value and its unit: 71.3 s, 8,192 tokens, -9.1% (a percent sign takes no space);
+    no value (-) takes no unit."""
+    if not unit or display == "-":
         return display
     return f"{display}{unit}" if unit == "%" else f"{display} {unit}"
 
