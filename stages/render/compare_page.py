@@ -195,6 +195,7 @@ class CompareTables:
         lines = [_row((["Match"] if match else []) + ["Item", "Base run", "Base", "Head run", "Head",
                                                        "Change", "Mark"]),
                  _row((["---"] if match else []) + ["---", "---", "---:", "---", "---:", "---:", "---"])]
+        cells: list[list[Any]] = []
         for r in c.result.launches:
             item, b_run, h_run = r["item"], r["base_run_id"], r["head_run_id"]
             if item == "status":
@@ -205,19 +206,21 @@ class CompareTables:
                 if item not in LAUNCH_FACTS:
                     raise FactError(f"compare page: no fact for launch item {item!r}")
                 name = LAUNCH_FACTS[item]
-                base = self._fact(name, {"run_id": b_run}, _num(r["base_value"]), f"{item} of {b_run}") \
+                base = self._checked(name, {"run_id": b_run}, _num(r["base_value"]), f"{item} of {b_run}") \
                     if b_run else "-"
-                head = self._fact(name, {"run_id": h_run}, _num(r["head_value"]), f"{item} of {h_run}") \
+                head = self._checked(name, {"run_id": h_run}, _num(r["head_value"]), f"{item} of {h_run}") \
                     if h_run else "-"
                 change = self._fact("compare_launch_change_pct",
                                     {"base_run_id": b_run, "head_run_id": h_run, "item": item},
                                     r["change_pct"], f"change of {item}", show_unit=True) \
                     if b_run and h_run else "-"
-            lines.append(_row(([escape_cell(r["match_key"])] if match else []) + [
+            cells.append(([escape_cell(r["match_key"])] if match else []) + [
                 escape_cell(METRIC_LABELS.get(item, item)),
                 self._run(c, b_run), base, self._run(c, h_run), head, change, self._mark(r["mark"]),
-            ]))
-        return self.macros.hold("\n".join(lines))
+            ])
+        first = 3 if match else 2      # the Base column; Head is two further
+        self._values(cells, (first, first + 2))
+        return self.macros.hold("\n".join(lines + [_row(row) for row in cells]))
 
     def points(self, c: Comparison, workload: str) -> str:
         rows = [r for r in (c.result.points if c.result else []) if r["workload"] == workload]
