@@ -20,6 +20,10 @@ RUN16_FAILED = "tiny-llama__cpu_seqs16__4k__vllm__1130-050100"
 KV_TOKENS = 8192
 WORKLOADS = {"long": (2048, 64), "chat": (256, 64)}
 CONCURRENCY = [1, 2, 4, 8, 16]
+# The fixture log's KV line, rewritten to the pool the tables hold (KV_TOKENS), so that every fact
+# cites a line that holds its value.
+KV_LINE = ("CPU KV cache size: 1,048,576 tokens, Maximum concurrency for 4,096 tokens per request: 256.00x",
+           "CPU KV cache size: 8,192 tokens, Maximum concurrency for 4,096 tokens per request: 2.00x")
 POINT_ERROR_LINE = "point_error=long__c16 ReadTimeout: <timed out>\n"
 SCRIPT_ANSWER = "<script>alert('x')</script> the code is 42"
 
@@ -34,7 +38,9 @@ create table launches (run_id varchar, status varchar, ready_s double, kv_tokens
   kv_cache_gib double, weights_gib double, load_s double, init_s double, max_model_len bigint,
   max_num_seqs integer, seq_cap integer, engines integer, tp integer, moe_backend varchar,
   attention_backend varchar, error_type varchar, error_message varchar, error_worker varchar,
-  kv_cache_dtype varchar, command varchar, kv_source_file varchar, kv_source_line integer, error_source_file varchar,
+  kv_cache_dtype varchar, command varchar, kv_source_file varchar, kv_source_line integer,
+  ready_source_file varchar, ready_source_line integer, seq_cap_source_file varchar,
+  seq_cap_source_line integer, error_source_file varchar,
   error_source_line integer, source_file varchar, source_line integer);
 create table launch_log_facts (run_id varchar, fact varchar, value_num double, value_text varchar,
   detail varchar, source_file varchar, source_line integer);
@@ -56,7 +62,7 @@ create table bench_requests (run_id varchar, point_id varchar, workload varchar,
   ok boolean, valid boolean, generated_text varchar, source_file varchar, source_line integer);
 create table bench_points (run_id varchar, point_id varchar, workload varchar,
   concurrency integer, prompt_tokens integer, output_tokens integer, sent integer,
-  completed integer, failed integer, ttft_median_s double, ttft_p90_s double,
+  completed integer, failed integer, ttft_requests integer, ttft_median_s double, ttft_p90_s double,
   tpot_median_ms double, decode_tok_s_per_user double, output_tok_s double,
   cache_hit_pct double, invalid_requests integer, seq_limit integer, capacity_limited boolean,
   provisional boolean, source_file varchar, source_line integer);
@@ -127,6 +133,15 @@ def _line_of(path: Path, needle: str) -> int:
     raise AssertionError(f"{needle!r} not in {path}")
 
 
+def tpot_ms(concurrency: int, seqs: int) -> float:
+    return 6.0 + concurrency * (1.5 if seqs == 4 else 1.0)
+
+
+def output_tok_s(concurrency: int, limit: int, seqs: int) -> float:
+    """A point's output rate, as its result file and bench_points hold it."""
+    return min(concurrency, limit) * 1000 / tpot_ms(concurrency, seqs)
+
+
 def _write_runs(root: Path) -> dict[str, Path]:
     runs = root / "data" / "runs"
     folders = {}
@@ -135,7 +150,7 @@ def _write_runs(root: Path) -> dict[str, Path]:
         d.mkdir(parents=True)
         (d / "cmd.sh").write_text(_cmd(run_id, seqs))
         if ok:
-            shutil.copy(FIXTURES / "server.log", d / "server.log")
+            (d / "server.log").write_text((FIXTURES / "server.log").read_text().replace(*KV_LINE))
             (d / "launch.out").write_text(
                 f"status=ready\nready_s={71.3 if seqs == 4 else 68.9}\nengine_kv_tokens={KV_TOKENS}\n"
                 + (POINT_ERROR_LINE if seqs == 4 else ""))
@@ -151,18 +166,21 @@ def _write_runs(root: Path) -> dict[str, Path]:
                  "output_tokens": 32},
                 *({"event": "request", "workload": "ramp", "kind": "ramp", "point_id": f"ramp__t0{t}",
                    "session": 0, "turn": t, "request_idx": t - 1, "input_tokens": 1500 * t,
-                   "output_tokens": 32, "ttft_s": 0.05 * t, "needle_ok": False, "error": ""}
+                   "output_tokens": 32, "ttft_s": 0.05 * t * (2 if seqs == 4 else 1), "needle_ok": False,
+                   "error": ""}
                   for t in (1, 2)),
                 {"event": "done", "workload": "ramp", "requests": 2, "failed": 0}]))
             (d / "agents.agents.jsonl").write_text(json.dumps(
                 {"event": "workload", "workload": "agents", "kind": "agents", "sessions": 4, "turns": 4,
                  "output_tokens": 64}) + "\n")
             (d / "bench").mkdir()
-            for w in WORKLOADS:
+            for w, (prompt, output) in WORKLOADS.items():
+                limit = min(KV_TOKENS // (prompt + output), seqs)
                 for c in CONCURRENCY:
                     (d / "bench" / f"{w}__c{c:02d}.json").write_text(json.dumps(
                         {"date": "20261130-052000", "workload": w, "concurrency": str(c),
-                         "run_id": run_id, "completed": 2 * c, "failed": 0}) + "\n")
+                         "run_id": run_id, "completed": 2 * c, "failed": 0,
+                         "output_throughput": output_tok_s(c, limit, seqs)}) + "\n")
         else:
             (d / "server.log").write_text(
                 "(APIServer pid=9) INFO 11-30 05:01:02 [api_utils.py:347] version 0.32.0\n"
@@ -207,17 +225,19 @@ def build_campaign(root: Path) -> Path:
             ready_s = 71.3 if seqs == 4 else 68.9
             con.execute(
                 "insert into launches values (?, 'ready', ?, ?, 1.0, 0.01, 0.11, 32.75, 4096, ?, ?, 1, 1,"
-                " null, null, null, null, null, 'auto', ?, ?, ?, null, null, ?, ?)",
+                " null, null, null, null, null, 'auto', ?, ?, ?, ?, 2, ?, ?, null, null, ?, 1)",
                 [run_id, ready_s, KV_TOKENS, seqs, seqs, "python -m vllm.entrypoints.openai.api_server",
-                 rel(d / "server.log"), kv_line, rel(d / "launch.out"), 2])
+                 rel(d / "server.log"), kv_line, rel(d / "launch.out"), rel(d / "cmd.sh"), cmd_line,
+                 rel(d / "launch.out")])
         else:
             err_line = _line_of(d / "server.log", "ValueError")
             con.execute(
                 "insert into launches values (?, 'failed', null, null, null, null, null, null, 4096, ?, ?,"
-                " 1, 1, null, null, 'ValueError', ?, 'EngineCore', 'auto', ?, null, null, ?, ?, ?, ?)",
+                " 1, 1, null, null, 'ValueError', ?, 'EngineCore', 'auto', ?, null, null, null, null, ?,"
+                " ?, ?, ?, ?, ?)",
                 [run_id, seqs, seqs, "max_num_seqs (16) exceeds available <cache> blocks",
-                 "python -m vllm.entrypoints.openai.api_server", rel(d / "server.log"), err_line,
-                 rel(d / "cmd.sh"), cmd_line])
+                 "python -m vllm.entrypoints.openai.api_server", rel(d / "cmd.sh"), cmd_line,
+                 rel(d / "server.log"), err_line, rel(d / "cmd.sh"), cmd_line])
             continue
         niah = d / "niah.log"
         con.execute("insert into gates values (?, 'niah', 0.0, 3, 0, true, ?, 4)", [run_id, rel(niah)])
@@ -235,12 +255,12 @@ def build_campaign(root: Path) -> Path:
             for c in CONCURRENCY:
                 f = d / "bench" / f"{w}__c{c:02d}.json"
                 ttft = (0.2 if w == "chat" else 1.1) * (1 + max(0, c - limit))
-                tpot = 6.0 + c * (1.5 if seqs == 4 else 1.0)
+                tpot = tpot_ms(c, seqs)
                 con.execute(
-                    "insert into bench_points values (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, 0.0, 0,"
+                    "insert into bench_points values (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, 0.0, 0,"
                     " ?, ?, true, ?, 1)",
-                    [run_id, f"{w}__c{c:02d}", w, c, prompt, output, 2 * c, 2 * c, ttft, ttft * 1.4,
-                     tpot, 1000 / tpot, min(c, limit) * 1000 / tpot, limit, c > limit, rel(f)])
+                    [run_id, f"{w}__c{c:02d}", w, c, prompt, output, 2 * c, 2 * c, 2 * c, ttft, ttft * 1.4,
+                     tpot, 1000 / tpot, output_tok_s(c, limit, seqs), limit, c > limit, rel(f)])
         for t in (1, 2):
             con.execute("insert into ramp_turns values (?, 'ramp', ?, 1, 1, ?, ?, ?, 0, 1, ?, true, ?, ?)",
                         [run_id, t, 1500 * t, 0.05 * t * (2 if seqs == 4 else 1), 0.2 * t,

@@ -64,6 +64,20 @@ def test_ttft_is_log_scale_with_median_and_p90():
     assert len(rows) == 2 * len(points())
 
 
+def test_a_point_whose_ttft_rests_on_no_request_is_left_out_of_the_ttft_chart():
+    df = points().assign(ttft_requests=2)
+    cached = (df["run_id"] == "run-b") & (df["concurrency"] == 8)
+    df.loc[cached, "ttft_requests"] = 0
+    rows = next(iter(charts.ttft_chart(df).to_dict()["datasets"].values()))
+    assert len(rows) == 2 * (len(df) - 1)
+    assert not any(r["run_id"] == "run-b" and r["concurrency"] == 8 for r in rows)
+    assert charts.NO_TTFT_NOTE in charts.ttft_chart(df).to_dict()["title"]["subtitle"]
+    assert charts.NO_TTFT_NOTE not in charts.ttft_chart(points()).to_dict()["title"]["subtitle"]
+    # the other charts keep the point: its TPOT and throughput do not rest on the first token
+    decode = next(iter(charts.decode_chart(df).to_dict()["datasets"].values()))
+    assert any(r["run_id"] == "run-b" and r["concurrency"] == 8 for r in decode)
+
+
 def test_capacity_limited_points_are_grey_and_hatched():
     ls = layers(charts.decode_chart(points()))
     limited = filtered(ls, "datum.capacity_limited")

@@ -146,6 +146,8 @@ def raw_rows() -> dict[str, tuple[dict, list[dict]]]:
              "source_file": raw_path(SG, "cmd.sh"), "source_line": 2},
         ]),
         "raw_command_flags": ({}, [
+            *({"run_id": run_id, "position": 3, "flag": "--max-num-seqs", "value": "16",
+               "source_file": raw_path(run_id, "cmd.sh"), "source_line": 3} for run_id in (BIG, BIG_OLD)),
             {"run_id": DP, "position": 1, "flag": "--block-size", "value": "32",
              "source_file": raw_path(DP, "cmd.sh"), "source_line": 2},
         ]),
@@ -266,6 +268,18 @@ def test_launch_ready_from_launch_out_with_engine_figures(built):
     assert (row["max_num_seqs"], row["seq_cap"], row["engines"], row["tp"]) == (16, 16, 1, 8)
     assert (row["source_file"], row["source_line"]) == (f"data/runs/{BIG}/launch.out", 1)
     assert row["error_type"] is None
+
+
+def test_launch_figures_cite_the_lines_that_hold_them(built):
+    _, out = built
+    rows = {r["run_id"]: r for r in query(out, "select * from launches")}
+    big, dp, sg = rows[BIG], rows[DP], rows[SG]
+    assert (big["ready_source_file"], big["ready_source_line"]) == (f"data/runs/{BIG}/launch.out", 2)
+    assert (big["seq_cap_source_file"], big["seq_cap_source_line"]) == (f"data/runs/{BIG}/cmd.sh", 3)
+    # SGLang logged its cap; the DP run took the profile default, which no raw line holds
+    assert (sg["seq_cap_source_file"], sg["seq_cap_source_line"]) == (f"data/runs/{SG}/server.log", 30)
+    assert (dp["seq_cap"], dp["seq_cap_source_file"], dp["seq_cap_source_line"]) == (1024, None, None)
+    assert (dp["ready_s"], dp["ready_source_file"]) == (None, None)
 
 
 def test_failed_launch_quotes_its_first_error(built):
@@ -443,6 +457,22 @@ def test_point_ttft_over_valid_requests_only(built):
     assert row["cache_hit_pct"] == pytest.approx(20.0)    # 100 x 300 / 1500, summed over engines
     assert (row["prompt_tokens"], row["output_tokens"]) == (250000, 512)
     assert (row["seq_limit"], row["capacity_limited"], row["provisional"]) == (6, False, False)
+    assert row["ttft_requests"] == 5
+
+
+def test_point_whose_requests_all_came_from_the_cache_has_no_ttft(tmp_path):
+    rows = raw_rows()
+    defaults, requests = rows["raw_bench_requests"]
+    # 250,000 prompt tokens in 1 s: every request of long__c16 is above the 60,000 tok/s rule
+    requests = [{**r, "ttft_s": 1.0, "latency_s": r["latency_s"] - r["ttft_s"] + 1.0}
+                if r["point_id"] == "long__c16" else r for r in requests]
+    _, out = derive_into(tmp_path, rows={**rows, "raw_bench_requests": (defaults, requests)})
+    [row] = query(out, "select * from bench_points where point_id = 'long__c16'")
+    assert (row["ttft_requests"], row["ttft_median_s"], row["ttft_p90_s"]) == (0, None, None)
+    assert row["tpot_median_ms"] == pytest.approx(20.0)   # TPOT is not a cache figure
+    reasons = query(out, "select count(*) as n from invalid_rows "
+                         "where point_id = 'long__c16' and reason = 'prefix_cache'")
+    assert reasons == [{"n": 4}]
 
 
 def test_concurrency_above_sequences_that_fit_is_capacity_limited(built):

@@ -61,6 +61,11 @@ def build(db_file: Path) -> None:
             ("dsv_old", "long", 1, 4, 4, 30.0, 31.0, 22.0, 40.0),
             ("dsv_new", "long", 1, 4, 4, 25.0, 26.0, 22.0, 40.0),     # not comparable
             ("mm_new", "long", 1, 4, 4, 29.9, 30.0, 19.2, 50.0)])     # only in head
+        db.execute("alter table bench_points add column ttft_requests integer default 4")
+        # at 16 users the head's requests all came from the prefix cache (no TTFT), and its
+        # concurrency is above what fits
+        db.executemany("insert into bench_points values (?, 'long', 16, 16, 16, ?, ?, 30.0, 90.0, ?,"
+                       " false, ?)", [("glm_old", 40.0, 44.0, False, 16), ("glm_new", None, None, True, 0)])
 
 
 @pytest.fixture()
@@ -99,6 +104,20 @@ def test_every_matched_point_has_both_values_and_a_mark(result):
     assert mark(result, "dsv4", "long", 1, "ttft_median_s")["mark"] == "not comparable"
     assert mark(result, "minimax", "long", 1, "ttft_median_s")["mark"] == "only in head"
     assert all(r["mark"] for r in result.points)
+
+
+def test_a_point_without_ttft_is_not_compared_and_the_note_names_the_side(result):
+    for metric in ("ttft_median_s", "ttft_p90_s"):
+        row = mark(result, "glm53", "long", 16, metric)
+        assert (row["base_value"], row["head_value"], row["mark"]) == (40.0 if "median" in metric else 44.0,
+                                                                      None, "no TTFT")
+        assert row["note"] == ("capacity-limited (head), no TTFT (head): every request failed or came "
+                               "from the prefix cache")
+    tpot = mark(result, "glm53", "long", 16, "tpot_median_ms")
+    assert (tpot["mark"], tpot["note"]) == ("same", "capacity-limited (head)")
+    assert mark(result, "glm53", "long", 1, "ttft_median_s")["note"] is None
+    text = diff.render(result, "table")
+    assert "no TTFT (head): every request failed" in text and "2 no TTFT" in text
 
 
 def test_launch_outcomes_and_gates_are_compared(result):

@@ -12,6 +12,7 @@ from render_helpers import RUN4, RUN16, RUN16_FAILED, SCRIPT_ANSWER, build_campa
 from stages.render import escape, facts, queries
 from stages.render.errors import FactError
 from stages.render.facts import FactBook, FactCheckError, PageMacros
+from stages.render.numbers import table_displays, with_unit
 
 
 @pytest.fixture
@@ -44,6 +45,19 @@ def macros(campaign):
 ])
 def test_format_value(value, expected):
     assert facts.format_value(value) == expected
+
+
+def test_a_table_prints_each_unit_at_one_precision():
+    cells = [(0.02, "s", "0.02"), (0.0244, "s", "0.0244"), (2.6, "s", "2.60"), (7.5, "ms", "7.50"),
+             (12.25, "ms", "12.2"), (16, "users", "16"), (4294967296.0, None, "4 GiB"), (None, "s", "-")]
+    assert table_displays(cells) == ["0.0200", "0.0244", "2.6000", "7.50", "12.25", "16", "4 GiB", "-"]
+    assert table_displays([(1573325.0, "tokens", "1,573,325"), (8192.0, "tokens", "8,192")]) == \
+        ["1,573,325", "8,192"]
+
+
+def test_a_unit_follows_its_value_and_a_percent_sign_takes_no_space():
+    assert (with_unit("71.3", "s"), with_unit("-9.1", "%"), with_unit("0.5", None)) == ("71.3 s", "-9.1%", "0.5")
+    assert with_unit("-", "%") == "-"
 
 
 def test_fact_carries_value_run_source_and_raw_excerpt(campaign):
@@ -126,7 +140,7 @@ def test_evidence_runs_commands_on_raw_files_and_escapes(macros, campaign):
     assert f"$ cat data/runs/{RUN4}/launch.out" in cat and "ready_s=71.3" in cat
     grep = html.unescape(macros.substitute(str(macros.evidence("grep -m1", RUN4, "server.log",
                                                                pattern="KV cache size"))))
-    assert grep.count("\n") == 1 and "CPU KV cache size: 1,048,576 tokens" in grep
+    assert grep.count("\n") == 1 and "CPU KV cache size: 8,192 tokens" in grep
     head = macros.substitute(str(macros.evidence("head", RUN4, "niah.log", lines=2, cut=40)))
     assert "&#124; cut -c1-40" in head and len(head.split("</span>\n", 1)[1].splitlines()) == 2
     niah = macros.substitute(str(macros.evidence("cat", RUN4, "niah.log")))
@@ -332,17 +346,16 @@ def test_a_declared_order_picks_one_row_and_a_display_prints_bytes(campaign, tmp
 """))
 
 
-def test_a_declared_change_compares_two_runs_with_the_head_line_as_source(campaign):
+def test_a_declared_change_compares_two_runs_and_cites_no_line(campaign):
     root, con = campaign
     book = FactBook(con, root=root, sha=None)
     both = {"base_run_id": RUN4, "head_run_id": RUN16}
     ready = book.evaluate("compare_launch_change_pct", {**both, "item": "ready_s"})
-    head = book.evaluate("launch_ready_s", {"run_id": RUN16})
-    assert ready.value == pytest.approx(100.0 * (68.9 - 71.3) / 71.3) and ready.display == "-3.4%"
-    assert (ready.unit, ready.run_ids, ready.source_file) == ("%", [RUN4, RUN16], head.source_file)
+    assert ready.value == pytest.approx(100.0 * (68.9 - 71.3) / 71.3) and ready.display == "-3.4"
+    assert (ready.unit, ready.run_ids, ready.source_file) == ("%", [RUN4, RUN16], None)
+    assert "base and head values" in ready.source_note
     kv = book.evaluate("compare_launch_change_pct", {**both, "item": "kv_tokens"})
-    assert kv.source_file == book.evaluate("launch_kv_tokens", {"run_id": RUN16}).source_file
-    assert kv.display == "+0.0%" and kv.source_file != head.source_file
+    assert kv.display == "+0.0" and kv.source_file is None
     # a run without the figure (a failed launch has no gate) prints a dash, not an error
     gate = book.evaluate("compare_launch_change_pct",
                          {"base_run_id": RUN4, "head_run_id": RUN16_FAILED, "item": "gate_score"})

@@ -167,3 +167,10 @@ def test_arms_keep_their_labels_and_the_original_stays_beside_its_rescue(built):
     assert "Spec dsv4-pro-dep8 *(superseded by dsv4-pro-tep8)*:\ndid not become ready" in text
     assert "Spec dsv4-pro-tep8 *(follow-up of dsv4-pro-dep8)*:\nready" in text
     assert "Spec minimax-m3-tep8-stable *(superseded by minimax-m3-tep8)*:" in text
+
+
+def test_every_fact_read_from_one_raw_line_cites_a_line_that_holds_its_value(built):
+    from fact_lines import line_problems
+    checked, problems = line_problems(built["root"] / "data" / "facts.json", built["root"] / "data" / "runs")
+    assert checked > 100
+    assert problems == []

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+import duckdb
+
+from fact_lines import holds, line_problems
 from render_helpers import PROJECT, RUN4, RUN16, build_campaign, render_kwargs
 from stages.render import charts
 from stages.render import stage as render
@@ -61,7 +64,7 @@ def test_audit_page_shows_file_line_excerpt_sql_and_command(rendered):
     log = root / "data" / "runs" / RUN16 / "server.log"
     line = next(i for i, l in enumerate(log.read_text().splitlines(), 1) if "CPU KV cache size" in l)
     assert f"<code>data/runs/{RUN16}/server.log</code>, line {line}" in audit
-    assert "CPU KV cache size: 1,048,576 tokens" in audit
+    assert "CPU KV cache size: 8,192 tokens" in audit
     assert "from launches" in audit and "$run_id" in audit
     assert f"$ cat data/runs/{RUN16}/cmd.sh" in audit and "--max-num-seqs 16" in audit
     assert "dvc repro derive" in audit
@@ -75,6 +78,36 @@ def test_facts_file_records_provenance(rendered):
     assert rec["source_file"] == f"data/runs/{RUN4}/launch.out" and rec["source_line"] == 2
     assert rec["excerpt"] == "ready_s=71.3" and rec["stage"] == "derive"
     assert rec["pages"] == ["part-local-cpu.md"] and "git_sha" in rec
+
+
+def test_every_fact_that_cites_a_raw_line_holds_its_value_there(rendered):
+    root, _ = rendered
+    checked, problems = line_problems(root / "data" / "facts.json", root / "data" / "runs")
+    assert checked >= 40 and problems == []
+    records = {r["id"]: r for r in json.loads((root / "data" / "facts.json").read_text())}
+    assert records[f"launch_seq_cap--{RUN4}"]["excerpt"].count("--max-num-seqs 4 ") == 1
+    assert records[f"launch_ready_s--{RUN16}"]["excerpt"] == "ready_s=68.9"
+
+
+def test_a_line_holds_a_value_printed_with_separators_or_rounded_not_another():
+    assert holds("CPU KV cache size: 1,048,576 tokens", 1048576)
+    assert holds('{"ttft_s": 0.024381}', 0.0244) and holds("ready_s=71.3", 71.3)
+    assert not holds("status=ready", 71.3)
+    assert not holds('{"concurrency": "1"}', 1.1)      # a line less precise than the value
+    assert not holds("--max-num-seqs 16", 1)
+
+
+def test_a_default_sequence_cap_says_no_raw_line_holds_it(tmp_path):
+    db = build_campaign(tmp_path)
+    with duckdb.connect(str(db)) as con:
+        con.execute("update launches set max_num_seqs = null, seq_cap_source_file = null, "
+                    "seq_cap_source_line = null where run_id = $r", {"r": RUN4})
+    render.run(**render_kwargs(tmp_path))
+    audit = shown(page(tmp_path, f"audit/launch_seq_cap--{RUN4}.md"))
+    assert "No raw line holds it: the command gave no cap" in audit
+    assert "## The raw line" not in audit and "launch.out" not in audit.split("## The query")[0]
+    given = shown(page(tmp_path, f"audit/launch_seq_cap--{RUN16}.md"))
+    assert f"<code>data/runs/{RUN16}/cmd.sh</code>, line 4" in given
 
 
 def test_article_content_launches_gate_fit_and_charts(rendered):

@@ -9,6 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from fact_lines import line_problems
 from render_helpers import RUN4, RUN16, build_campaign, render_kwargs
 from stages.render import compare_page
 from stages.render import stage as render
@@ -43,13 +44,45 @@ def test_pair_is_drawn_with_facts_marks_and_both_runs(compared):
     row = chat16[0]
     assert f"point_ttft_median_s--16--{RUN16}--chat.md" in row
     # seqs4 queues at 16 chat users (12 over its cap): 0.2 s * 13 = 2.6 s against 0.2 s
-    assert "[2.60](" in row and "[0.2](" in row and "[-92.3%](" in row
-    assert "| better |" in row and "capacity-limited, provisional" in row
+    assert "[2.600](" in row and "[0.200](" in row and "[-92.3%](" in row
+    assert "| better |" in row and "capacity-limited (base), provisional" in html.unescape(row)
     assert "| Ready (s) |" in html.unescape(text) and "[71.3](audit/launch_ready_s--" in text
     assert "[-3.4%](audit/compare_launch_change_pct--" in text
     assert "every row below is tiny-llama / 4k" in text
     for target in set(re.findall(r"\]\((audit/[^ )]+\.md)", text)):
         assert (root / "data" / "docs" / target).is_file(), target
+
+
+def test_a_change_audit_page_prints_its_unit_once(compared):
+    root, _ = compared
+    audit = docs(root, f"audit/compare_point_change_pct--{RUN4}--16--{RUN16}--ttft_median_s--chat.md")
+    assert "| Value | **-92.3**% |" in audit and "% %" not in audit
+
+
+def test_every_fact_of_the_compare_page_that_cites_a_raw_line_holds_its_value(compared):
+    root, _ = compared
+    checked, problems = line_problems(root / "data" / "facts.json", root / "data" / "runs")
+    assert checked >= 40 and problems == []
+
+
+def test_one_quantity_prints_at_one_precision_across_a_table(compared):
+    root, _ = compared
+    text = html.unescape(docs(root, "compare.md"))
+    for workload in ("chat", "long"):
+        table = text.split(f"### Workload `{workload}`", 1)[1].split("\n### ", 1)[0]
+        places = {}
+        for line in table.splitlines():
+            cells = line.split(" | ")
+            unit = re.search(r"\(([^)]*)\)$", cells[1]) if len(cells) > 4 else None
+            if unit is None:
+                continue
+            unit = unit.group(1)
+            for value in re.findall(r"\[(-?[\d,]+(?:\.\d+)?)\]\(audit/(?:point|agent)_", " | ".join(cells[2:4])):
+                places.setdefault(unit, set()).add(len(value.partition(".")[2]))
+        assert {"s", "ms", "tok/s", "%"} <= set(places), (workload, places)
+        assert all(len(p) == 1 for p in places.values()), (workload, places)
+    # chat's TTFTs run from 0.2 s to 2.6 s: both at the three decimals 0.28 s needs
+    assert "[2.600](" in text and "[0.200](" in text and "[0.2](" not in text
 
 
 def test_agents_workloads_are_compared_with_their_own_facts(compared):
@@ -68,8 +101,9 @@ def test_change_facts_record_both_runs_and_the_head_result_file(compared):
              and r["params"] == {"base_run_id": RUN4, "head_run_id": RUN16, "workload": "chat",
                                  "concurrency": 16, "metric": "ttft_median_s"}]
     assert rec["run_ids"] == [RUN4, RUN16]
-    assert rec["source_file"] == f"data/runs/{RUN16}/bench/chat__c16.json"
-    assert rec["display"] == "-92.3%" and rec["pages"] == ["compare.md"]
+    # a computed change: no raw line holds it, and the record says so
+    assert rec["source_file"] is None and "base and head values" in rec["source_note"]
+    assert (rec["display"], rec["unit"]) == ("-92.3", "%") and rec["pages"] == ["compare.md"]
     assert round(rec["value"], 3) == -92.308
 
 
@@ -121,3 +155,22 @@ def test_compare_params_are_checked():
         compare_page.check_pairs([{"base": "a"}])
     with pytest.raises(CampaignError, match="must be a list"):
         compare_page.check_pairs({"base": "a", "head": "b"})
+
+
+def test_a_point_without_ttft_is_marked_and_its_ttft_not_compared(tmp_path):
+    db = build_campaign(tmp_path)
+    with duckdb.connect(str(db)) as con:   # every request of the head's chat point at 4 users came from the cache
+        con.execute("update bench_points set ttft_requests = 0, ttft_median_s = null, ttft_p90_s = null "
+                    "where run_id = $r and point_id = 'chat__c04'", {"r": RUN16})
+    render.run(**render_kwargs(tmp_path, compare=[PAIR]))
+    text = html.unescape(docs(tmp_path, "compare.md"))
+    rows = [l for l in text.splitlines() if f"point_ttft_median_s--4--{RUN4}--chat.md" in l
+            or f"point_ttft_p90_s--4--{RUN4}--chat.md" in l]
+    assert len(rows) == 2
+    for row in rows:
+        cells = row.split(" | ")
+        assert cells[3].startswith("[-](audit/point_ttft_") and cells[4].startswith("[-](audit/compare_")
+        assert cells[5] == "no TTFT"
+        assert "no TTFT (head): every request failed or came from the prefix cache" in cells[6]
+    [tpot] = [l for l in text.splitlines() if f"point_tpot_median_ms--4--{RUN16}--chat.md" in l]
+    assert "no TTFT" not in tpot

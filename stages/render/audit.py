@@ -7,16 +7,18 @@ from pathlib import Path
 from stages.render.escape import audit_target, code, escape_text
 from stages.render.evidence import render_evidence
 from stages.render.facts import Fact
+from stages.render.numbers import with_unit
 from stages.render.queries import fact_query_path
 
 
 def audit_page(fact: Fact, *, runs_dir: Path, root: Path, titles: dict[str, str]) -> str:
-    unit = f" {escape_text(fact.unit)}" if fact.unit else ""
+    unit = escape_text(with_unit(fact.display, fact.unit)[len(fact.display):])
     params = ", ".join(f"{code(k)} = {code(v)}" for k, v in fact.params.items()) or "none"
     runs = ", ".join(code(r) for r in fact.run_ids) or "-"
     used = ", ".join(f"[{escape_text(titles.get(p, p))}](../{p})" for p in fact.pages) or "-"
-    source = (f"{code(fact.source_file)}, line {fact.source_line}"
-              if fact.source_file else "computed over the runs listed (no single raw line)")
+    source = (f"{code(fact.source_file)}, line {fact.source_line}" if fact.source_file
+              else escape_text(fact.source_note) if fact.source_note
+              else "computed over the runs listed (no single raw line)")
     lines = [
         "---", f"title: {json.dumps('Audit: ' + fact.id)}", "---", "",
         f"# Audit: {code(fact.name)}", "",

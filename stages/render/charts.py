@@ -149,10 +149,14 @@ def facet_layout(workloads: int, total_width: int = CHART_WIDTH) -> tuple[int, i
     return columns, inner // columns
 
 
-def _facet(layers: list[alt.Chart], df: pd.DataFrame, title: str) -> alt.FacetChart:
+NO_TTFT_NOTE = "Not drawn: points with no TTFT (every request failed or came from the prefix cache)."
+
+
+def _facet(layers: list[alt.Chart], df: pd.DataFrame, title: str,
+           note: list[str] = NOTE) -> alt.FacetChart:
     columns, width = facet_layout(int(df["workload"].nunique()))
     rules = _limit_rules(df)
-    note = NOTE + [LIMIT_NOTE] if rules else NOTE
+    note = note + [LIMIT_NOTE] if rules else note
     return (
         alt.layer(*rules, *layers, data=df)
         .properties(width=width, height=FACET_HEIGHT)
@@ -165,8 +169,14 @@ def _facet(layers: list[alt.Chart], df: pd.DataFrame, title: str) -> alt.FacetCh
 
 
 def ttft_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:
-    """Median and p90 time to first token (log scale) against concurrent users."""
+    """Median and p90 time to first token (log scale) against concurrent users. A point whose
+    TTFT rests on no request (ttft_requests 0: every request failed or came from the prefix cache)
+    has no TTFT and is left out."""
     df = prepare(points)
+    note = NOTE
+    if "ttft_requests" in df.columns and (df["ttft_requests"] == 0).any():
+        df = df[df["ttft_requests"].isna() | (df["ttft_requests"] > 0)]
+        note = NOTE + [NO_TTFT_NOTE]
     long = df.melt(id_vars=[c for c in df.columns if c not in ("ttft_median_s", "ttft_p90_s")],
                    value_vars=["ttft_median_s", "ttft_p90_s"], var_name="stat", value_name="ttft_s")
     long["stat"] = long["stat"].map({"ttft_median_s": "median", "ttft_p90_s": "p90"})
@@ -177,7 +187,7 @@ def ttft_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) 
     shape = alt.Shape("stat:N", title="Statistic",
                       scale=alt.Scale(domain=["median", "p90"], range=["circle", "triangle-up"]))
     layers = _layers(y, color_scale(color_domain, df), tooltip, detail="line_key:N", shape=shape)
-    return _facet(layers, long, "Time to first token: median and p90")
+    return _facet(layers, long, "Time to first token: median and p90", note)
 
 
 def _metric_chart(points: pd.DataFrame, color_domain: Sequence[str] | None, field: str, axis_title: str,

@@ -22,6 +22,7 @@ from stages.core.config import CampaignError
 from stages.render.errors import FactError
 from stages.render.escape import escape_cell, run_label_link
 from stages.render.facts import Fact, PageMacros
+from stages.render.numbers import table_displays
 
 TEMPLATE = "compare.md.j2"
 DEFAULT_TOLERANCE_PCT = 5.0
@@ -159,13 +160,25 @@ class CompareTables:
     def __init__(self, macros: PageMacros):
         self.macros = macros
 
-    def _fact(self, name: str, params: dict[str, Any], expected: Any, what: str) -> str:
+    def _checked(self, name: str, params: dict[str, Any], expected: Any, what: str) -> Fact:
         fact: Fact = self.macros.book.evaluate(name, params, page=self.macros.page)
         self.macros.uses(fact.sql)
         if not _same(fact.value, expected):
             raise FactError(f"compare page: {what} is {expected!r} in the comparison but "
                             f"{fact.value!r} as fact {fact.id}")
-        return self.macros.fact_markup(fact)
+        return fact
+
+    def _fact(self, name: str, params: dict[str, Any], expected: Any, what: str,
+              show_unit: bool = False) -> str:
+        return self.macros.fact_markup(self._checked(name, params, expected, what), show_unit)
+
+    def _values(self, cells: list[list[Any]], columns: tuple[int, ...]) -> None:
+        """Print the facts of the value columns in place, each quantity (unit) of the table at one
+        precision across them (stages/render/numbers.py)."""
+        at = [(i, j) for i, row in enumerate(cells) for j in columns if isinstance(row[j], Fact)]
+        shown = table_displays((cells[i][j].value, cells[i][j].unit, cells[i][j].display) for i, j in at)
+        for (i, j), display in zip(at, shown):
+            cells[i][j] = self.macros.fact_markup(cells[i][j], display=display)
 
     @staticmethod
     def _mark(mark: str) -> str:
@@ -183,6 +196,7 @@ class CompareTables:
         lines = [_row((["Match"] if match else []) + ["Item", "Base run", "Base", "Head run", "Head",
                                                        "Change", "Mark"]),
                  _row((["---"] if match else []) + ["---", "---", "---:", "---", "---:", "---:", "---"])]
+        cells: list[list[Any]] = []
         for r in c.result.launches:
             item, b_run, h_run = r["item"], r["base_run_id"], r["head_run_id"]
             if item == "status":
@@ -193,27 +207,31 @@ class CompareTables:
                 if item not in LAUNCH_FACTS:
                     raise FactError(f"compare page: no fact for launch item {item!r}")
                 name = LAUNCH_FACTS[item]
-                base = self._fact(name, {"run_id": b_run}, _num(r["base_value"]), f"{item} of {b_run}") \
+                base = self._checked(name, {"run_id": b_run}, _num(r["base_value"]), f"{item} of {b_run}") \
                     if b_run else "-"
-                head = self._fact(name, {"run_id": h_run}, _num(r["head_value"]), f"{item} of {h_run}") \
+                head = self._checked(name, {"run_id": h_run}, _num(r["head_value"]), f"{item} of {h_run}") \
                     if h_run else "-"
                 change = self._fact("compare_launch_change_pct",
                                     {"base_run_id": b_run, "head_run_id": h_run, "item": item},
-                                    r["change_pct"], f"change of {item}") if b_run and h_run else "-"
-            lines.append(_row(([escape_cell(r["match_key"])] if match else []) + [
+                                    r["change_pct"], f"change of {item}", show_unit=True) \
+                    if b_run and h_run else "-"
+            cells.append(([escape_cell(r["match_key"])] if match else []) + [
                 escape_cell(METRIC_LABELS.get(item, item)),
                 self._run(c, b_run), base, self._run(c, h_run), head, change, self._mark(r["mark"]),
-            ]))
-        return self.macros.hold("\n".join(lines))
+            ])
+        first = 3 if match else 2      # the Base column; Head is two further
+        self._values(cells, (first, first + 2))
+        return self.macros.hold("\n".join(lines + [_row(row) for row in cells]))
 
     def points(self, c: Comparison, workload: str) -> str:
         rows = [r for r in (c.result.points if c.result else []) if r["workload"] == workload]
         if not rows:
             return self.macros.hold("*No benchmark points to compare.*")
         match = len(c.match_keys) > 1
-        lines = [_row((["Match"] if match else []) + ["Users", "Metric", "Base", "Head", "Change",
-                                                       "Mark", "Note"]),
-                 _row((["---"] if match else []) + ["---:", "---", "---:", "---:", "---:", "---", "---"])]
+        head_cells = [_row((["Match"] if match else []) + ["Users", "Metric", "Base", "Head", "Change",
+                                                            "Mark", "Note"]),
+                      _row((["---"] if match else []) + ["---:", "---", "---:", "---:", "---:", "---", "---"])]
+        cells: list[list[Any]] = []
         for r in rows:
             metric, b_run, h_run = r["metric"], r["base_run_id"], r["head_run_id"]
             facts = POINT_TABLES[r.get("point_table") or "bench_points"]
@@ -224,20 +242,20 @@ class CompareTables:
             name = f"{facts.prefix}_{metric}"
             users = self._fact(facts.users, {"run_id": b_run or h_run, **where}, r["concurrency"],
                                f"concurrency of {label}")
-            base = self._fact(name, {"run_id": b_run, **where}, r["base_value"],
-                              f"base {label}") if b_run else "-"
-            head = self._fact(name, {"run_id": h_run, **where}, r["head_value"],
-                              f"head {label}") if h_run else "-"
+            base = self._checked(name, {"run_id": b_run, **where}, r["base_value"],
+                                 f"base {label}") if b_run else "-"
+            head = self._checked(name, {"run_id": h_run, **where}, r["head_value"],
+                                 f"head {label}") if h_run else "-"
             change = self._fact(f"compare_{facts.prefix}_change_pct",
                                 {"base_run_id": b_run, "head_run_id": h_run, "metric": metric, **where},
-                                r["change_pct"], f"change of {label}") if b_run and h_run else "-"
-            notes = [n for n, on in (("capacity-limited", r.get("capacity_limited")),
-                                     ("provisional", r.get("provisional"))) if on]
-            lines.append(_row(([escape_cell(r["match_key"])] if match else []) + [
+                                r["change_pct"], f"change of {label}", show_unit=True) if b_run and h_run else "-"
+            cells.append(([escape_cell(r["match_key"])] if match else []) + [
                 users, escape_cell(METRIC_LABELS.get(metric, metric)),
-                base, head, change, self._mark(r["mark"]), escape_cell(", ".join(notes)) or "-",
-            ]))
-        return self.macros.hold("\n".join(lines))
+                base, head, change, self._mark(r["mark"]), escape_cell(r["note"] or "-"),
+            ])
+        first = 3 if match else 2      # the Base and Head columns
+        self._values(cells, (first, first + 1))
+        return self.macros.hold("\n".join(head_cells + [_row(c) for c in cells]))
 
     def runs(self, c: Comparison, side: str) -> str:
         """The runs one side selected, as linked labels."""

@@ -16,6 +16,7 @@ from stages.render.errors import FactError
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")   # a column or table name a declaration may give
 LITERAL = re.compile(r"^[A-Za-z0-9_.-]+$")       # a fixed filter's value, written as a SQL string
+NOTE = re.compile(r"[^'\\\n\r;]+")                 # a no_line note, written as a SQL string
 UNIT = re.compile(r"^[A-Za-z0-9%/ ._-]+$")
 EXPRESSION_TOKEN = re.compile(r"\s*(?:([a-z_][a-z0-9_]*)|\d+(?:\.\d+)?|[-+*/(),])")
 EXPRESSION_FUNCTIONS = frozenset({"nullif"})
@@ -51,16 +52,18 @@ class ColumnFact:
     unit: str | None
     keys: tuple[str, ...]
     where: tuple[tuple[str, str], ...]
-    line: str          # the columns <line>_file, <line>_line hold the raw line
+    line: str | None   # the columns <line>_file, <line>_line hold the raw line; None: no line does
     description: str
     order: tuple[str, ...] = ()     # `column` or `column desc`
     display: str | None = None      # a key of DISPLAYS
+    no_line: str | None = None      # why no raw line holds the value, when none does
 
     def columns(self) -> set[str]:
         """The table's columns the query names."""
         named = {m for m in EXPRESSION_TOKEN.findall(self.value) if m} - EXPRESSION_FUNCTIONS
+        lines = {f"{self.line}_file", f"{self.line}_line"} if self.line else set()
         return named | set(self.keys) | {c for c, _ in self.where} | \
-            {o.split()[0] for o in self.order} | {f"{self.line}_file", f"{self.line}_line"}
+            {o.split()[0] for o in self.order} | lines
 
     def named_columns(self) -> dict[str, set[str]]:
         """The columns the query names, by table."""
@@ -76,6 +79,11 @@ class ColumnFact:
         display = f"        {DISPLAYS[self.display].format(v=shown)} as display,\n" \
             if self.display else ""
         run_id = "run_id" if "run_id" in self.keys else "cast(null as varchar)"
+        note = ("" if self.no_line is None else f"        '{self.no_line}' as source_note,\n"
+                if self.line is None else
+                f"        case when {self.line}_file is null then '{self.no_line}' end as source_note,\n")
+        source = (("cast(null as varchar)", "cast(null as integer)") if self.line is None
+                  else (f"{self.line}_file", f"{self.line}_line"))
         return (
             f"-- {self.description}\n"
             "with source as (\n"
@@ -91,8 +99,9 @@ class ColumnFact:
             f"{display}"
             f"        {unit_sql(self.unit)} as unit,\n"
             f"        {run_id} as run_id,\n"
-            f"        {self.line}_file as source_file,\n"
-            f"        {self.line}_line as source_line\n"
+            f"{note}"
+            f"        {source[0]} as source_file,\n"
+            f"        {source[1]} as source_line\n"
             "    from source\n"
             ")\n"
             "\n"
@@ -163,8 +172,8 @@ class CountFact:
 class ChangeFact:
     """A fact declared in a `change:` group of columns.yaml: the change of a one-column fact from
     run $base_run_id to run $head_run_id, in percent of the base value (as `campaign diff`
-    computes it); the parameter `by` names the item, and `items` the fact of each. The head run's
-    line is the source; both runs are listed."""
+    computes it); the parameter `by` names the item, and `items` the fact of each. A computed
+    figure: it cites no raw line (the base and head values cite theirs); both runs are listed."""
     name: str
     by: str
     items: tuple[tuple[str, ColumnFact], ...]
@@ -183,8 +192,7 @@ class ChangeFact:
         conditions = ["run_id in ($base_run_id, $head_run_id)"] + \
             [f"{k} = ${k}" for k in fact.keys if k != "run_id"] + [f"{c} = '{v}'" for c, v in fact.where]
         return (
-            f"    select '{item}' as item, run_id, ({fact.value})::double as value,\n"
-            f"        {fact.line}_file as source_file, {fact.line}_line as source_line\n"
+            f"    select '{item}' as item, run_id, ({fact.value})::double as value\n"
             f"    from {fact.table}\n"
             f"    where {' and '.join(conditions)}\n")
 
@@ -206,7 +214,7 @@ class ChangeFact:
             "),\n"
             "\n"
             "paired as (\n"
-            "    select base.value as base_value, head.value as head_value, head.source_file, head.source_line\n"
+            "    select base.value as base_value, head.value as head_value\n"
             "    from (select 1) as one\n"
             "    left join base on true\n"
             "    left join head on true\n"
@@ -215,17 +223,19 @@ class ChangeFact:
             "final as (\n"
             "    select\n"
             f"        {change} as value,\n"
-            f"        printf('%+.1f%%', {change}) as display,\n"
+            f"        printf('%+.1f', {change}) as display,\n"
             "        '%' as unit,\n"
             "        [$base_run_id, $head_run_id] as run_id,\n"
-            "        source_file,\n"
-            "        source_line\n"
+            f"        '{CHANGE_NOTE}' as source_note,\n"
+            "        cast(null as varchar) as source_file,\n"
+            "        cast(null as integer) as source_line\n"
             "    from paired\n"
             ")\n"
             "\n"
             "select * from final\n")
 
 
+CHANGE_NOTE = "Computed from the base and head values, whose facts cite their own raw lines."
 DeclaredFact = ColumnFact | CountFact | ChangeFact
 ORDER = re.compile(r"^[a-z_][a-z0-9_]*(?: desc)?$")
 RUN_COLUMN = re.compile(r"^(?:runs\.)?[a-z_][a-z0-9_]*$")  # a count's column, or its run's
@@ -263,17 +273,25 @@ def _unit(path: Path, name: str, entry: dict) -> str | None:
 
 
 def _column_fact(path: Path, group: dict, name: str, entry: Any) -> ColumnFact:
-    if not isinstance(entry, dict) or set(entry) - {"value", "unit", "line", "display", "description"}:
-        raise FactError(f"{path.name}: {name}: an entry has value, unit, line, display and "
+    if not isinstance(entry, dict) or \
+            set(entry) - {"value", "unit", "line", "no_line", "display", "description"}:
+        raise FactError(f"{path.name}: {name}: an entry has value, unit, line, no_line, display and "
                         "description only")
     display = entry.get("display")
     if display is not None and display not in DISPLAYS:
         raise FactError(f"{path.name}: {name}: display is one of {', '.join(DISPLAYS)}")
+    no_line = entry.get("no_line")
+    if no_line is not None and (not isinstance(no_line, str) or not NOTE.fullmatch(no_line.strip())):
+        raise FactError(f"{path.name}: {name}: no_line is one line of text without quotes")
+    line = entry.get("line", "source")
+    if line == "none" and no_line is None:
+        raise FactError(f"{path.name}: {name}: line none needs no_line, saying why no raw line holds it")
     return ColumnFact(
         name=name, table=group["table"], value=_expression(path, name, entry.get("value")),
         unit=_unit(path, name, entry), keys=group["keys"], where=group["where"],
-        line=_declared(path, name, entry.get("line", "source"), IDENTIFIER, "line"),
-        description=_description(path, name, entry), order=group["order"], display=display)
+        line=None if line == "none" else _declared(path, name, line, IDENTIFIER, "line"),
+        description=_description(path, name, entry), order=group["order"], display=display,
+        no_line=None if no_line is None else no_line.strip())
 
 
 def _count_fact(path: Path, group: dict, name: str, entry: Any) -> CountFact:

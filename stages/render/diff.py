@@ -6,7 +6,9 @@ Agents workloads (table agent_runs, where a side has it) are compared like bench
 their session count as the concurrency. Points are matched on model, layout and context (those that tell the two sides apart are left
 out of the match), workload and concurrency. Each metric row carries both values, the change and
 a mark: better, worse, same (within the tolerance), new failure, fixed, not comparable (a setting
-that changes the meaning differs: max model length or KV cache dtype), only in base / only in head.
+that changes the meaning differs: max model length or KV cache dtype), no TTFT (a side's point
+has no TTFT: every request failed or came from the prefix cache), only in base / only in head, and
+a note naming the side a caution applies to (capacity-limited, no TTFT, provisional).
 """
 from __future__ import annotations
 
@@ -82,6 +84,8 @@ def tables_at_rev(root: Path, paths: Paths, rev: str) -> duckdb.DuckDBPyConnecti
             # table names come from the fixed TABLES list
             db.execute(f"create table {table} as select * from read_csv($f, header = true)",
                        {"f": str(csv_file)})
+        # tables derived before bench_points counted its TTFT requests: unknown, not zero
+        db.execute("alter table bench_points add column if not exists ttft_requests integer")
     return db
 
 
@@ -161,7 +165,7 @@ def _load(db: duckdb.DuckDBPyConnection, name: str, rows: list[dict]) -> None:
 # ---------------------------------------------------------------- output
 
 POINT_COLS = ("match_key", "workload", "concurrency", "metric", "base_value", "head_value",
-              "change_pct", "mark")
+              "change_pct", "mark", "note")
 LAUNCH_COLS = ("match_key", "item", "base_value", "head_value", "change_pct", "mark")
 
 

@@ -4,8 +4,9 @@ A template asks for a number by name, `{{ fact("launch_ready_s", run_id=r) }}`. 
 with `$name` bound parameters: `stages/render/sql/facts/<name>.sql`, or, for a fact that prints one column
 of one row of a public table or counts its rows, an entry of `stages/render/sql/facts/columns.yaml` whose
 query is generated (see ColumnFact, CountFact). The query returns one row with columns value,
-run_id, source_file, source_line (and optionally unit, and display: the printed form of the value
-when the query knows it better, e.g. 4 GiB for a size in bytes). The value is formatted, linked to its audit
+run_id, source_file, source_line (and optionally unit, display: the printed form of the value
+when the query knows it better, e.g. 4 GiB for a size in bytes, and source_note: why no raw line
+holds the value, when none does). The value is formatted, linked to its audit
 page and recorded. Tables whose numeric cells are facts, evidence blocks (a command run on a raw
 file at build time) and run references work the same way.
 
@@ -35,6 +36,7 @@ from stages.render.errors import FactError
 from stages.render.escape import (ESCAPED, audit_target, code, escape_cell, escape_text, run_anchor,
                                   run_label_link, unlink_missing_runs)
 from stages.render.evidence import read_line, render_evidence
+from stages.render.numbers import format_value, table_displays, with_unit
 from stages.render.queries import (COLUMN_FACTS, FACTS_SQL, ROWS_SQL, column_facts, fact_query_path, fact_sql,
                                    load_query, sql_params, tables_in)
 
@@ -76,36 +78,13 @@ class Fact:
     git_sha: str | None
     pages: list[str] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)   # a derived fact's two facts (derived.py)
+    source_note: str | None = None
 
     def record(self) -> dict[str, Any]:
         return asdict(self)
 
 
 # ---------------------------------------------------------------- small pure helpers
-
-def format_value(value: Any, decimals: int | None = None) -> str:
-    """Thousands separators, and decimals that suit the magnitude unless given."""
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, decimal.Decimal):
-        value = int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, int):
-        return f"{value:,}" if decimals is None else f"{value:,.{decimals}f}"
-    if isinstance(value, float):
-        if decimals is None:
-            size = abs(value)
-            if value == 0:
-                return "0"
-            if size < 1:
-                return f"{value:.3g}"
-            decimals = 0 if size >= 1000 else 1 if size >= 10 else 2
-        return f"{value:,.{decimals}f}"
-    if isinstance(value, (dt.date, dt.datetime)):
-        return value.isoformat()
-    return str(value)
-
 
 def fact_id(name: str, params: dict[str, Any]) -> str:
     values = [str(params[k]) for k in sorted(params)]
@@ -217,7 +196,8 @@ class FactBook:
             display=redact_text(format_value(value) if display is None else str(display)), sql=sql,
             run_ids=_run_ids(row["run_id"]),
             source_file=source_file, source_line=int(source_line) if source_line else None,
-            excerpt=excerpt, stage=STAGE, git_sha=self.sha)
+            excerpt=excerpt, stage=STAGE, git_sha=self.sha,
+            source_note=None if source_file else row.get("source_note"))
 
     def rows(self, name: str, params: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         """A named row query (stages/render/sql/render/<name>.sql): the SQL and its rows as dicts."""
@@ -276,8 +256,10 @@ class PageMacros:
                 self.tables_used.append(t)
 
     # -- facts
-    def fact_markup(self, fact: Fact, show_unit: bool = False) -> str:
-        text = fact.display + (f" {fact.unit}" if show_unit and fact.unit else "")
+    def fact_markup(self, fact: Fact, show_unit: bool = False, display: str | None = None) -> str:
+        """A fact as a link to its audit page; `display` prints it otherwise (a table's precision)."""
+        shown = fact.display if display is None else display
+        text = with_unit(shown, fact.unit) if show_unit else shown
         return f'[{escape_text(text)}]({audit_target(self.audit_prefix, fact.id)} "audit trail"){{.fact}}'
 
     def fact(self, name: str, decimals: int | None = None, show_unit: bool = False,
@@ -316,7 +298,8 @@ class PageMacros:
         """A Markdown table from row query `name`. Column specs: [title, spec] or
         [title, spec, max_chars]; spec is a column name (text), "run:<col>" (a run id, shown
         as `<spec> · HH:MM` and linked to the run's section when the page has one),
-        or "fact:<fact name>" (bound from the row's columns)."""
+        or "fact:<fact name>" (bound from the row's columns). A fact column prints its numbers at
+        one precision (stages/render/numbers.py, table_displays)."""
         sql, data = self.book.rows(name, params)
         self.uses(sql)
         if not data:
@@ -324,12 +307,18 @@ class PageMacros:
         specs = [tuple(c) for c in columns]
         head = "| " + " | ".join(escape_text(c[0]) for c in specs) + " |"
         align = "| " + " | ".join("---:" if c[1].startswith("fact:") else "---" for c in specs) + " |"
-        lines = [head, align]
-        for row in data:
-            lines.append("| " + " | ".join(self._cell(row, c) for c in specs) + " |")
+        cells = [[self._cell(row, c) for c in specs] for row in data]
+        for j, spec in enumerate(specs):
+            if spec[1].startswith("fact:"):
+                column = [row[j] for row in cells]
+                shown = table_displays((f.value, f.unit, f.display) for f in column)
+                for row, fact, display in zip(cells, column, shown):
+                    row[j] = self.fact_markup(fact, display=display)
+        lines = [head, align] + ["| " + " | ".join(row) + " |" for row in cells]
         return self.hold("\n".join(lines))
 
-    def _cell(self, row: dict[str, Any], spec: tuple) -> str:
+    def _cell(self, row: dict[str, Any], spec: tuple) -> str | Fact:
+        """One cell: its text, or for a fact column the Fact (printed by table())."""
         title, key, *rest = spec
         if key.startswith("fact:"):
             name = key[5:]
@@ -339,7 +328,7 @@ class PageMacros:
                 raise FactError(f"{self.page}: column {title!r}: rows lack {', '.join(missing)}")
             fact = self.book.evaluate(name, {p: row[p] for p in wanted}, page=self.page)
             self.uses(fact.sql)
-            return self.fact_markup(fact)
+            return fact
         if key.startswith("run:"):
             return run_label_link(str(row[key[4:]]), row.get("spec"))
         if key not in row:
@@ -395,7 +384,7 @@ def trace(fact_id_: str, facts_file: Path) -> str:
         raise CampaignError(f"unknown fact {fact_id_!r}")
     lines = [
         f"fact     {found['id']}",
-        f"value    {format_value(found['value'])}{' ' + found['unit'] if found.get('unit') else ''}",
+        f"value    {with_unit(format_value(found['value']), found.get('unit'))}",
         (f"derived  {found['name']} of {' and '.join(found['inputs'])}" if found.get("inputs") else
          f"query    {fact_query_path(found['name'])} {json.dumps(found['params'])}"),
         f"runs     {', '.join(found['run_ids']) or '-'}",

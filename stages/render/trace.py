@@ -20,7 +20,7 @@ import yaml
 
 from stages.core.config import CampaignError, Paths, derive_settings
 from stages.render.evidence import RawFileRefused, read_line, read_raw
-from stages.render.facts import format_value
+from stages.render.numbers import format_value, with_unit
 from stages.render.queries import fact_query_path, tables_in
 from stages.core.secrets import redact_text, redact_value
 
@@ -137,10 +137,9 @@ def derived_rows(db_file: Path, fact: dict) -> list[tuple[str, list[dict]]]:
 
 def chain(fact: dict, paths: Paths) -> str:
     """The whole chain behind one fact, as lines of text, redacted."""
-    unit = f" {fact['unit']}" if fact.get("unit") else ""
     lines = [
         f"fact      {fact['id']}",
-        f"value     {fact.get('display') or format_value(fact['value'])}{unit}",
+        f"value     {with_unit(fact.get('display') or format_value(fact['value']), fact.get('unit'))}",
         f"query     {fact_query_path(fact['name'])}  params {json.dumps(fact['params'])}",
     ]
     for table, rows in derived_rows(paths.campaign_db, fact):

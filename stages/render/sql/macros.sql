@@ -1,7 +1,7 @@
 -- Table macros the row queries share, created (temporary) on the render stage's connection.
 -- section_runs(run_ids, model): every attempt of one model among a Part's runs, with its launch's
 -- status and its gate's verdict, oldest first.
-create temp macro section_runs(run_ids, model_name) as table
+create or replace temp macro section_runs(run_ids, model_name) as table
     select
         r.*,
         coalesce(l.status, 'unknown')         as status,
@@ -15,7 +15,7 @@ create temp macro section_runs(run_ids, model_name) as table
 
 -- section_points(run_ids, model): the benchmark points of the reported attempt (is_current) of
 -- each spec of one model among a Part's runs, with the spec and when its run started.
-create temp macro section_points(run_ids, model_name) as table
+create or replace temp macro section_points(run_ids, model_name) as table
     select p.*, a.spec, a.started_at
     from bench_points as p
     inner join section_runs(run_ids, model_name) as a on a.run_id = p.run_id

@@ -3,6 +3,9 @@
 --   requests that were not served from the prefix cache (invalid_rows reasons failed and
 --   prefix_cache). Requests flagged short_output or cached_share keep their TTFT: the first token
 --   was timed like any other; cache_hit_pct beside the figure shows the point's cached share.
+-- ttft_requests: the requests those TTFT figures are computed from. Zero when every request of the
+--   point failed or came from the cache: the point has no TTFT (both figures null), not a median of
+--   the requests the rules leave out.
 -- tpot_median_ms: median TPOT over successful requests, leaving out those whose output came in one
 --   burst (invalid_rows reason burst_output); decode_tok_s_per_user = 1000 / that.
 -- seq_limit: the sequences that fit at this workload (already capped by the sequence cap); the
@@ -34,6 +37,8 @@ request_stats as (
         count(*)                                                    as requests,
         count(*) filter (where requests.ok)                         as ok_requests,
         count(*) filter (where not requests.ok)                     as failed_requests,
+        count(*)
+            filter (where requests.ok and not coalesce(flags.excluded_from_ttft, false))          as ttft_requests,
         median(requests.ttft_s)
             filter (where requests.ok and not coalesce(flags.excluded_from_ttft, false))          as ttft_median_s,
         quantile_cont(requests.ttft_s, 0.9)
@@ -60,8 +65,9 @@ joined as (
         coalesce(points.num_prompts, request_stats.requests)        as sent,
         coalesce(points.completed, request_stats.ok_requests)       as completed,
         coalesce(points.failed, request_stats.failed_requests)      as failed,
-        request_stats.ttft_median_s,
-        request_stats.ttft_p90_s,
+        coalesce(request_stats.ttft_requests, 0)                    as ttft_requests,
+        case when request_stats.ttft_requests > 0 then request_stats.ttft_median_s end as ttft_median_s,
+        case when request_stats.ttft_requests > 0 then request_stats.ttft_p90_s end    as ttft_p90_s,
         request_stats.tpot_median_ms,
         points.output_tok_s,
         point_cache.cache_hit_pct,
@@ -102,6 +108,7 @@ final as (
         sent::integer                                               as sent,
         completed::integer                                          as completed,
         failed::integer                                             as failed,
+        ttft_requests::integer                                      as ttft_requests,
         ttft_median_s::double                                       as ttft_median_s,
         ttft_p90_s::double                                          as ttft_p90_s,
         tpot_median_ms::double                                      as tpot_median_ms,

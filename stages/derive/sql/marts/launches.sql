@@ -5,6 +5,8 @@
 -- default of 16), else SGLang max_total_num_tokens, else launch.out engine_kv_tokens.
 -- seq_cap: --max-num-seqs / --max-running-requests as given, else the figure SGLang logs, else
 -- default_max_num_seqs of the run's own profile (param_rules). Error columns quote the first error the log records.
+-- Per-value sources: ready_source_* is the launch.out ready_s line; seq_cap_source_* the cmd.sh
+-- line of the flag or the log line of the figure, null when the profile default applied.
 with runs as (
     select * from stg_runs
 ),
@@ -42,7 +44,7 @@ status_line as (
 ),
 
 ready_s_line as (
-    select run_id, try_cast(launch_value as double) as ready_s
+    select run_id, try_cast(launch_value as double) as ready_s, source_file, source_line
     from launch_out
     where launch_key = 'ready_s'
 ),
@@ -101,6 +103,19 @@ fact_values as (
     group by run_id
 ),
 
+seq_cap_flags as (
+    select run_id, source_file, source_line
+    from stg_command_flags
+    where flag in ('--max-num-seqs', '--max-running-requests')
+    qualify row_number() over (partition by run_id order by flag_position desc) = 1
+),
+
+seq_cap_fact as (
+    select run_id, source_file, source_line
+    from facts
+    where fact = 'max_running_requests' and value_num is not null
+),
+
 ready_fact as (
     select run_id, source_file, source_line
     from facts
@@ -151,6 +166,16 @@ joined as (
         commands.command,
         kv.source_file                                      as kv_source_file,
         kv.source_line                                      as kv_source_line,
+        ready_s_line.source_file                            as ready_source_file,
+        ready_s_line.source_line                            as ready_source_line,
+        case
+            when commands.max_num_seqs is not null then seq_cap_flags.source_file
+            when fact_values.max_running_requests is not null then seq_cap_fact.source_file
+        end                                                 as seq_cap_source_file,
+        case
+            when commands.max_num_seqs is not null then seq_cap_flags.source_line
+            when fact_values.max_running_requests is not null then seq_cap_fact.source_line
+        end                                                 as seq_cap_source_line,
         first_error.source_file                             as error_source_file,
         first_error.source_line                             as error_source_line,
         coalesce(
@@ -171,6 +196,8 @@ joined as (
     left join kv           on kv.run_id = runs.run_id
     left join fact_values  on fact_values.run_id = runs.run_id
     left join ready_fact   on ready_fact.run_id = runs.run_id
+    left join seq_cap_flags on seq_cap_flags.run_id = runs.run_id
+    left join seq_cap_fact on seq_cap_fact.run_id = runs.run_id
     left join first_error  on first_error.run_id = runs.run_id
     left join int_run_params as run_params on run_params.run_id = runs.run_id
     join param_rules as rules on rules.profile is not distinct from run_params.params_profile
@@ -200,6 +227,10 @@ final as (
         command,
         kv_source_file,
         kv_source_line,
+        ready_source_file,
+        ready_source_line,
+        seq_cap_source_file,
+        seq_cap_source_line,
         error_source_file,
         error_source_line,
         source_file,

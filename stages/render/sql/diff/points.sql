@@ -2,7 +2,11 @@
 -- Input: side_points (built by stages/render/diff.py), one row per point of each side, with match_key
 -- holding the attributes that identify a point across the two sides (model, layout, context as
 -- the comparison needs). $tolerance_pct: changes within it are marked 'same' (noise).
--- Marks: better, worse, same, new failure, fixed, not comparable, only in base, only in head.
+-- Marks: better, worse, same, new failure, fixed, not comparable, no TTFT, only in base, only in head.
+-- no TTFT: a TTFT metric where a side's point has no TTFT (ttft_requests = 0: every request failed
+-- or was served from the prefix cache, which the rules leave out of TTFT); there is nothing to compare.
+-- note: why a row needs care, naming the side: capacity-limited (base, head or both), no TTFT
+-- (its side and why), provisional.
 with base as (
     select * from side_points where side = 'base'
 ),
@@ -26,6 +30,16 @@ paired as (
         base.sent < 1 or base.completed < base.sent    as base_failed,
         head.sent < 1 or head.completed < head.sent    as head_failed,
         base.capacity_limited or head.capacity_limited as capacity_limited,
+        case
+            when base.capacity_limited and head.capacity_limited then 'both'
+            when base.capacity_limited then 'base'
+            when head.capacity_limited then 'head'
+        end                                            as capacity_limited_side,
+        case
+            when base.ttft_requests = 0 and head.ttft_requests = 0 then 'both'
+            when base.ttft_requests = 0 then 'base'
+            when head.ttft_requests = 0 then 'head'
+        end                                            as no_ttft_side,
         base.provisional or head.provisional           as provisional,
         base.ttft_median_s   as base_ttft_median_s,   head.ttft_median_s   as head_ttft_median_s,
         base.ttft_p90_s      as base_ttft_p90_s,      head.ttft_p90_s      as head_ttft_p90_s,
@@ -84,6 +98,7 @@ marked as (
             when not in_base then 'only in head'
             when not in_head then 'only in base'
             when settings_differ then 'not comparable'
+            when metric like 'ttft%' and no_ttft_side is not null then 'no TTFT'
             when metric = 'completed_pct' and not base_failed and head_failed then 'new failure'
             when metric = 'completed_pct' and base_failed and not head_failed then 'fixed'
             when base_value is null or head_value is null then 'not comparable'
@@ -94,11 +109,25 @@ marked as (
     from long
 ),
 
+noted as (
+    select
+        *,
+        nullif(concat_ws(', ',
+            case when capacity_limited_side is not null
+                 then 'capacity-limited (' || capacity_limited_side || ')' end,
+            case when metric like 'ttft%' and no_ttft_side is not null
+                 then 'no TTFT (' || no_ttft_side || '): every request failed or came from the prefix cache' end,
+            case when provisional then 'provisional' end
+        ), '')                                         as note
+    from marked
+),
+
 final as (
     select
         match_key, workload, concurrency, metric, base_value, head_value, change, change_pct,
-        mark, capacity_limited, provisional, base_run_id, head_run_id, point_table
-    from marked
+        mark, note, capacity_limited, capacity_limited_side, no_ttft_side, provisional,
+        base_run_id, head_run_id, point_table
+    from noted
     order by match_key, workload, concurrency, metric_order
 )
 

@@ -9,7 +9,7 @@ final as (
     select
         p.run_id, r.model, r.layout, r.ctx_label, r.image,
         l.max_model_len, l.kv_cache_dtype,
-        p.workload, p.concurrency, p.sent, p.completed,
+        p.workload, p.concurrency, p.sent, p.completed, p.ttft_requests,
         p.ttft_median_s, p.ttft_p90_s, p.tpot_median_ms, p.output_tok_s,
         p.capacity_limited, p.provisional,
         'bench_points' as point_table

@@ -10,6 +10,7 @@ final as (
         count(distinct request_idx) as value,
         'requests' as unit,
         $run_id as run_id,
+        'Counted over the rows of invalid_rows for the point and reason.' as source_note,
         cast(null as varchar) as source_file,
         cast(null as integer) as source_line
     from left_out

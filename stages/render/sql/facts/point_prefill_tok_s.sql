@@ -17,6 +17,7 @@ final as (
         median(prefill_tok_s) as value,
         'tok/s' as unit,
         list(distinct run_id) as run_id,
+        'A median over the requests that the time to first token of the point is computed from (bench_requests).' as source_note,
         cast(null as varchar) as source_file,
         cast(null as integer) as source_line
     from kept

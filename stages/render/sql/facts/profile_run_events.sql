@@ -1,5 +1,5 @@
 -- Events of one kind (run_events.event) recorded by the runs of a profile, every attempt.
--- When there is exactly one, its launch.out line is the fact's source.
+-- A count: no raw line holds it (the audit page lists the runs; run_events cites each event's line).
 with events as (
     select e.*
     from run_events as e
@@ -12,8 +12,8 @@ final as (
         count(*) as value,
         cast(null as varchar) as unit,
         list(distinct run_id order by run_id) as run_id,
-        case when count(*) = 1 then min(source_file) end as source_file,
-        case when count(*) = 1 then min(source_line) end as source_line
+        cast(null as varchar) as source_file,
+        cast(null as integer) as source_line
     from events
 )
 
