@@ -179,45 +179,10 @@ def seal(run_ids: tuple[str, ...], root: str) -> None:
     Example: campaign seal
               campaign seal tiny-llama__cpu_seqs4__4k__vllm__1130-053610
     """
-    from stages.ingest.folders import run_folders
-    from stages.core.provenance import RUN_MANIFEST, at_rest, seal as seal_folder
+    from stages.ingest.folders import seal_run_folders
 
     _, paths = _load(root)
-    folders = [_run_folder(paths.runs, run_id) for run_id in run_ids]
-    if not run_ids:
-        for folder in run_folders(paths.runs)[0]:
-            if (folder / RUN_MANIFEST).exists() or at_rest(folder):
-                folders.append(folder)
-            else:
-                click.echo(f"left {folder.name} unsealed: a run may still be writing it "
-                           "(no run_status in launch.out, files changed within the hour); "
-                           "name it to seal it anyway")
-    counts = {"sealed": 0, "made_read_only": 0, "already_sealed": 0}
-    for folder in folders:
-        had_manifest = (folder / RUN_MANIFEST).exists()
-        was_read_only = folder.stat().st_mode & 0o222 == 0
-        try:
-            seal_folder(folder)
-        except OSError as exc:
-            raise CampaignError(f"{folder.name}: cannot seal: {exc.strerror or exc}") from None
-        if not had_manifest:
-            counts["sealed"] += 1
-            click.echo(f"sealed {folder.name}: {RUN_MANIFEST} written, folder read-only")
-        elif not was_read_only:
-            counts["made_read_only"] += 1
-            click.echo(f"sealed {folder.name}: {RUN_MANIFEST} kept, folder made read-only")
-        else:
-            counts["already_sealed"] += 1
-    _echo_summary(counts)
-
-
-def _run_folder(runs: Path, run_id: str) -> Path:
-    """The folder of `run_id` under `runs`; a name that is not one is a user error."""
-    folder = runs / run_id
-    if (run_id in ("", ".", "..") or Path(run_id).name != run_id or run_id.startswith(".")
-            or folder.is_symlink() or not folder.is_dir()):
-        raise CampaignError(f"{run_id}: no run folder of that name under {runs}")
-    return folder
+    _echo_summary(seal_run_folders(paths.runs, list(run_ids), click.echo))
 
 
 @main.command()

@@ -9,8 +9,9 @@ import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
+from stages.core.config import CampaignError
 from stages.core.provenance import RUN_MANIFEST, at_rest, seal
 from stages.core import raw_schema
 from stages.core import rawfile
@@ -122,3 +123,43 @@ def folder_manifest_sha256(folder: Path) -> str | None:
         return rawfile.sha256(folder, MANIFEST)
     except (Refused, OSError):
         return None
+
+
+def run_folder(runs: Path, run_id: str) -> Path:
+    """The folder of `run_id` under `runs`; a name that is not one is a user error."""
+    folder = runs / run_id
+    if (run_id in ("", ".", "..") or Path(run_id).name != run_id or run_id.startswith(".")
+            or folder.is_symlink() or not folder.is_dir()):
+        raise CampaignError(f"{run_id}: no run folder of that name under {runs}")
+    return folder
+
+
+def seal_run_folders(runs: Path, run_ids: list[str], say: Callable[[str], None]) -> dict[str, int]:
+    """`campaign seal`: seal the named run folders, or with none every folder under `runs` that no
+    run is still writing (provenance.at_rest); say what was done to each. Counts by outcome."""
+    folders = [run_folder(runs, run_id) for run_id in run_ids]
+    if not run_ids:
+        for folder in run_folders(runs)[0]:
+            if (folder / RUN_MANIFEST).exists() or at_rest(folder):
+                folders.append(folder)
+            else:
+                say(f"left {folder.name} unsealed: a run may still be writing it "
+                    "(no run_status in launch.out, files changed within the hour); "
+                    "name it to seal it anyway")
+    counts = {"sealed": 0, "made_read_only": 0, "already_sealed": 0}
+    for folder in folders:
+        had_manifest = (folder / RUN_MANIFEST).exists()
+        was_read_only = folder.stat().st_mode & 0o222 == 0
+        try:
+            seal(folder)
+        except OSError as exc:
+            raise CampaignError(f"{folder.name}: cannot seal: {exc.strerror or exc}") from None
+        if not had_manifest:
+            counts["sealed"] += 1
+            say(f"sealed {folder.name}: {RUN_MANIFEST} written, folder read-only")
+        elif not was_read_only:
+            counts["made_read_only"] += 1
+            say(f"sealed {folder.name}: {RUN_MANIFEST} kept, folder made read-only")
+        else:
+            counts["already_sealed"] += 1
+    return counts
