@@ -22,9 +22,9 @@ import yaml
 from stages.core.config import CampaignError
 
 MARKER = ".campaign-render"   # in the root of each folder render writes; only such a folder is replaced
-# A <link> naming the page's own published address (rel canonical, or alternate: the RSS feed) loads
-# nothing; any other element or link pointing at another host does.
 EXTERNAL_LOAD = re.compile(
+    # a <link> naming the page's published address (rel canonical, or alternate: the RSS feed)
+    # loads nothing; any other element or link pointing at another host does
     r"<(?:script|link(?![^>]*\brel\s*=\s*[\"']?(?:canonical|alternate)\b)|img|iframe|source|video|audio|embed)"
     r"\b[^>]*?\b(?:src|href)\s*=\s*[\"']?(?:https?:)?//",
     re.I)
