@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from stages.core.config import CampaignError
+from stages.render import blog
 
 MARKER = ".campaign-render"   # in the root of each folder render writes; only such a folder is replaced
 EXTERNAL_LOAD = re.compile(
@@ -114,13 +115,14 @@ def external_loads(site_dir: Path) -> list[str]:
 
 
 def site_nav(pages: list[str], config: Path) -> list[str] | None:
-    """The navigation in series order (index, the parts by number, then the rest), unless the
-    mkdocs config sets its own."""
+    """The navigation in series order (index, then the rest), unless the mkdocs config sets its
+    own. The Parts, blog posts under blog.POSTS_DIR, stay out of it: the blog index, archive and
+    category pages list them."""
     try:
         own = yaml.load(config.read_text(), Loader=yaml.BaseLoader) or {}
     except (OSError, yaml.YAMLError):
         own = {}
-    return None if "nav" in own else pages
+    return None if "nav" in own else [p for p in pages if not p.startswith(blog.POSTS_DIR + "/")]
 
 
 def build_site(config: Path, docs_dir: Path, site_dir: Path, nav: list[str] | None = None) -> Path:

@@ -99,10 +99,9 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
                index: PageSpec | None, parts: list[PageSpec], compare_spec: PageSpec | None,
                runs_dir: Path, root: Path, nodes_dir: Path | None, compare: list[dict] | None,
                run_sets: dict | None, warehouse_file: Path, notices: list[str],
-               specs: dict | None = None, authors: dict | None = None):
-    """The docs folder's content, written into the (empty) folder `docs_dir`: the Parts as the
-    blog's posts, with its authors file (stages/render/blog.py). A Part left out (nothing to show)
-    adds its one-line reason to `notices`."""
+               specs: dict | None = None):
+    """The docs folder's content, written into the (empty) folder `docs_dir`. A Part left out
+    (nothing to show) adds its one-line reason to `notices`."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir)), autoescape=True,
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              trim_blocks=True, lstrip_blocks=True, finalize=_print)
@@ -131,7 +130,6 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
         for page in rendered:
             (docs_dir / page.name).parent.mkdir(parents=True, exist_ok=True)
             (docs_dir / page.name).write_text(page.text)
-        (docs_dir / blog.AUTHORS_FILE).write_text(blog.authors_file(authors or {}))
         (docs_dir / "SOURCES.md").write_text(sources_page(sources, rendered))
         titles = {p.name: str(p.meta.get("title", p.name)) for p in rendered}
         facts = sorted(book.facts.values(), key=lambda f: f.id)
@@ -189,10 +187,10 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
             docs_tmp, campaign_db=campaign_db, templates_dir=templates_dir, sources=sources,
             index=index, parts=parts, compare_spec=compare_spec, runs_dir=runs_dir, root=root,
             nodes_dir=nodes_dir, compare=compare, run_sets=run_sets, warehouse_file=warehouse_file,
-            notices=notices, specs=specs, authors=authors)
-        # The posts stay out of the navigation: the blog index, archive and categories list them.
-        nav = site_nav([p.name for p in rendered if not p.name.startswith(blog.POSTS_DIR + "/")]
-                       + ["SOURCES.md", warehouse_page.PAGE_NAME], mkdocs_config)
+            notices=notices, specs=specs)
+        nav = site_nav([p.name for p in rendered] + ["SOURCES.md", warehouse_page.PAGE_NAME], mkdocs_config)
+        # The Parts are the blog's posts (written under posts/); the plugin reads their authors here.
+        (docs_tmp / blog.AUTHORS_FILE).write_text(blog.authors_file(authors))
         if build:
             site_tmp = fresh_dir(site_dir)
             build_site(mkdocs_config, docs_tmp, site_tmp, nav)
