@@ -30,7 +30,7 @@ def rendered(tmp_path_factory):
     return root, summary
 
 
-def page(root: Path, name: str = "part-local-cpu.md") -> str:
+def page(root: Path, name: str = "posts/part-local-cpu.md") -> str:
     return (root / "data" / "docs" / name).read_text()
 
 
@@ -48,12 +48,13 @@ def copy_templates(tmp_path: Path) -> Path:
 def test_article_prints_facts_that_link_to_audit_pages(rendered):
     root, summary = rendered
     text = page(root)
-    link = f'[71.3](audit/launch_ready_s--{RUN4}.md "audit trail"){{.fact}}'
+    # a Part is a blog post in docs/posts/: its links are relative to that folder
+    link = f'[71.3](../audit/launch_ready_s--{RUN4}.md "audit trail"){{.fact}}'
     assert link in text
     assert (root / "data" / "docs" / "audit" / f"launch_ready_s--{RUN4}.md").is_file()
-    for target in set(re.findall(r"\]\((audit/[^ )]+\.md)", text)):
+    for target in set(re.findall(r"\]\(\.\./(audit/[^ )]+\.md)", text)):
         assert (root / "data" / "docs" / target).is_file(), target
-    assert summary["pages"] == ["index.md", "part-local-cpu.md", "compare.md", "SOURCES.md",
+    assert summary["pages"] == ["index.md", "posts/part-local-cpu.md", "compare.md", "SOURCES.md",
                                 "warehouse.md"]
     assert summary["facts"] == len(json.loads((root / "data" / "facts.json").read_text()))
 
@@ -77,7 +78,7 @@ def test_facts_file_records_provenance(rendered):
     assert rec["value"] == 71.3 and rec["run_ids"] == [RUN4]
     assert rec["source_file"] == f"data/runs/{RUN4}/launch.out" and rec["source_line"] == 2
     assert rec["excerpt"] == "ready_s=71.3" and rec["stage"] == "derive"
-    assert rec["pages"] == ["part-local-cpu.md"] and "git_sha" in rec
+    assert rec["pages"] == ["posts/part-local-cpu.md"] and "git_sha" in rec
 
 
 def test_every_fact_that_cites_a_raw_line_holds_its_value_there(rendered):
@@ -118,16 +119,16 @@ def test_article_content_launches_gate_fit_and_charts(rendered):
     assert "<cache>" not in text
     assert '!!! warning "Provisional: dummy weights"' in text
     # beyond the server's max context: a dash, still linked to its audit page
-    assert f"[-](audit/fit_sequences--{RUN4}--long8k.md" in text
+    assert f"[-](../audit/fit_sequences--{RUN4}--long8k.md" in text
     assert len(summary["charts"]) == 5
     for rel in summary["charts"]:
         assert (root / "data" / "docs" / f"{rel}.svg").read_text().startswith("<svg")
         spec = json.loads((root / "data" / "docs" / f"{rel}.vl.json").read_text())
         assert spec["facet"] if "ramp_chart" not in rel else spec["layer"]
         assert (root / "data" / "docs" / f"{rel}.png").read_bytes().startswith(b"\x89PNG\r\n")
-        assert f"Download: [SVG]({rel}.svg) · [PNG]({rel}.png) · [Vega-Lite spec]({rel}.vl.json)" in text
+        assert f"Download: [SVG](../{rel}.svg) · [PNG](../{rel}.png) · [Vega-Lite spec](../{rel}.vl.json)" in text
     assert (root / "data" / "docs" / "downloads" / "bench_points.csv").is_file()
-    assert "(downloads/launches.csv)" in text
+    assert "(../downloads/launches.csv)" in text
 
 
 def test_ramp_and_agents_section_is_facts_with_their_raw_lines(rendered):
@@ -136,11 +137,11 @@ def test_ramp_and_agents_section_is_facts_with_their_raw_lines(rendered):
     assert "## Conversations that grow" in text and "### Agent sessions" in text
     assert "assets/charts/part-local-cpu/ramp_chart-local-cpu" in summary["charts"]
     # the longest wait of RUN4's ramp: 0.2 s at turn 2, audited to its ramp.log request line
-    assert f"[0.2](audit/ramp_longest_wait_s--{RUN4}--ramp.md" in text
-    assert f"[2](audit/ramp_longest_wait_turn--{RUN4}--ramp.md" in text
-    assert f"[80.0](audit/ramp_turn_cache_hit_pct--{RUN4}--2--ramp.md" in text
+    assert f"[0.2](../audit/ramp_longest_wait_s--{RUN4}--ramp.md" in text
+    assert f"[2](../audit/ramp_longest_wait_turn--{RUN4}--ramp.md" in text
+    assert f"[80.0](../audit/ramp_turn_cache_hit_pct--{RUN4}--2--ramp.md" in text
     assert f"$ head -n 3 data/runs/{RUN4}/ramp.log" in shown(text)
-    assert f"[568.5](audit/agent_output_tok_s--{RUN4}--agents.md" in text
+    assert f"[568.5](../audit/agent_output_tok_s--{RUN4}--agents.md" in text
     records = {r["id"]: r for r in json.loads((root / "data" / "facts.json").read_text())}
     rec = records[f"ramp_longest_wait_s--{RUN4}--ramp"]
     assert (rec["source_file"], rec["source_line"]) == (f"data/runs/{RUN4}/ramp.log", 3)
@@ -169,7 +170,7 @@ def test_sources_numbered_in_order_of_first_citation(rendered):
 def test_index_lists_the_parts(rendered):
     root, _ = rendered
     index = page(root, "index.md")
-    assert "[Part 2: A dress rehearsal on a CPU](part-local-cpu.md)" in index
+    assert "[Part 2: A dress rehearsal on a CPU](posts/part-local-cpu.md)" in index
     assert "2026-11-30" in index
 
 

@@ -46,7 +46,7 @@ def test_no_handler_attribute_or_script_link_in_any_page(hostile):
 
 def test_hostile_names_are_printed_as_text(hostile):
     docs = hostile / "data" / "docs"
-    article = (docs / "part-local-cpu.md").read_text()
+    article = (docs / "posts" / "part-local-cpu.md").read_text()
     shown = html.unescape(article)
     # chart specs are JSON in script elements Markdown leaves alone, with < > & as \u escapes
     article = re.sub(r'<script type="application/json"[^>]*>[^<]*</script>', "", article)

@@ -54,29 +54,29 @@ def rendered(tmp_path_factory):
     return root, summary
 
 
-def page(root: Path, name: str = "part-node.md") -> str:
+def page(root: Path, name: str = "posts/part-node.md") -> str:
     return (root / "data" / "docs" / name).read_text()
 
 
 def test_node_part_comes_first_in_the_series(rendered):
     root, summary = rendered
-    assert summary["pages"][:3] == ["index.md", "part-node.md", "part-local-cpu.md"]
+    assert summary["pages"][:3] == ["index.md", "posts/part-node.md", "posts/part-local-cpu.md"]
     index = page(root, "index.md")
-    assert index.index("[Part 1: The node](part-node.md)") < index.index(
-        "[Part 2: A dress rehearsal on a CPU](part-local-cpu.md)")
+    assert index.index("[Part 1: The node](posts/part-node.md)") < index.index(
+        "[Part 2: A dress rehearsal on a CPU](posts/part-local-cpu.md)")
     assert "[Part 2: A dress rehearsal on a CPU](part-local-cpu.md) →" in page(root)
-    assert "← [Part 1: The node](part-node.md)" in page(root, "part-local-cpu.md")
+    assert "← [Part 1: The node](part-node.md)" in page(root, "posts/part-local-cpu.md")
     html = (root / "data" / "site" / "index.html").read_text()
-    assert html.index('href="part-node.html"') < html.index('href="part-local-cpu.html"')  # site nav
+    assert html.index('href="part-node.html"') < html.index('href="part-local-cpu.html"')  # parts list
 
 
 def test_numbers_are_facts_with_their_raw_lines(rendered):
     root, _ = rendered
     text = page(root)
-    assert f'[347.6](audit/node_busbw_peak_gbs--0-1--{NODE}.md "audit trail"){{.fact}}' in text
-    assert f'[4 GiB](audit/node_busbw_peak_message--0-1--{NODE}.md "audit trail"){{.fact}}' in text
-    assert f'[382.9](audit/node_p2p_copy_gbs--1--{NODE}--0.md "audit trail"){{.fact}}' in text
-    assert f'[18](audit/node_link_nvlinks--GPU0--{NODE}--GPU1.md' in text
+    assert f'[347.6](../audit/node_busbw_peak_gbs--0-1--{NODE}.md "audit trail"){{.fact}}' in text
+    assert f'[4 GiB](../audit/node_busbw_peak_message--0-1--{NODE}.md "audit trail"){{.fact}}' in text
+    assert f'[382.9](../audit/node_p2p_copy_gbs--1--{NODE}--0.md "audit trail"){{.fact}}' in text
+    assert f'[18](../audit/node_link_nvlinks--GPU0--{NODE}--GPU1.md' in text
     records = {r["id"]: r for r in json.loads((root / "data" / "facts.json").read_text())}
     peak = records[f"node_busbw_peak_gbs--0-1--{NODE}"]
     assert peak["value"] == pytest.approx(347.635) and peak["unit"] == "GB/s"
@@ -93,12 +93,12 @@ def test_inventory_matrix_p2p_and_sweep_tables(rendered):
     text = page(root)
     assert "| Device | GPU0 | GPU1 |" in text
     assert "| **GPU0** | X | NV18 |" in text and "| **GPU1** | NV18 | X |" in text
-    assert f"| GPU0 | GPU1 | NV18 | yes | [382.9](audit/node_p2p_copy_gbs" in text
-    assert f"| GPU1 | [140.4](audit/node_gpu_memory_gib--1--{NODE}.md" in text
+    assert f"| GPU0 | GPU1 | NV18 | yes | [382.9](../audit/node_p2p_copy_gbs" in text
+    assert f"| GPU1 | [140.4](../audit/node_gpu_memory_gib--1--{NODE}.md" in text
     sweep = text.split("| Message per GPU |", 1)[1].split("\n\n", 1)[0]
     assert sweep.count("\n| [") == 13 and "[1 MiB](" in sweep and "[4 GiB](" in sweep
     for table in NODE_TABLES:
-        assert f"(downloads/{table}.csv)" in text
+        assert f"(../downloads/{table}.csv)" in text
 
 
 def test_evidence_blocks_read_the_node_folder(rendered):
@@ -132,7 +132,7 @@ def test_allreduce_chart_files_fit_the_column(rendered):
     width = float(re.search(r'<svg[^>]*\bwidth="([\d.]+)"', svg).group(1))
     assert width <= charts.CHART_WIDTH + 20
     assert (docs / f"{rel}.png").read_bytes().startswith(b"\x89PNG\r\n")
-    assert f"Download: [SVG]({rel}.svg) · [PNG]({rel}.png) · [Vega-Lite spec]({rel}.vl.json)" in page(root)
+    assert f"Download: [SVG](../{rel}.svg) · [PNG](../{rel}.png) · [Vega-Lite spec](../{rel}.vl.json)" in page(root)
     html = (root / "data" / "site" / "part-node.html").read_text()
     assert 'class="vega-chart"' in html and "spec-part-node-allreduce-chart-h200x2--1130-054711" in html
 
@@ -140,10 +140,10 @@ def test_allreduce_chart_files_fit_the_column(rendered):
 def test_without_node_data_the_part_is_left_out(tmp_path):
     build_campaign(tmp_path)
     summary = render.run(**render_kwargs(tmp_path))
-    assert "part-node.md" not in summary["pages"]
-    assert not (tmp_path / "data" / "docs" / "part-node.md").exists()
+    assert "posts/part-node.md" not in summary["pages"]
+    assert not (tmp_path / "data" / "docs" / "posts" / "part-node.md").exists()
     index = page(tmp_path, "index.md")
-    assert "Part 1" not in index and "[Part 2: A dress rehearsal on a CPU](part-local-cpu.md)" in index
+    assert "Part 1" not in index and "[Part 2: A dress rehearsal on a CPU](posts/part-local-cpu.md)" in index
 
 
 def test_allreduce_chart_one_line_per_group_dashed_across_islands():

@@ -12,7 +12,7 @@ HEADING = "## What went wrong, and what the pipeline did"
 
 
 def section(root) -> str:
-    text = (root / "data" / "docs" / "part-local-cpu.md").read_text()
+    text = (root / "data" / "docs" / "posts" / "part-local-cpu.md").read_text()
     return text.split(HEADING, 1)[1].split("\n## ", 1)[0]
 
 
@@ -20,9 +20,9 @@ def test_events_are_counted_quoted_and_tabled(tmp_path):
     build_campaign(tmp_path)
     render.run(**render_kwargs(tmp_path))
     text = section(tmp_path)
-    assert '[1](audit/profile_run_events--point_failed--local-cpu.md "audit trail"){.fact} ' \
+    assert '[1](../audit/profile_run_events--point_failed--local-cpu.md "audit trail"){.fact} ' \
            "benchmark point failed" in text
-    assert "[0](audit/profile_run_events--run_interrupted--local-cpu.md" in text
+    assert "[0](../audit/profile_run_events--run_interrupted--local-cpu.md" in text
     assert "runs were interrupted" in text
     # the failed launch is kept beside the attempt of its spec that completed
     shown = html.unescape(text)

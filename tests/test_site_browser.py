@@ -266,7 +266,7 @@ def test_404_page_links_work_from_disk(site, browser):
     home = next(u.geturl() for u in local if u.path.endswith("/index.html"))
     tab.goto(home)
     assert tab.js("document.title") == site_name()
-    assert tab.js("document.querySelector('article h1').textContent").startswith(site_name())
+    assert tab.js("document.querySelector('.md-content h1').textContent").startswith(site_name())
 
 
 # ---------------------------------------------------------------- hostile names in a real browser

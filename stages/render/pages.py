@@ -5,6 +5,7 @@ A page prints numbers only through facts (stages/render/facts.py), cites sources
 """
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -12,7 +13,7 @@ from typing import Any, Callable
 import jinja2
 import yaml
 
-from stages.render import compare_page
+from stages.render import blog, compare_page
 from stages.render import run_sets as run_set_lib
 from stages.render.chart_writer import ChartWriter
 from stages.core.config import CampaignError
@@ -63,10 +64,11 @@ PART_KEYS = ("part", "title", "date", "description", "template")
 PART_OPTIONAL = ("authors", "categories", "runs", "needs")
 
 
-def load_series(series_file: Path, templates_dir: Path,
-                run_sets: dict[str, Any] | None = None) -> tuple[PageSpec | None, list[PageSpec]]:
-    """The index page and the Parts that `series_file` lists, in their order. A Part's meta is its
-    series entry, with `run_set` the run set it covers (resolved against params' run_sets)."""
+def load_series(series_file: Path, templates_dir: Path, run_sets: dict[str, Any] | None = None
+                ) -> tuple[PageSpec | None, list[PageSpec], dict[str, dict[str, str]]]:
+    """The index page, the Parts that `series_file` lists, in their order, and the series'
+    authors (stages/render/blog.py). A Part's meta is its series entry, with `run_set` the run set
+    it covers (resolved against params' run_sets) and `author_names` its authors' names."""
     if not templates_dir.is_dir():
         raise CampaignError(f"{templates_dir}: no templates folder")
     try:
@@ -78,6 +80,7 @@ def load_series(series_file: Path, templates_dir: Path,
     entries = series.get("parts") if isinstance(series, dict) else None
     if not isinstance(entries, list):
         raise CampaignError(f"{series_file.name}: needs a list under `parts`")
+    authors = blog.load_authors(series, series_file.name)
     parts, numbers, names = [], set(), set()
     for i, entry in enumerate(entries, start=1):
         origin = f"{series_file.name}: part entry {i}"
@@ -97,11 +100,12 @@ def load_series(series_file: Path, templates_dir: Path,
         if not template.endswith(TEMPLATE_SUFFIX) or "/" in template or not path.is_file():
             raise CampaignError(f"{origin}: template {template!r} is not a {TEMPLATE_SUFFIX} file "
                                 f"in {templates_dir.name}/")
-        name = template[: -len(".j2")]
+        name = blog.post_name(template[: -len(".j2")])
         if name in names:
             raise CampaignError(f"{origin}: template {template!r} is used twice")
         names.add(name)
         meta = {k: v for k, v in entry.items() if k != "runs"}
+        meta["author_names"] = blog.author_names(entry.get("authors", []), authors, origin)
         if entry.get("runs") is not None:
             meta["run_set"] = run_set_lib.definition(entry["runs"], run_sets, origin)
             meta["run_set_name"] = entry["runs"] if isinstance(entry["runs"], str) else None
@@ -116,7 +120,7 @@ def load_series(series_file: Path, templates_dir: Path,
     if index_path.is_file():
         meta, body = split_front_matter(index_path.read_text(), INDEX_TEMPLATE)
         index = PageSpec(index_path, INDEX_TEMPLATE[: -len(".j2")], meta, body)
-    return index, parts
+    return index, parts, authors
 
 
 def load_page(path: Path) -> PageSpec | None:
@@ -165,7 +169,7 @@ def arm_labels(arms: dict[str, Any] | None) -> dict[str, str]:
 def page_globals(macros: PageMacros, spec: PageSpec, parts: list[PageSpec],
                  writer: ChartWriter, arms: dict[str, str] | None = None) -> dict[str, Any]:
     meta = spec.meta
-    stem = spec.name[: -len(".md")]
+    stem = posixpath.basename(spec.name)[: -len(".md")]
     arms = arms or {}
 
     def chart(name: str, profile: str | None = None, query: str | None = None, **params: Any):
@@ -194,7 +198,7 @@ def page_globals(macros: PageMacros, spec: PageSpec, parts: list[PageSpec],
         return macros.hold(" · ".join(links))
 
     def byline():
-        authors = meta.get("authors") or []
+        authors = meta.get("author_names") or []
         who = ", ".join(escape_text(a) for a in authors)
         return macros.hold(f"*{escape_text(meta.get('date', ''))}{' · ' + who if who else ''}*")
 
@@ -244,6 +248,10 @@ def render_page(spec: PageSpec, *, env: jinja2.Environment, book: FactBook, part
     text, cited = apply_citations(text, sources, spec.template.name)
     text = macros.substitute(text)
     text = text.rstrip() + "\n" + downloads_section(macros.tables_used) + sources_section(cited, sources)
+    folder = posixpath.dirname(spec.name)
+    if folder == blog.POSTS_DIR:
+        text = blog.with_excerpt(text, spec.meta.get("description", ""))
+    text = blog.rebase_links(text, folder)
     return RenderedPage(spec.name, spec.meta, dump_front_matter(spec.meta) + text, cited,
                         macros.tables_used, writer.written[charts_before:])
 

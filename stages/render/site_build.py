@@ -22,12 +22,16 @@ from typing import Any
 import yaml
 
 from stages.core.config import CampaignError
+from stages.render import blog
 
 MARKER = ".campaign-render"   # in the root of each folder render writes; only such a folder is replaced
 ERROR_PAGE = "404.html"     # at the site root; mkdocs writes its links from the server root
 THEME_CONFIG = re.compile(r'(<script id="__config" type="application/json">)(.*?)(</script>)', re.S)
 EXTERNAL_LOAD = re.compile(
-    r"<(?:script|link|img|iframe|source|video|audio|embed)\b[^>]*?\b(?:src|href)\s*=\s*[\"']?(?:https?:)?//",
+    # a <link> naming the page's published address (rel canonical, or alternate: the RSS feed)
+    # loads nothing; any other element or link pointing at another host does
+    r"<(?:script|link(?![^>]*\brel\s*=\s*[\"']?(?:canonical|alternate)\b)|img|iframe|source|video|audio|embed)"
+    r"\b[^>]*?\b(?:src|href)\s*=\s*[\"']?(?:https?:)?//",
     re.I)
 
 
@@ -136,13 +140,14 @@ def relative_error_page(site_dir: Path) -> None:
 
 
 def site_nav(pages: list[str], config: Path) -> list[str] | None:
-    """The navigation in series order (index, the parts by number, then the rest), unless the
-    mkdocs config sets its own."""
+    """The navigation in series order (index, then the rest), unless the mkdocs config sets its
+    own. The Parts, blog posts under blog.POSTS_DIR, stay out of it: the blog index, archive and
+    category pages list them."""
     try:
         own = yaml.load(config.read_text(), Loader=yaml.BaseLoader) or {}
     except (OSError, yaml.YAMLError):
         own = {}
-    return None if "nav" in own else pages
+    return None if "nav" in own else [p for p in pages if not p.startswith(blog.POSTS_DIR + "/")]
 
 
 def build_site(config: Path, docs_dir: Path, site_dir: Path, nav: list[str] | None = None) -> Path:

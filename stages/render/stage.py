@@ -30,7 +30,7 @@ import duckdb
 import jinja2
 from markupsafe import Markup
 
-from stages.render import compare_page
+from stages.render import blog, compare_page
 from stages.derive import stage as derive
 from stages.render import warehouse_page
 from stages.core.config import CampaignError
@@ -47,7 +47,8 @@ from stages.core.secrets import redact_text
 from stages.core.provenance import git_sha
 
 ASSET_FILES = {"charts.js": "assets/javascripts/charts.js",
-               "campaign.css": "assets/stylesheets/campaign.css"}
+               "campaign.css": "assets/stylesheets/campaign.css",
+               "author.svg": blog.AVATAR}
 VEGA_BUNDLE = "assets/javascripts/vega-bundle.js"
 
 
@@ -127,6 +128,7 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
                 compare_spec, **kwargs,
                 extra_globals=lambda macros: compare_page.page_globals(macros, comparisons)))
         for page in rendered:
+            (docs_dir / page.name).parent.mkdir(parents=True, exist_ok=True)
             (docs_dir / page.name).write_text(page.text)
         (docs_dir / "SOURCES.md").write_text(sources_page(sources, rendered))
         titles = {p.name: str(p.meta.get("title", p.name)) for p in rendered}
@@ -170,7 +172,7 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
     if not Path(campaign_db).is_file():
         raise CampaignError(f"{campaign_db}: not found (run the derive stage first)")
     sources = load_sources(sources_file)
-    index, parts = load_series(series_file, templates_dir, run_sets)
+    index, parts, authors = load_series(series_file, templates_dir, run_sets)
     notices: list[str] = []
     compare_spec = load_page(templates_dir / compare_page.TEMPLATE)
     docs_dir, site_dir = Path(docs_dir), Path(site_dir)
@@ -187,6 +189,8 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
             nodes_dir=nodes_dir, compare=compare, run_sets=run_sets, warehouse_file=warehouse_file,
             notices=notices, arms=arms)
         nav = site_nav([p.name for p in rendered] + ["SOURCES.md", warehouse_page.PAGE_NAME], mkdocs_config)
+        # The Parts are the blog's posts (written under posts/); the plugin reads their authors here.
+        (docs_tmp / blog.AUTHORS_FILE).write_text(blog.authors_file(authors))
         if build:
             site_tmp = fresh_dir(site_dir)
             build_site(mkdocs_config, docs_tmp, site_tmp, nav)
