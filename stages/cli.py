@@ -233,9 +233,11 @@ def render(no_build: bool, root: str) -> None:
 @click.argument("fact", required=False)
 @click.option("--value", "value", help="Find the facts printed with this value.")
 @click.option("--verify", is_flag=True, help="Recompute the fact from the raw files now.")
+@click.option("--limit", default=20, show_default=True,
+              help="Inputs listed for a fact computed from many rows (0: none).")
 @root_option
 @user_errors
-def trace(fact: str | None, value: str | None, verify: bool, root: str) -> None:
+def trace(fact: str | None, value: str | None, verify: bool, limit: int, root: str) -> None:
     """Follow a published number back to its run, raw file and line, command and stage.
 
     Example: campaign trace launch_kv_tokens--<run_id>
@@ -256,7 +258,7 @@ def trace(fact: str | None, value: str | None, verify: bool, root: str) -> None:
     if not fact:
         raise CampaignError("give a fact id, or --value")
     found = trace_mod.find(facts, fact)
-    click.echo(trace_mod.chain(found, paths))
+    click.echo(trace_mod.chain(found, paths, limit=max(limit, 0)))
     if verify:
         verdict = trace_mod.verify(found, paths=paths, params=params, progress=progress)
         click.echo(f"verify    {'OK' if verdict.matches else 'MISMATCH'}: {verdict.detail}")

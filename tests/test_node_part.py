@@ -136,19 +136,23 @@ def test_ratio_names_both_inputs_and_its_audit_page_links_them(built):
     for r in ratios:
         a, b = (built["facts"][i] for i in r["inputs"])
         assert r["value"] == pytest.approx(a["value"] / b["value"])
-        page = (built["docs"] / "audit" / f"{r['id']}.md").read_text()
+        page = (built["docs"] / "audit" / f"{r['audit_page']}.md").read_text()
         for fid in r["inputs"]:
-            assert f"]({fid}.md)" in page
+            target = built["facts"][fid]
+            assert f"]({target['audit_page']}.md#{target['audit_anchor']})" in page
 
 
 def test_every_number_links_to_an_audit_page_that_exists(built):
     for name in (GIANTS, QUAD):
         # a Part is a blog post in docs/posts/: its links climb out of that folder
-        targets = re.findall(r"\]\(\.\./(audit/[^) ]+\.md) \"audit trail\"\)\{\.fact\}",
+        targets = re.findall(r"\]\(\.\./(audit/[^) #]+\.md)#([^) ]+) \"audit trail\"\)\{\.fact\}",
                              built[name.split("-")[1]])
         assert len(targets) > 100
-        for target in set(targets):
-            assert (built["docs"] / target).is_file(), target
+        pages = {}
+        for target, anchor in set(targets):
+            if target not in pages:
+                pages[target] = (built["docs"] / target).read_text()
+            assert f"{{#{anchor}}}" in pages[target], (target, anchor)
 
 
 def test_the_part_in_a_browser_draws_its_charts_and_quotes_failed_launches(built):
@@ -168,6 +172,16 @@ def test_the_part_in_a_browser_draws_its_charts_and_quotes_failed_launches(built
           evidence: [...document.querySelectorAll('pre.evidence')].map(e => e.innerText),
         })"""))
         errors = tab.console_errors()
+        # follow a first-token figure of a table to its audit entry: the requests it rests on
+        href = tab.js("[...document.querySelectorAll('table a.fact')]"
+                      ".map(a => a.getAttribute('href')).find(h => h.includes('#point_ttft_median_s-'))")
+        tab.goto(server.base + "audit/" + href.split("audit/", 1)[1])
+        entry = tab.js(f"""(() => {{
+          const h = document.getElementById({json.dumps(href.split('#', 1)[1])});
+          let text = '', e = h && h.nextElementSibling;
+          while (e && e.tagName !== 'H2') {{ text += e.innerText + '\\n'; e = e.nextElementSibling; }}
+          return text; }})()""")
+    assert "Computed from" in entry and re.search(r"ttfts\[\d+\]", entry), entry[:500]
     assert drawn and state["charts"] == state["drawn"] == 12, state      # four per model
     quoted = [e for e in state["evidence"] if e.startswith("$ sed -n")]
     assert len(quoted) == 3 and any("NotImplementedError" in q for q in quoted)
@@ -186,3 +200,35 @@ def test_every_fact_read_from_one_raw_line_cites_a_line_that_holds_its_value(bui
     checked, problems = line_problems(built["root"] / "data" / "facts.json", built["root"] / "data" / "runs")
     assert checked > 100
     assert problems == []
+
+
+def test_a_median_lists_its_inputs_and_they_give_the_published_value(built):
+    from stages.render.inputs import recompute
+    listed = [f for f in built["facts"].values() if f["statistic"]]
+    assert {f["name"] for f in listed} >= {"point_ttft_median_s", "point_decode_tok_s",
+                                           "point_tpot_median_ms", "point_prefill_tok_s"}
+    for fact in listed:
+        assert fact["input_rows"], fact["id"]
+        assert recompute(fact["statistic"], fact["input_rows"]) == pytest.approx(fact["value"]), fact["id"]
+    # the cache-served request is listed, left out, with its reason
+    fact = next(f for f in listed if f["name"] == "point_ttft_median_s"
+                and f["params"]["run_id"].startswith("dsv4_pro__tep8") and f["params"]["concurrency"] == 1)
+    left_out = [r for r in fact["input_rows"] if not r["used"]]
+    assert len(left_out) == 1 and "prefix_cache" in left_out[0]["reason"]
+    page = (built["docs"] / "audit" / f"{fact['audit_page']}.md").read_text()
+    entry = plain(page.split(f"{{#{fact['audit_anchor']}}}")[1].split("\n## ")[0])
+    assert re.search(r"\| ttfts\[\d\] \| [\d.]+ \| no: cached_share, prefix_cache \|", entry)
+    assert "Computed from 1 of these 2 inputs: the median of the values used." in entry
+
+
+@pytest.mark.parametrize("values", [[3.0], [1.0, 2.0], [5.0, 1.0, 4.0, 2.0, 3.0], [0.1 * i ** 2 for i in range(17)]])
+def test_recomputed_statistics_agree_with_duckdb(values):
+    import duckdb
+    from stages.render.inputs import recompute
+    rows = [{"value": v, "used": True} for v in values] + [{"value": 99.0, "used": False}]
+    median, p90 = duckdb.connect().execute(
+        "select median(v), quantile_cont(v, 0.9) from unnest($v) as t(v)", {"v": values}).fetchone()
+    assert recompute("median", rows) == pytest.approx(median)
+    assert recompute("p90", rows) == pytest.approx(p90)
+    assert recompute("per_second", rows) == pytest.approx(1000 / median)
+    assert recompute("count", rows) == len(values)

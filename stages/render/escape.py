@@ -3,6 +3,7 @@ and Markdown), inline code, audit link targets, and the compact run labels with 
 from __future__ import annotations
 
 import html
+import hashlib
 import re
 from typing import Any
 from urllib.parse import quote
@@ -44,9 +45,24 @@ def code(text: Any) -> str:
     return f"<code>{escape_text(text)}</code>"
 
 
-def audit_target(prefix: str, fid: str) -> str:
-    """The link target of a fact's audit page: the fact id URL-quoted."""
-    return f"{prefix}{quote(fid, safe='')}.md"
+def audit_location(fid: str, name: str, run_ids: list[str], params: dict) -> tuple[str, str]:
+    """(audit page, anchor) of a fact. A fact of one run is audited on that run's page, a node's
+    fact on the node's page, any other on its name's page; its anchor is its name and a digest
+    of its id (unique, and safe in a URL and an HTML id)."""
+    if len(run_ids) == 1:
+        page = run_ids[0]
+    elif isinstance(params.get("node_id"), str):
+        page = params["node_id"]
+    else:
+        page = name
+    page = re.sub(r"[^A-Za-z0-9._-]", "-", page).lstrip(".") or "facts"
+    anchor = f"{re.sub(r'[^A-Za-z0-9_-]', '-', name)}-{hashlib.sha1(fid.encode()).hexdigest()[:10]}"
+    return page, anchor
+
+
+def audit_target(prefix: str, page: str, anchor: str) -> str:
+    """The link target of a fact's entry: its audit page, at its anchor."""
+    return f"{prefix}{quote(page, safe='')}.md#{anchor}"
 
 
 def run_anchor(run_id: str) -> str:

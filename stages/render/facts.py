@@ -33,9 +33,10 @@ from markupsafe import Markup
 from stages.core.config import CampaignError
 from stages.core.secrets import redact_text, redact_value
 from stages.render.errors import FactError
-from stages.render.escape import (ESCAPED, audit_target, code, escape_cell, escape_text, run_anchor,
+from stages.render.escape import (ESCAPED, audit_location, audit_target, code, escape_cell, escape_text, run_anchor,
                                   run_label_link, unlink_missing_runs)
 from stages.render.evidence import read_line, render_evidence
+from stages.render.inputs import input_rows
 from stages.render.numbers import format_value, table_displays, with_unit
 from stages.render.queries import (COLUMN_FACTS, FACTS_SQL, ROWS_SQL, column_facts, fact_query_path, fact_sql,
                                    load_query, sql_params, tables_in)
@@ -79,6 +80,15 @@ class Fact:
     pages: list[str] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)   # a derived fact's two facts (derived.py)
     source_note: str | None = None
+    audit_page: str = ""       # where its audit entry is (escape.audit_location), set when made
+    audit_anchor: str = ""
+    statistic: str | None = None      # for a fact computed from many rows (inputs.py): how,
+    input_rows: list[dict] = field(default_factory=list)   # and from which
+
+    def __post_init__(self) -> None:
+        if not self.audit_page:
+            self.audit_page, self.audit_anchor = audit_location(
+                self.id, self.name, self.run_ids, self.params)
 
     def record(self) -> dict[str, Any]:
         return asdict(self)
@@ -197,7 +207,8 @@ class FactBook:
             run_ids=_run_ids(row["run_id"]),
             source_file=source_file, source_line=int(source_line) if source_line else None,
             excerpt=excerpt, stage=STAGE, git_sha=self.sha,
-            source_note=None if source_file else row.get("source_note"))
+            source_note=None if source_file else row.get("source_note"),
+            **dict(zip(("statistic", "input_rows"), input_rows(self.con, name, params))))
 
     def rows(self, name: str, params: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         """A named row query (stages/render/sql/render/<name>.sql): the SQL and its rows as dicts."""
@@ -260,7 +271,8 @@ class PageMacros:
         """A fact as a link to its audit page; `display` prints it otherwise (a table's precision)."""
         shown = fact.display if display is None else display
         text = with_unit(shown, fact.unit) if show_unit else shown
-        return f'[{escape_text(text)}]({audit_target(self.audit_prefix, fact.id)} "audit trail"){{.fact}}'
+        target = audit_target(self.audit_prefix, fact.audit_page, fact.audit_anchor)
+        return f'[{escape_text(text)}]({target} "audit trail"){{.fact}}'
 
     def fact(self, name: str, decimals: int | None = None, show_unit: bool = False,
              **params: Any) -> Markup:

@@ -8,7 +8,7 @@ names a row query under `needs:` is left out of the series (index, navigation, p
 while that query returns no rows, e.g. the node article before any node was probed.
 `compare.md.j2` is not a part: it is the Compare page, which draws the pairs of run sets listed
 under params `compare:` (stages/render/compare_page.py). The stage writes the docs folder from
-scratch: pages, one audit page per fact (stages/render/audit.py), SOURCES.md, the Warehouse page
+scratch: pages, one audit page per run with an entry per fact (stages/render/audit.py), SOURCES.md, the Warehouse page
 (stages/render/warehouse_page.py), CSV downloads of the public tables, chart specs with static SVG
 and PNG, the site's own Vega bundle; then runs `mkdocs build --strict`; then data/facts.json.
 
@@ -34,7 +34,7 @@ from stages.render import blog, compare_page
 from stages.derive import stage as derive
 from stages.render import warehouse_page
 from stages.core.config import CampaignError
-from stages.render.audit import audit_index, audit_page
+from stages.render.audit import audit_index, audit_pages
 from stages.render.chart_writer import ChartWriter
 from stages.derive.stage import PUBLIC_TABLES
 from stages.render.escape import escape_text
@@ -135,9 +135,8 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
         facts = sorted(book.facts.values(), key=lambda f: f.id)
         audit = docs_dir / "audit"
         audit.mkdir()
-        for fact in facts:
-            (audit / f"{fact.id}.md").write_text(
-                audit_page(fact, runs_dir=runs_dir, root=root, titles=titles))
+        for page, text in audit_pages(facts, runs_dir=runs_dir, root=root, titles=titles).items():
+            (audit / f"{page}.md").write_text(text)
         (audit / "index.md").write_text(audit_index(facts, titles))
         downloads = write_csv_downloads(con, docs_dir)
         (docs_dir / warehouse_page.PAGE_NAME).write_text(warehouse_page.build(

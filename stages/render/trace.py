@@ -20,6 +20,7 @@ import yaml
 
 from stages.core.config import CampaignError, Paths, derive_settings
 from stages.render.evidence import RawFileRefused, read_line, read_raw
+from stages.render.inputs import recompute
 from stages.render.numbers import format_value, with_unit
 from stages.render.queries import fact_query_path, tables_in
 from stages.core.secrets import redact_text, redact_value
@@ -135,7 +136,7 @@ def derived_rows(db_file: Path, fact: dict) -> list[tuple[str, list[dict]]]:
     return out
 
 
-def chain(fact: dict, paths: Paths) -> str:
+def chain(fact: dict, paths: Paths, limit: int | None = 20) -> str:
     """The whole chain behind one fact, as lines of text, redacted."""
     lines = [
         f"fact      {fact['id']}",
@@ -163,7 +164,24 @@ def chain(fact: dict, paths: Paths) -> str:
     lines.append(f"stage     {fact['stage']}  (dvc.lock md5 of {db_rel}: "
                  f"{stage_hash(paths.root, fact['stage'], db_rel) or '-'}; re-run: dvc repro {fact['stage']})")
     lines.append(f"git       {fact.get('git_sha') or '-'}")
+    lines += input_lines(fact, limit)
     return redact_text("\n".join(lines))
+
+
+def input_lines(fact: dict, limit: int | None) -> list[str]:
+    """The inputs of a fact computed from many rows (its statistic, then one line per row, the
+    first `limit` of them), as `chain` prints them."""
+    rows = fact.get("input_rows") or []
+    if not fact.get("statistic"):
+        return []
+    used = sum(1 for r in rows if r["used"])
+    lines = [f"inputs    {fact['statistic']} of {used} used, of {len(rows)} rows"]
+    for row in rows[: limit if limit is not None else len(rows)]:
+        mark = "used" if row["used"] else f"left out: {row.get('reason') or '-'}"
+        lines.append(f"input     {row['file']} {row['path']} = {format_value(row['value'])}  ({mark})")
+    if limit is not None and len(rows) > limit:
+        lines.append(f"input     ... {len(rows) - limit} more (--limit)")
+    return lines
 
 
 def verify(fact: dict, *, paths: Paths, params: dict, progress=lambda s: None) -> Verdict:
@@ -188,14 +206,20 @@ def verify(fact: dict, *, paths: Paths, params: dict, progress=lambda s: None) -
                        f"the query now returns {len(rows)} rows")
     recomputed = redact_value(rows[0][0])   # as published
     matches = _same(fact["value"], recomputed)
+    from_inputs = recompute(fact["statistic"], fact.get("input_rows") or []) if fact.get("statistic") else None
+    inputs_ok = None if not fact.get("statistic") else _same(fact["value"], from_inputs)
     line_ok = None
     if fact.get("source_file") and fact.get("excerpt") is not None:
         line_ok = read_line(paths.root, fact["source_file"], fact["source_line"],
                             _raw_dirs(paths)) == fact["excerpt"]
     detail = "matches" if matches else f"published {fact['value']!r}, recomputed {recomputed!r}"
+    if inputs_ok is not None:
+        detail += ("; its listed inputs give it again" if inputs_ok else
+                   f"; its listed inputs give {from_inputs!r}")
     if line_ok is False:
         detail += "; the raw line no longer reads as published"
-    return Verdict(fact["id"], fact["value"], recomputed, matches and line_ok is not False, line_ok,
+    return Verdict(fact["id"], fact["value"], recomputed,
+                   matches and line_ok is not False and inputs_ok is not False, line_ok,
                    redact_text(detail))
 
 

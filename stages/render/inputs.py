@@ -1,0 +1,88 @@
+"""The inputs of a fact computed from many rows (a median, a p90, a count): each row it was
+computed from, where its raw file holds the value, and whether it was used or why it was left
+out. Declared in stages/render/sql/inputs/inputs.yaml; each fact's audit entry lists them,
+`campaign trace` prints them and `campaign trace --verify` recomputes the value from them.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import yaml
+
+from stages.render.errors import FactError
+from stages.render.queries import SQL_DIR, load_query
+
+INPUTS_SQL = SQL_DIR / "inputs"
+DECLARATIONS = "inputs.yaml"
+STATISTICS = ("median", "p90", "per_second", "count")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    rows: str        # the query in INPUTS_SQL
+    figure: str      # its columns <figure>_value, <figure>_path, <figure>_used
+    statistic: str   # one of STATISTICS
+
+
+@lru_cache(maxsize=4)
+def declared(directory: Path = INPUTS_SQL) -> dict[str, Inputs]:
+    """The facts that list their inputs, by fact name."""
+    path = directory / DECLARATIONS
+    if not path.is_file():
+        return {}
+    entries = yaml.safe_load(path.read_text()) or {}
+    out = {}
+    for name, entry in entries.items():
+        if not isinstance(entry, dict) or set(entry) != {"rows", "figure", "statistic"} \
+                or entry["statistic"] not in STATISTICS:
+            raise FactError(f"{DECLARATIONS}: {name}: needs rows, figure and statistic "
+                            f"({', '.join(STATISTICS)})")
+        out[str(name)] = Inputs(str(entry["rows"]), str(entry["figure"]), entry["statistic"])
+    return out
+
+
+def input_rows(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any],
+               directory: Path = INPUTS_SQL) -> tuple[str | None, list[dict[str, Any]]]:
+    """(statistic, rows) of fact `name` with `params`; (None, []) for a fact without inputs.
+    Each row: file, path, value, used, reason."""
+    spec = declared(directory).get(name)
+    if spec is None:
+        return None, []
+    sql = load_query(directory, spec.rows, "inputs query")
+    try:
+        cur = con.execute(sql, params)
+        data = cur.fetchall()
+    except duckdb.Error as exc:
+        raise FactError(f"inputs of {name!r}: query failed: {exc}".splitlines()[0]) from None
+    columns = [d[0] for d in cur.description]
+    rows = []
+    for values in data:
+        row = dict(zip(columns, values))
+        rows.append({"file": row["source_file"], "path": row[f"{spec.figure}_path"],
+                     "value": row[f"{spec.figure}_value"], "used": bool(row[f"{spec.figure}_used"]),
+                     "reason": row.get("reason")})
+    return spec.statistic, rows
+
+
+def recompute(statistic: str, rows: list[dict[str, Any]]) -> float | int | None:
+    """The value `statistic` gives over the rows used (None when no row has a value)."""
+    values = sorted(float(r["value"]) for r in rows if r["used"] and r["value"] is not None)
+    if statistic == "count":
+        return sum(1 for r in rows if r["used"])
+    if not values:
+        return None
+    if statistic == "p90":
+        position = 0.9 * (len(values) - 1)
+        low = math.floor(position)
+        high = min(low + 1, len(values) - 1)
+        return values[low] + (values[high] - values[low]) * (position - low)
+    median = statistics.median(values)
+    if statistic == "per_second":
+        return 1000.0 / median if median else None
+    return median
