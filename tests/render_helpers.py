@@ -329,3 +329,24 @@ def make_hostile(root: Path) -> dict[str, str]:
                 [HOSTILE_TEXT, f" Authorization: Bearer {SECRETS[1]}"])
     con.close()
     return renamed
+
+
+def audit_ref(fid: str, page: str) -> str:
+    """The link target of fact `fid`'s audit entry, relative to the docs root, when it is audited
+    on `page` (its run, or node, or name): audit/<page>.md#<anchor>."""
+    from stages.render.escape import audit_location
+    _, anchor = audit_location(fid, fid.split("--")[0], [page], {})
+    return f"audit/{page}.md#{anchor}"
+
+
+def audit_entry(docs: Path, fid: str, page: str) -> str:
+    """The entry of fact `fid` on its audit page: from its heading to the next entry's."""
+    target, anchor = audit_ref(fid, page).split("#")
+    text = (docs / target).read_text()
+    return text.split(f"{{#{anchor}}}", 1)[1].split("\n## ", 1)[0]
+
+
+def published_ref(root: Path, fid: str) -> str:
+    """The audit link target facts.json records for fact `fid` (audit/<page>.md#<anchor>)."""
+    record = next(f for f in json.loads((root / "data" / "facts.json").read_text()) if f["id"] == fid)
+    return f"audit/{record['audit_page']}.md#{record['audit_anchor']}"

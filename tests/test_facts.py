@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from render_helpers import RUN4, RUN16, RUN16_FAILED, SCRIPT_ANSWER, build_campaign
+from render_helpers import RUN4, RUN16, RUN16_FAILED, SCRIPT_ANSWER, audit_ref, build_campaign
 from stages.render import escape, facts, queries
 from stages.render.errors import FactError
 from stages.render.facts import FactBook, FactCheckError, PageMacros
@@ -104,7 +104,8 @@ def test_fact_macro_links_to_audit_page_behind_a_placeholder(macros):
     held = macros.fact("launch_ready_s", run_id=RUN4)
     assert facts.PLACEHOLDER.fullmatch(str(held))
     out = macros.substitute(f"ready after {held} s")
-    assert out == (f'ready after [71.3](audit/launch_ready_s--{RUN4}.md "audit trail"){{.fact}} s')
+    target = audit_ref(f"launch_ready_s--{RUN4}", RUN4)
+    assert out == (f'ready after [71.3]({target} "audit trail"){{.fact}} s')
     assert macros.tables_used == ["launches"]
 
 
@@ -125,7 +126,7 @@ def test_table_cells_are_facts_and_text_is_escaped(macros):
     out = macros.substitute(str(held))
     lines = out.splitlines()
     assert lines[0] == "| Depth | Outcome | Answer |" and lines[1] == "| ---: | --- | --- |"
-    assert "(audit/probe_depth--0--" in lines[2]
+    assert f"({audit_ref(f'probe_depth--0--{RUN4}', RUN4)}" in lines[2]
     assert "<script>" not in out and "&lt;script&gt;alert" in out
 
 

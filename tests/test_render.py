@@ -12,7 +12,7 @@ import pytest
 import duckdb
 
 from fact_lines import holds, line_problems
-from render_helpers import PROJECT, RUN4, RUN16, build_campaign, render_kwargs
+from render_helpers import PROJECT, RUN4, RUN16, audit_entry, audit_ref, build_campaign, render_kwargs
 from stages.render import charts
 from stages.render import stage as render
 from stages.render.chart_writer import PNG_SCALE
@@ -49,11 +49,11 @@ def test_article_prints_facts_that_link_to_audit_pages(rendered):
     root, summary = rendered
     text = page(root)
     # a Part is a blog post in docs/posts/: its links are relative to that folder
-    link = f'[71.3](../audit/launch_ready_s--{RUN4}.md "audit trail"){{.fact}}'
+    link = f'[71.3](../{audit_ref(f"launch_ready_s--{RUN4}", RUN4)} "audit trail"){{.fact}}'
     assert link in text
-    assert (root / "data" / "docs" / "audit" / f"launch_ready_s--{RUN4}.md").is_file()
-    for target in set(re.findall(r"\]\(\.\./(audit/[^ )]+\.md)", text)):
-        assert (root / "data" / "docs" / target).is_file(), target
+    assert (root / "data" / "docs" / "audit" / f"{RUN4}.md").is_file()
+    for target, anchor in set(re.findall(r"\]\(\.\./(audit/[^ )#]+\.md)#([^ )]+)", text)):
+        assert f"{{#{anchor}}}" in (root / "data" / "docs" / target).read_text(), target
     assert summary["pages"] == ["index.md", "posts/part-local-cpu.md", "compare.md", "SOURCES.md",
                                 "warehouse.md"]
     assert summary["facts"] == len(json.loads((root / "data" / "facts.json").read_text()))
@@ -61,12 +61,14 @@ def test_article_prints_facts_that_link_to_audit_pages(rendered):
 
 def test_audit_page_shows_file_line_excerpt_sql_and_command(rendered):
     root, _ = rendered
-    audit = shown(page(root, f"audit/launch_kv_tokens--{RUN16}.md"))
+    audit = shown(page(root, f"audit/{RUN16}.md"))
+    entry = shown(audit_entry(root / "data" / "docs", f"launch_kv_tokens--{RUN16}", RUN16))
     log = root / "data" / "runs" / RUN16 / "server.log"
     line = next(i for i, l in enumerate(log.read_text().splitlines(), 1) if "CPU KV cache size" in l)
-    assert f"<code>data/runs/{RUN16}/server.log</code>, line {line}" in audit
-    assert "CPU KV cache size: 8,192 tokens" in audit
-    assert "from launches" in audit and "$run_id" in audit
+    assert f"<code>data/runs/{RUN16}/server.log</code>, line {line}" in entry
+    assert "CPU KV cache size: 8,192 tokens" in entry
+    assert "(#query-launch_kv_tokens)" in entry
+    assert "{#query-launch_kv_tokens}" in audit and "from launches" in audit and "$run_id" in audit
     assert f"$ cat data/runs/{RUN16}/cmd.sh" in audit and "--max-num-seqs 16" in audit
     assert "dvc repro derive" in audit
 
@@ -104,10 +106,11 @@ def test_a_default_sequence_cap_says_no_raw_line_holds_it(tmp_path):
         con.execute("update launches set max_num_seqs = null, seq_cap_source_file = null, "
                     "seq_cap_source_line = null where run_id = $r", {"r": RUN4})
     render.run(**render_kwargs(tmp_path))
-    audit = shown(page(tmp_path, f"audit/launch_seq_cap--{RUN4}.md"))
+    docs = tmp_path / "data" / "docs"
+    audit = shown(audit_entry(docs, f"launch_seq_cap--{RUN4}", RUN4))
     assert "No raw line holds it: the command gave no cap" in audit
-    assert "## The raw line" not in audit and "launch.out" not in audit.split("## The query")[0]
-    given = shown(page(tmp_path, f"audit/launch_seq_cap--{RUN16}.md"))
+    assert "evidence-cmd" not in audit and "launch.out" not in audit
+    given = shown(audit_entry(docs, f"launch_seq_cap--{RUN16}", RUN16))
     assert f"<code>data/runs/{RUN16}/cmd.sh</code>, line 4" in given
 
 
@@ -119,7 +122,7 @@ def test_article_content_launches_gate_fit_and_charts(rendered):
     assert "<cache>" not in text
     assert '!!! warning "Provisional: dummy weights"' in text
     # beyond the server's max context: a dash, still linked to its audit page
-    assert f"[-](../audit/fit_sequences--{RUN4}--long8k.md" in text
+    assert f"[-](../{audit_ref(f'fit_sequences--{RUN4}--long8k', RUN4)}" in text
     assert len(summary["charts"]) == 5
     for rel in summary["charts"]:
         assert (root / "data" / "docs" / f"{rel}.svg").read_text().startswith("<svg")
@@ -137,11 +140,11 @@ def test_ramp_and_agents_section_is_facts_with_their_raw_lines(rendered):
     assert "## Conversations that grow" in text and "### Agent sessions" in text
     assert "assets/charts/part-local-cpu/ramp_chart-local-cpu" in summary["charts"]
     # the longest wait of RUN4's ramp: 0.2 s at turn 2, audited to its ramp.log request line
-    assert f"[0.2](../audit/ramp_longest_wait_s--{RUN4}--ramp.md" in text
-    assert f"[2](../audit/ramp_longest_wait_turn--{RUN4}--ramp.md" in text
-    assert f"[80.0](../audit/ramp_turn_cache_hit_pct--{RUN4}--2--ramp.md" in text
+    assert f"[0.2](../{audit_ref(f'ramp_longest_wait_s--{RUN4}--ramp', RUN4)}" in text
+    assert f"[2](../{audit_ref(f'ramp_longest_wait_turn--{RUN4}--ramp', RUN4)}" in text
+    assert f"[80.0](../{audit_ref(f'ramp_turn_cache_hit_pct--{RUN4}--2--ramp', RUN4)}" in text
     assert f"$ head -n 3 data/runs/{RUN4}/ramp.log" in shown(text)
-    assert f"[568.5](../audit/agent_output_tok_s--{RUN4}--agents.md" in text
+    assert f"[568.5](../{audit_ref(f'agent_output_tok_s--{RUN4}--agents', RUN4)}" in text
     records = {r["id"]: r for r in json.loads((root / "data" / "facts.json").read_text())}
     rec = records[f"ramp_longest_wait_s--{RUN4}--ramp"]
     assert (rec["source_file"], rec["source_line"]) == (f"data/runs/{RUN4}/ramp.log", 3)
@@ -201,7 +204,7 @@ def test_mkdocs_strict_build_works_offline(tmp_path):
     site = tmp_path / "data" / "site"
     assert Path(summary["site_index"]) == site / "index.html" and (site / "index.html").is_file()
     html = (site / "part-local-cpu.html").read_text()
-    assert 'class="fact" href="audit/launch_ready_s--' in html
+    assert 'class="fact" href="audit/{}.html#launch_ready_s-'.format(RUN4) in html
     assert "&lt;script&gt;alert" in html and "<script>alert" not in html
     assert summary["interactive_charts"] is True
     bundle = (site / "assets" / "javascripts" / "vega-bundle.js").read_text()

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from fact_lines import line_problems
-from render_helpers import RUN4, RUN16, build_campaign, render_kwargs
+from render_helpers import RUN4, RUN16, audit_entry, audit_ref, build_campaign, render_kwargs
 from stages.render import compare_page
 from stages.render import stage as render
 from stages.core.config import CampaignError
@@ -39,24 +39,26 @@ def test_pair_is_drawn_with_facts_marks_and_both_runs(compared):
     assert "compare.md" in summary["pages"]
     assert "## Sequence cap 4 against 16 on the CPU rehearsal" in text
     # base and head values are the point facts the articles use, linked to their audit pages
-    chat16 = [l for l in text.splitlines() if f"point_ttft_median_s--16--{RUN4}--chat.md" in l]
+    chat16 = [l for l in text.splitlines() if audit_ref(f"point_ttft_median_s--16--{RUN4}--chat", RUN4) in l]
     assert len(chat16) == 1
     row = chat16[0]
-    assert f"point_ttft_median_s--16--{RUN16}--chat.md" in row
+    assert audit_ref(f"point_ttft_median_s--16--{RUN16}--chat", RUN16) in row
     # seqs4 queues at 16 chat users (12 over its cap): 0.2 s * 13 = 2.6 s against 0.2 s
     assert "[2.600](" in row and "[0.200](" in row and "[-92.3%](" in row
     assert "| better |" in row and "capacity-limited (base), provisional" in html.unescape(row)
-    assert "| Ready (s) |" in html.unescape(text) and "[71.3](audit/launch_ready_s--" in text
-    assert "[-3.4%](audit/compare_launch_change_pct--" in text
+    assert "| Ready (s) |" in html.unescape(text) and f"[71.3](audit/{RUN4}.md#launch_ready_s-" in text
+    assert "[-3.4%](audit/compare_launch_change_pct.md#compare_launch_change_pct-" in text
     assert "every row below is tiny-llama / 4k" in text
-    for target in set(re.findall(r"\]\((audit/[^ )]+\.md)", text)):
-        assert (root / "data" / "docs" / target).is_file(), target
+    for target, anchor in set(re.findall(r"\]\((audit/[^ )#]+\.md)#([^ )]+)", text)):
+        assert f"{{#{anchor}}}" in (root / "data" / "docs" / target).read_text(), target
 
 
 def test_a_change_audit_page_prints_its_unit_once(compared):
     root, _ = compared
-    audit = docs(root, f"audit/compare_point_change_pct--{RUN4}--16--{RUN16}--ttft_median_s--chat.md")
-    assert "| Value | **-92.3**% |" in audit and "% %" not in audit
+    fid = f"compare_point_change_pct--{RUN4}--16--{RUN16}--ttft_median_s--chat"
+    anchor = audit_ref(fid, "compare_point_change_pct").split("#")[1]
+    audit = docs(root, "audit/compare_point_change_pct.md")
+    assert f"</code> = -92.3% {{#{anchor}}}" in audit and "% %" not in audit
 
 
 def test_every_fact_of_the_compare_page_that_cites_a_raw_line_holds_its_value(compared):
@@ -77,7 +79,7 @@ def test_one_quantity_prints_at_one_precision_across_a_table(compared):
             if unit is None:
                 continue
             unit = unit.group(1)
-            for value in re.findall(r"\[(-?[\d,]+(?:\.\d+)?)\]\(audit/(?:point|agent)_", " | ".join(cells[2:4])):
+            for value in re.findall(r"\[(-?[\d,]+(?:\.\d+)?)\]\(audit/[^)#]+#(?:point|agent)_", " | ".join(cells[2:4])):
                 places.setdefault(unit, set()).add(len(value.partition(".")[2]))
         assert {"s", "ms", "tok/s", "%"} <= set(places), (workload, places)
         assert all(len(p) == 1 for p in places.values()), (workload, places)
@@ -88,10 +90,11 @@ def test_one_quantity_prints_at_one_precision_across_a_table(compared):
 def test_agents_workloads_are_compared_with_their_own_facts(compared):
     root, _ = compared
     text = docs(root, "compare.md")
-    [row] = [l for l in text.splitlines() if f"agent_ttft_median_s--{RUN4}--agents.md" in l]
-    assert f"agent_ttft_median_s--{RUN16}--agents.md" in row and f"agent_sessions--{RUN4}--agents.md" in row
+    [row] = [l for l in text.splitlines() if audit_ref(f"agent_ttft_median_s--{RUN4}--agents", RUN4) in l]
+    assert audit_ref(f"agent_ttft_median_s--{RUN16}--agents", RUN16) in row
+    assert audit_ref(f"agent_sessions--{RUN4}--agents", RUN4) in row
     assert "[0.371](" in row and "[0.147](" in row and "[-60.4%](" in row and "| better |" in row
-    assert "compare_agent_change_pct--" in row
+    assert "compare_agent_change_pct.md#compare_agent_change_pct-" in row
 
 
 def test_change_facts_record_both_runs_and_the_head_result_file(compared):
@@ -164,13 +167,14 @@ def test_a_point_without_ttft_is_marked_and_its_ttft_not_compared(tmp_path):
                     "where run_id = $r and point_id = 'chat__c04'", {"r": RUN16})
     render.run(**render_kwargs(tmp_path, compare=[PAIR]))
     text = html.unescape(docs(tmp_path, "compare.md"))
-    rows = [l for l in text.splitlines() if f"point_ttft_median_s--4--{RUN4}--chat.md" in l
-            or f"point_ttft_p90_s--4--{RUN4}--chat.md" in l]
+    rows = [l for l in text.splitlines() if audit_ref(f"point_ttft_median_s--4--{RUN4}--chat", RUN4) in l
+            or audit_ref(f"point_ttft_p90_s--4--{RUN4}--chat", RUN4) in l]
     assert len(rows) == 2
     for row in rows:
         cells = row.split(" | ")
-        assert cells[3].startswith("[-](audit/point_ttft_") and cells[4].startswith("[-](audit/compare_")
+        assert cells[3].startswith("[-](audit/") and "#point_ttft_" in cells[3]
+        assert cells[4].startswith("[-](audit/compare_")
         assert cells[5] == "no TTFT"
         assert "no TTFT (head): every request failed or came from the prefix cache" in cells[6]
-    [tpot] = [l for l in text.splitlines() if f"point_tpot_median_ms--4--{RUN16}--chat.md" in l]
+    [tpot] = [l for l in text.splitlines() if audit_ref(f"point_tpot_median_ms--4--{RUN16}--chat", RUN16) in l]
     assert "no TTFT" not in tpot

@@ -11,7 +11,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from render_helpers import PROJECT, build_campaign, render_kwargs
+from render_helpers import PROJECT, audit_entry, audit_ref, build_campaign, render_kwargs
 from stages.render import charts
 from stages.derive import stage as derive
 from stages.ingest import nodes as ingest_nodes
@@ -73,10 +73,11 @@ def test_node_part_comes_first_in_the_series(rendered):
 def test_numbers_are_facts_with_their_raw_lines(rendered):
     root, _ = rendered
     text = page(root)
-    assert f'[347.6](../audit/node_busbw_peak_gbs--0-1--{NODE}.md "audit trail"){{.fact}}' in text
-    assert f'[4 GiB](../audit/node_busbw_peak_message--0-1--{NODE}.md "audit trail"){{.fact}}' in text
-    assert f'[382.9](../audit/node_p2p_copy_gbs--1--{NODE}--0.md "audit trail"){{.fact}}' in text
-    assert f'[18](../audit/node_link_nvlinks--GPU0--{NODE}--GPU1.md' in text
+    for value, fid in (("347.6", f"node_busbw_peak_gbs--0-1--{NODE}"),
+                       ("4 GiB", f"node_busbw_peak_message--0-1--{NODE}"),
+                       ("382.9", f"node_p2p_copy_gbs--1--{NODE}--0"),
+                       ("18", f"node_link_nvlinks--GPU0--{NODE}--GPU1")):
+        assert f'[{value}](../{audit_ref(fid, NODE)} "audit trail"){{.fact}}' in text
     records = {r["id"]: r for r in json.loads((root / "data" / "facts.json").read_text())}
     peak = records[f"node_busbw_peak_gbs--0-1--{NODE}"]
     assert peak["value"] == pytest.approx(347.635) and peak["unit"] == "GB/s"
@@ -84,7 +85,7 @@ def test_numbers_are_facts_with_their_raw_lines(rendered):
     assert '"busbw_gbs": 347.635' in peak["excerpt"] and peak["run_ids"] == []
     size = records[f"node_busbw_peak_message--0-1--{NODE}"]
     assert size["value"] == 4 * 2**30 and size["display"] == "4 GiB"
-    audit = html.unescape(page(root, f"audit/node_busbw_peak_gbs--0-1--{NODE}.md"))
+    audit = html.unescape(audit_entry(root / "data" / "docs", f"node_busbw_peak_gbs--0-1--{NODE}", NODE))
     assert f"<code>data/nodes/{NODE}/allreduce.jsonl</code>, line 13" in audit
 
 
@@ -93,8 +94,8 @@ def test_inventory_matrix_p2p_and_sweep_tables(rendered):
     text = page(root)
     assert "| Device | GPU0 | GPU1 |" in text
     assert "| **GPU0** | X | NV18 |" in text and "| **GPU1** | NV18 | X |" in text
-    assert f"| GPU0 | GPU1 | NV18 | yes | [382.9](../audit/node_p2p_copy_gbs" in text
-    assert f"| GPU1 | [140.4](../audit/node_gpu_memory_gib--1--{NODE}.md" in text
+    assert f"| GPU0 | GPU1 | NV18 | yes | [382.9](../audit/{NODE}.md#node_p2p_copy_gbs-" in text
+    assert f"| GPU1 | [140.4](../{audit_ref(f'node_gpu_memory_gib--1--{NODE}', NODE)}" in text
     sweep = text.split("| Message per GPU |", 1)[1].split("\n\n", 1)[0]
     assert sweep.count("\n| [") == 13 and "[1 MiB](" in sweep and "[4 GiB](" in sweep
     for table in NODE_TABLES:

@@ -5,7 +5,7 @@ import html
 
 import duckdb
 
-from render_helpers import RUN4, RUN16, RUN16_FAILED, build_campaign, render_kwargs
+from render_helpers import RUN4, RUN16, RUN16_FAILED, build_campaign, published_ref, render_kwargs
 from stages.render import stage as render
 
 HEADING = "## What went wrong, and what the pipeline did"
@@ -20,9 +20,9 @@ def test_events_are_counted_quoted_and_tabled(tmp_path):
     build_campaign(tmp_path)
     render.run(**render_kwargs(tmp_path))
     text = section(tmp_path)
-    assert '[1](../audit/profile_run_events--point_failed--local-cpu.md "audit trail"){.fact} ' \
-           "benchmark point failed" in text
-    assert "[0](../audit/profile_run_events--run_interrupted--local-cpu.md" in text
+    failed_ref = published_ref(tmp_path, "profile_run_events--point_failed--local-cpu")
+    assert f'[1](../{failed_ref} "audit trail"){{.fact}} benchmark point failed' in text
+    assert f"[0](../{published_ref(tmp_path, 'profile_run_events--run_interrupted--local-cpu')}" in text
     assert "runs were interrupted" in text
     # the failed launch is kept beside the attempt of its spec that completed
     shown = html.unescape(text)
@@ -33,9 +33,10 @@ def test_events_are_counted_quoted_and_tabled(tmp_path):
     table = text.split("| Run | Event | Point | What launch.out says |", 1)[1]
     assert "| point failed | long&#95;&#95;c16 | ReadTimeout: &lt;timed out&gt; |" in table
     assert "| launch failed | - | the engine did not become ready (status=failed) |" in html.unescape(table)
-    audit = (tmp_path / "data" / "docs" / "audit" / "profile_run_events--point_failed--local-cpu.md")
-    # a count: no raw line holds it, so the page cites none and names the run
-    audit_text = html.unescape(audit.read_text())
+    page, anchor = failed_ref.split("#")
+    # a count: no raw line holds it, so the entry cites none and names the run
+    audit_text = html.unescape((tmp_path / "data" / "docs" / page).read_text().split(f"{{#{anchor}}}")[1]
+                               .split("\n## ")[0])
     assert "no single raw line" in audit_text and f"<code>{RUN4}</code>" in audit_text
 
 

@@ -262,7 +262,7 @@ def test_the_launch_section_of_a_tampered_run_says_so_and_names_the_files(tmp_pa
                 "tampered_rows_kept = true where run_id = $run_id", {"run_id": RUN4})
     con.close()
     render.run(**render_kwargs(tmp_path))
-    text = (tmp_path / "data" / "docs" / "part-local-cpu.md").read_text()
+    text = (tmp_path / "data" / "docs" / "posts" / "part-local-cpu.md").read_text()
     box = '!!! danger "Tampered: changed after it was sealed"'
     assert text.count(box) == 1
     section = text[text.index(f"### <code>{escape_text(RUN4)}</code>"):]

@@ -30,11 +30,11 @@ def part(**over):
 
 
 def test_the_shipped_series_loads_in_order_with_its_run_sets():
-    index, parts = load_series(PROJECT / "site" / "series.yaml", TEMPLATES)
+    index, parts, _ = load_series(PROJECT / "site" / "series.yaml", TEMPLATES)
     assert index is not None
     assert [p.meta["part"] for p in parts] == sorted(e["part"] for e in SHIPPED["parts"])
-    assert [p.name for p in parts] == [e["template"][: -len(".j2")] for e in SHIPPED["parts"]]
-    rehearsal = next(p for p in parts if p.name == "part-local-cpu.md")
+    assert [p.name for p in parts] == ["posts/" + e["template"][: -len(".j2")] for e in SHIPPED["parts"]]
+    rehearsal = next(p for p in parts if p.name == "posts/part-local-cpu.md")
     assert rehearsal.meta["run_set"] == {"profile": "local-cpu"}
     assert rehearsal.meta["profile"] == "local-cpu"
 
@@ -65,7 +65,7 @@ def test_a_part_listed_twice_or_with_front_matter_is_refused(tmp_path):
 
 
 def test_a_named_run_set_comes_from_params(tmp_path):
-    _, [p] = load_series(write(tmp_path, [part(runs="cpu")]), TEMPLATES, {"cpu": {"specs": ["tiny-seqs4"]}})
+    _, [p], _ = load_series(write(tmp_path, [part(runs="cpu")]), TEMPLATES, {"cpu": {"specs": ["tiny-seqs4"]}})
     assert p.meta["run_set"] == {"specs": ["tiny-seqs4"]} and p.meta["run_set_name"] == "cpu"
 
 

@@ -1,6 +1,7 @@
 -- What changed from one launch of a model to the next on the same profile: each engine flag
 -- added, removed or given another value in the command, and a changed image. A model's first
--- launch has no row. Each row cites the cmd.sh line of the later launch (or meta.json for the image).
+-- launch has no row. Each row cites the cmd.sh line of the later launch (its meta.json for the
+-- image, or when no command of it was read).
 with runs as (
     select run_id, profile, model, image, started_at, source_file, source_line
     from stg_runs
@@ -48,12 +49,13 @@ pairs as (
         pair_flags.flag                                 as name,
         before.flag_value                               as old_value,
         now.flag_value                                  as new_value,
-        coalesce(now.source_file, commands.source_file) as source_file,
-        coalesce(now.source_line, commands.source_line) as source_line
+        coalesce(now.source_file, commands.source_file, later.source_file) as source_file,
+        coalesce(now.source_line, commands.source_line, later.source_line) as source_line
     from pair_flags
     left join flags as now on now.run_id = pair_flags.run_id and now.flag = pair_flags.flag
     left join flags as before on before.run_id = pair_flags.previous_run_id and before.flag = pair_flags.flag
     left join commands on commands.run_id = pair_flags.run_id
+    left join ordered as later on later.run_id = pair_flags.run_id
 ),
 
 flag_changes as (
