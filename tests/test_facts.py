@@ -7,9 +7,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
+import yaml
 
 from render_helpers import RUN4, RUN16, RUN16_FAILED, SCRIPT_ANSWER, audit_ref, build_campaign
-from stages.render import escape, facts, queries
+from stages.core.config import Paths
+from stages.render import escape, facts, queries, trace
 from stages.render.errors import FactError
 from stages.render.facts import FactBook, FactCheckError, PageMacros
 from stages.render.numbers import table_displays, with_unit
@@ -166,7 +168,9 @@ def test_trace_prints_the_chain(campaign, tmp_path):
     fact = book.evaluate("launch_ready_s", {"run_id": RUN4})
     path = tmp_path / "facts.json"
     path.write_text(json.dumps(book.records()))
-    out = facts.trace(fact.id, path)
+    params = yaml.safe_load((Path(__file__).resolve().parent.parent / "params.yaml").read_text())
+    found = trace.find(trace.load_facts(path), fact.id)
+    out = trace.chain(found, Paths.from_params(params, root))
     assert f"data/runs/{RUN4}/launch.out:2" in out and "ready_s=71.3" in out
     assert "dvc repro derive" in out
 

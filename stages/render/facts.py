@@ -38,7 +38,7 @@ from stages.render.escape import (ESCAPED, audit_location, audit_target, code, e
 from stages.render.evidence import read_line, render_evidence
 from stages.render.inputs import input_rows
 from stages.render.numbers import format_value, table_displays, with_unit
-from stages.render.queries import (COLUMN_FACTS, FACTS_SQL, ROWS_SQL, column_facts, fact_query_path, fact_sql,
+from stages.render.queries import (COLUMN_FACTS, FACTS_SQL, ROWS_SQL, column_facts, fact_sql,
                                    load_query, sql_params, tables_in)
 
 STAGE = "derive"  # the stage whose tables the fact queries read
@@ -383,26 +383,3 @@ def check_digits(page: str, text: str, allowed: tuple[str, ...] = ALLOWED_PATTER
         if m:
             raise FactCheckError(
                 f"{page}: line {lineno} prints a number outside a fact: {m.group(0)!r} in {raw.strip()[:120]!r}")
-
-
-def trace(fact_id_: str, facts_file: Path) -> str:
-    """The chain behind a fact, as text (for `campaign trace`)."""
-    try:
-        records = json.loads(facts_file.read_text())
-    except FileNotFoundError:
-        raise CampaignError(f"{facts_file}: not found (run the render stage first)") from None
-    found = next((r for r in records if r["id"] == fact_id_ or r["name"] == fact_id_), None)
-    if found is None:
-        raise CampaignError(f"unknown fact {fact_id_!r}")
-    lines = [
-        f"fact     {found['id']}",
-        f"value    {with_unit(format_value(found['value']), found.get('unit'))}",
-        (f"derived  {found['name']} of {' and '.join(found['inputs'])}" if found.get("inputs") else
-         f"query    {fact_query_path(found['name'])} {json.dumps(found['params'])}"),
-        f"runs     {', '.join(found['run_ids']) or '-'}",
-        f"source   {found['source_file']}:{found['source_line']}" if found["source_file"] else "source   -",
-        f"excerpt  {found['excerpt']}" if found.get("excerpt") else "excerpt  -",
-        f"stage    {found['stage']} (re-run: dvc repro {found['stage']})",
-        f"git      {found['git_sha'] or '-'}",
-    ]
-    return redact_text("\n".join(lines))
