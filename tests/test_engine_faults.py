@@ -72,7 +72,13 @@ def test_engine_killed_mid_sweep(tmp_path):
     keys = [k for k, _ in facts]
     assert ("run_status", "engine_died") in [tuple(f) for f in facts]
     skipped = [v for k, v in facts if k == "point_skipped"]
-    assert [v.split()[0] for v in skipped] == ["chat__c04", "chat__c08"]
+    errors = [v.split()[0] for k, v in facts if k == "point_error"]
+    # the kill lands during chat__c02, or (on a loaded machine) just as it completed, and then
+    # chat__c04 is the point that fails: either way every later point is skipped
+    if [v.split()[0] for v in skipped] == ["chat__c08"]:
+        assert errors == ["chat__c04"], launch
+    else:
+        assert [v.split()[0] for v in skipped] == ["chat__c04", "chat__c08"], launch
     assert all("engine no longer running" in v for v in skipped)
     assert "point_error" in keys or (folder / "bench" / "chat__c02.json").exists()
     assert (folder / "bench" / "chat__c01.json").exists()          # measured before the kill
