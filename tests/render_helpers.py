@@ -65,7 +65,7 @@ create table bench_points (run_id varchar, point_id varchar, workload varchar,
   completed integer, failed integer, ttft_requests integer, ttft_median_s double, ttft_p90_s double,
   tpot_median_ms double, decode_tok_s_per_user double, output_tok_s double,
   cache_hit_pct double, invalid_requests integer, seq_limit integer, capacity_limited boolean,
-  provisional boolean, source_file varchar, source_line integer);
+  provisional boolean, source_file varchar, source_line integer, figures_from varchar);
 create table invalid_rows (run_id varchar, point_id varchar, workload varchar,
   concurrency integer, request_idx integer, reason varchar, detail varchar, value double,
   threshold double, source_file varchar, source_line integer);
@@ -258,7 +258,7 @@ def build_campaign(root: Path) -> Path:
                 tpot = tpot_ms(c, seqs)
                 con.execute(
                     "insert into bench_points values (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, 0.0, 0,"
-                    " ?, ?, true, ?, 1)",
+                    " ?, ?, true, ?, 1, 'requests')",
                     [run_id, f"{w}__c{c:02d}", w, c, prompt, output, 2 * c, 2 * c, 2 * c, ttft, ttft * 1.4,
                      tpot, 1000 / tpot, output_tok_s(c, limit, seqs), limit, c > limit, rel(f)])
         for t in (1, 2):

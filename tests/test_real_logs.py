@@ -18,6 +18,8 @@ from stages.ingest.parsers.lines import read_chunks
 from stages.ingest.parsers.prefixes import strip_prefixes
 from stages.ingest.parsers.sglang_log import parse_sglang_log
 from stages.ingest.parsers.vllm_log import parse_vllm_log
+from stages.render import charts
+from stages.render.declared import column_facts
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real_logs"
@@ -295,3 +297,30 @@ def test_engine_errors_in_a_ready_log_are_run_events_not_launch_failures(campaig
     assert rows[0][3].startswith("ValueError: Free memory on device") and "did not become ready" in rows[0][3]
     assert rows[1][3].startswith("vllm.v1.engine.exceptions.EngineDeadError")
     assert rows[1][3].endswith("(after the engine became ready)")
+
+
+@pytest.mark.parametrize("fact", ["point_ttft_median_s", "point_ttft_p90_s", "point_tpot_median_ms",
+                                  "point_decode_tok_s"])
+def test_facts_of_a_summary_point_say_where_their_figure_comes_from(campaign, fact: str):
+    declared = column_facts(ROOT / "stages" / "render" / "sql" / "facts" / "columns.yaml")[fact]
+    column, notes = declared.no_line_when
+    assert (column, [v for v, _ in notes]) == ("figures_from", ["tool summary"])
+    assert f"else '{declared.no_line}' end as source_note" in declared.sql()
+    run_id = f"real-model__tp1__4k__vllm__1130-{RESULTS.index('bench_07_vllm_p999_with_input_output_lens.json'):02d}0000"
+    value, note, source_file = campaign.execute(
+        f"select value, source_note, source_file from ({declared.sql()})",
+        {"run_id": run_id, "workload": "long", "concurrency": 4}).fetchone()
+    assert value > 0 and source_file is None
+    assert note == notes[0][1] and "summary of the benchmark tool" in note
+
+
+def test_charts_mark_the_tools_summary(campaign):
+    points = campaign.execute("select *, run_id as series from bench_points").df()
+    for chart in (charts.ttft_chart(points), charts.decode_chart(points)):
+        spec = chart.to_dict()
+        assert charts.SUMMARY_NOTE in spec["title"]["subtitle"]
+    prepared = charts.prepare(points)
+    assert [("tool summary" in n) for n in prepared["note"]] == \
+        [f == "tool summary" for f in prepared["figures_from"]]
+    requests_only = points[points["figures_from"] != "tool summary"].assign(figures_from="requests")
+    assert charts.SUMMARY_NOTE not in charts.ttft_chart(requests_only).to_dict()["title"]["subtitle"]
