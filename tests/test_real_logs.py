@@ -20,6 +20,7 @@ from stages.ingest.parsers.sglang_log import parse_sglang_log
 from stages.ingest.parsers.vllm_log import parse_vllm_log
 from stages.render import charts
 from stages.render.declared import column_facts
+from stages.render.errors import FactError
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real_logs"
@@ -306,7 +307,8 @@ def test_facts_of_a_summary_point_say_where_their_figure_comes_from(campaign, fa
     column, notes = declared.no_line_when
     assert (column, [v for v, _ in notes]) == ("figures_from", ["tool summary"])
     assert f"else '{declared.no_line}' end as source_note" in declared.sql()
-    run_id = f"real-model__tp1__4k__vllm__1130-{RESULTS.index('bench_07_vllm_p999_with_input_output_lens.json'):02d}0000"
+    bench_07 = RESULTS.index("bench_07_vllm_p999_with_input_output_lens.json")
+    run_id = f"real-model__tp1__4k__vllm__1130-{bench_07:02d}0000"
     value, note, source_file = campaign.execute(
         f"select value, source_note, source_file from ({declared.sql()})",
         {"run_id": run_id, "workload": "long", "concurrency": 4}).fetchone()
@@ -324,3 +326,14 @@ def test_charts_mark_the_tools_summary(campaign):
         [f == "tool summary" for f in prepared["figures_from"]]
     requests_only = points[points["figures_from"] != "tool summary"].assign(figures_from="requests")
     assert charts.SUMMARY_NOTE not in charts.ttft_chart(requests_only).to_dict()["title"]["subtitle"]
+
+
+@pytest.mark.parametrize("when", ["{figures_from: tool summary}", "{a: {x: y}, b: {x: y}}",
+                                  "{figures_from: {tool summary: \"it's quoted\"}}"])
+def test_a_malformed_no_line_when_is_refused(tmp_path: Path, when: str):
+    (tmp_path / "columns.yaml").write_text(
+        "- table: bench_points\n  keys: [run_id, workload, concurrency]\n  facts:\n    f:\n"
+        "      value: ttft_median_s\n      unit: s\n      line: none\n      no_line: Computed.\n"
+        f"      no_line_when: {when}\n      description: A figure.\n")
+    with pytest.raises(FactError, match="no_line_when"):
+        column_facts(tmp_path / "columns.yaml")

@@ -57,8 +57,7 @@ class ColumnFact:
     order: tuple[str, ...] = ()     # `column` or `column desc`
     display: str | None = None      # a key of DISPLAYS
     no_line: str | None = None      # why no raw line holds the value, when none does
-    # (column, ((value, note), ...)): the note instead of no_line on a row where column = value
-    no_line_when: tuple[str, tuple[tuple[str, str], ...]] | None = None
+    no_line_when: tuple[str, tuple[tuple[str, str], ...]] | None = None  # (column, ((value, note),))
 
     def columns(self) -> set[str]:
         """The table's columns the query names."""
@@ -82,11 +81,9 @@ class ColumnFact:
         display = f"        {DISPLAYS[self.display].format(v=shown)} as display,\n" \
             if self.display else ""
         run_id = "run_id" if "run_id" in self.keys else "cast(null as varchar)"
-        text = f"'{self.no_line}'"
-        if self.no_line_when:
-            column, notes = self.no_line_when
-            text = "case " + " ".join(f"when {column} = '{v}' then '{n}'" for v, n in notes) + \
-                f" else {text} end"
+        column, notes = self.no_line_when or ("", ())
+        cases = "".join(f"when {column} = '{v}' then '{n}' " for v, n in notes)
+        text = f"case {cases}else '{self.no_line}' end" if notes else f"'{self.no_line}'"
         note = ("" if self.no_line is None else f"        {text} as source_note,\n"
                 if self.line is None else
                 f"        case when {self.line}_file is null then {text} end as source_note,\n")
@@ -305,19 +302,16 @@ def _column_fact(path: Path, group: dict, name: str, entry: Any) -> ColumnFact:
 
 def _no_line_when(path: Path, name: str, when: Any, no_line: str | None
                   ) -> tuple[str, tuple[tuple[str, str], ...]] | None:
-    """`no_line_when: {column: {value: note}}`, checked: one column, notes one line without quotes."""
+    """`no_line_when: {column: {value: note}}` beside no_line; notes are one line without quotes."""
     if when is None:
         return None
-    shape = f"{path.name}: {name}: no_line_when is {{column: {{value: note}}}} beside no_line"
-    if no_line is None or not isinstance(when, dict) or len(when) != 1:
-        raise FactError(shape)
-    (column, notes), = when.items()
-    if not isinstance(notes, dict) or not notes or not all(
+    notes = next(iter(when.values())) if isinstance(when, dict) and len(when) == 1 else None
+    if no_line is None or not isinstance(notes, dict) or not notes or not all(
             isinstance(v, str) and isinstance(n, str) and NOTE.fullmatch(v) and NOTE.fullmatch(n.strip())
             for v, n in notes.items()):
-        raise FactError(shape)
-    return _declared(path, name, column, IDENTIFIER, "no_line_when column"), \
-        tuple((v, n.strip()) for v, n in notes.items())
+        raise FactError(f"{path.name}: {name}: no_line_when is {{column: {{value: note}}}} beside no_line")
+    return (_declared(path, name, next(iter(when)), IDENTIFIER, "no_line_when column"),
+            tuple((v, n.strip()) for v, n in notes.items()))
 
 
 def _count_fact(path: Path, group: dict, name: str, entry: Any) -> CountFact:
