@@ -21,6 +21,7 @@ from stages.ingest.parsers.vllm_log import parse_vllm_log
 from stages.render import charts
 from stages.render.declared import column_facts
 from stages.render.errors import FactError
+from stages.render.inputs import input_rows, recompute
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = Path(__file__).resolve().parents[2] / "shared" / "real_logs"
@@ -314,6 +315,12 @@ def test_facts_of_a_summary_point_say_where_their_figure_comes_from(campaign, fa
         {"run_id": run_id, "workload": "long", "concurrency": 4}).fetchone()
     assert value > 0 and source_file is None
     assert note == notes[0][1] and "summary of the benchmark tool" in note
+    # its audit inputs are the tool's summary, and give the value again
+    statistic, rows = input_rows(campaign, fact, {"run_id": run_id, "workload": "long", "concurrency": 4})
+    used = [r for r in rows if r["used"]]
+    assert len(used) == 1 and used[0]["reason"] == "the benchmark tool summary"
+    assert used[0]["path"].startswith(("median_", "p90_"))
+    assert recompute(statistic, rows) == pytest.approx(value)
 
 
 def test_charts_mark_the_tools_summary(campaign):
