@@ -63,7 +63,7 @@ create table bench_requests (run_id varchar, point_id varchar, workload varchar,
 create table bench_points (run_id varchar, point_id varchar, workload varchar,
   concurrency integer, prompt_tokens integer, output_tokens integer, sent integer,
   completed integer, failed integer, ttft_requests integer, ttft_median_s double, ttft_p90_s double,
-  tpot_median_ms double, decode_tok_s_per_user double, output_tok_s double,
+  tpot_median_ms double, figures_from varchar, decode_tok_s_per_user double, output_tok_s double,
   cache_hit_pct double, invalid_requests integer, seq_limit integer, capacity_limited boolean,
   provisional boolean, source_file varchar, source_line integer);
 create table invalid_rows (run_id varchar, point_id varchar, workload varchar,
@@ -257,8 +257,8 @@ def build_campaign(root: Path) -> Path:
                 ttft = (0.2 if w == "chat" else 1.1) * (1 + max(0, c - limit))
                 tpot = tpot_ms(c, seqs)
                 con.execute(
-                    "insert into bench_points values (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, 0.0, 0,"
-                    " ?, ?, true, ?, 1)",
+                    "insert into bench_points values (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, 'requests', ?, ?,"
+                    " 0.0, 0, ?, ?, true, ?, 1)",
                     [run_id, f"{w}__c{c:02d}", w, c, prompt, output, 2 * c, 2 * c, 2 * c, ttft, ttft * 1.4,
                      tpot, 1000 / tpot, output_tok_s(c, limit, seqs), limit, c > limit, rel(f)])
         for t in (1, 2):

@@ -54,9 +54,10 @@ def prepare(points: pd.DataFrame) -> pd.DataFrame:
     """Bench points with the helper columns the charts encode (run_kind, note)."""
     df = _with_run_kind(_checked(points, REQUIRED, "bench points"))
     df["capacity_limited"] = df["capacity_limited"].fillna(False).astype(bool)
+    summary = df["figures_from"] == SUMMARY if "figures_from" in df.columns else [False] * len(df)
     df["note"] = [
-        ", ".join(w for w, on in (("provisional", p), ("capacity-limited", c)) if on) or "-"
-        for p, c in zip(df["provisional"], df["capacity_limited"])
+        ", ".join(w for w, on in (("provisional", p), ("capacity-limited", c), (SUMMARY, t)) if on) or "-"
+        for p, c, t in zip(df["provisional"], df["capacity_limited"], summary)
     ]
     df["concurrency"] = df["concurrency"].astype(int)
     for limit, column in LIMITS.items():
@@ -150,6 +151,16 @@ def facet_layout(workloads: int, total_width: int = CHART_WIDTH) -> tuple[int, i
 
 
 NO_TTFT_NOTE = "Not drawn: points with no TTFT (every request failed or came from the prefix cache)."
+SUMMARY_NOTE = ("Marked tool summary: the benchmark tool's own percentiles as its result file holds "
+                "them (no per-request timings to compute them from).")
+SUMMARY = "tool summary"
+
+
+def _summary_note(df: pd.DataFrame, note: list[str]) -> list[str]:
+    """The note, saying so when any point's figures are the benchmark tool's own summary."""
+    if "figures_from" in df.columns and (df["figures_from"] == SUMMARY).any():
+        return note + [SUMMARY_NOTE]
+    return note
 
 
 def _facet(layers: list[alt.Chart], df: pd.DataFrame, title: str,
@@ -177,6 +188,7 @@ def ttft_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) 
     if "ttft_requests" in df.columns and (df["ttft_requests"] == 0).any():
         df = df[df["ttft_requests"].isna() | (df["ttft_requests"] > 0)]
         note = NOTE + [NO_TTFT_NOTE]
+    note = _summary_note(df, note)
     long = df.melt(id_vars=[c for c in df.columns if c not in ("ttft_median_s", "ttft_p90_s")],
                    value_vars=["ttft_median_s", "ttft_p90_s"], var_name="stat", value_name="ttft_s")
     long["stat"] = long["stat"].map({"ttft_median_s": "median", "ttft_p90_s": "p90"})
@@ -191,19 +203,20 @@ def ttft_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) 
 
 
 def _metric_chart(points: pd.DataFrame, color_domain: Sequence[str] | None, field: str, axis_title: str,
-                  tip_title: str, title: str) -> alt.FacetChart:
-    """One per-point figure against concurrent users, points without it left out."""
+                  tip_title: str, title: str, summary: bool = False) -> alt.FacetChart:
+    """One per-point figure against concurrent users, points without it left out; `summary`: the
+    figure may be the benchmark tool's own (figures_from), and the note says so."""
     df = prepare(points)
     df = df[df[field].notna()]
     layers = _layers(alt.Y(f"{field}:Q", title=axis_title), color_scale(color_domain, df),
                      _tooltip(field, tip_title, ".1f"))
-    return _facet(layers, df, title)
+    return _facet(layers, df, title, _summary_note(df, NOTE) if summary else NOTE)
 
 
 def decode_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:
     """Decode speed each user sees (1000 / median TPOT) against concurrent users."""
     return _metric_chart(points, color_domain, "decode_tok_s_per_user", "Decode tokens/s per user",
-                         "tokens/s per user", "Decode speed per user")
+                         "tokens/s per user", "Decode speed per user", summary=True)
 
 
 def throughput_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:

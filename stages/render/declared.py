@@ -57,13 +57,15 @@ class ColumnFact:
     order: tuple[str, ...] = ()     # `column` or `column desc`
     display: str | None = None      # a key of DISPLAYS
     no_line: str | None = None      # why no raw line holds the value, when none does
+    no_line_when: tuple[str, tuple[tuple[str, str], ...]] | None = None  # (column, ((value, note),))
 
     def columns(self) -> set[str]:
         """The table's columns the query names."""
         named = {m for m in EXPRESSION_TOKEN.findall(self.value) if m} - EXPRESSION_FUNCTIONS
         lines = {f"{self.line}_file", f"{self.line}_line"} if self.line else set()
+        when = {self.no_line_when[0]} if self.no_line_when else set()
         return named | set(self.keys) | {c for c, _ in self.where} | \
-            {o.split()[0] for o in self.order} | lines
+            {o.split()[0] for o in self.order} | lines | when
 
     def named_columns(self) -> dict[str, set[str]]:
         """The columns the query names, by table."""
@@ -79,9 +81,12 @@ class ColumnFact:
         display = f"        {DISPLAYS[self.display].format(v=shown)} as display,\n" \
             if self.display else ""
         run_id = "run_id" if "run_id" in self.keys else "cast(null as varchar)"
-        note = ("" if self.no_line is None else f"        '{self.no_line}' as source_note,\n"
+        column, notes = self.no_line_when or ("", ())
+        cases = "".join(f"when {column} = '{v}' then '{n}' " for v, n in notes)
+        text = f"case {cases}else '{self.no_line}' end" if notes else f"'{self.no_line}'"
+        note = ("" if self.no_line is None else f"        {text} as source_note,\n"
                 if self.line is None else
-                f"        case when {self.line}_file is null then '{self.no_line}' end as source_note,\n")
+                f"        case when {self.line}_file is null then {text} end as source_note,\n")
         source = (("cast(null as varchar)", "cast(null as integer)") if self.line is None
                   else (f"{self.line}_file", f"{self.line}_line"))
         return (
@@ -274,9 +279,9 @@ def _unit(path: Path, name: str, entry: dict) -> str | None:
 
 def _column_fact(path: Path, group: dict, name: str, entry: Any) -> ColumnFact:
     if not isinstance(entry, dict) or \
-            set(entry) - {"value", "unit", "line", "no_line", "display", "description"}:
-        raise FactError(f"{path.name}: {name}: an entry has value, unit, line, no_line, display and "
-                        "description only")
+            set(entry) - {"value", "unit", "line", "no_line", "no_line_when", "display", "description"}:
+        raise FactError(f"{path.name}: {name}: an entry has value, unit, line, no_line, no_line_when, "
+                        "display and description only")
     display = entry.get("display")
     if display is not None and display not in DISPLAYS:
         raise FactError(f"{path.name}: {name}: display is one of {', '.join(DISPLAYS)}")
@@ -291,7 +296,22 @@ def _column_fact(path: Path, group: dict, name: str, entry: Any) -> ColumnFact:
         unit=_unit(path, name, entry), keys=group["keys"], where=group["where"],
         line=None if line == "none" else _declared(path, name, line, IDENTIFIER, "line"),
         description=_description(path, name, entry), order=group["order"], display=display,
-        no_line=None if no_line is None else no_line.strip())
+        no_line=None if no_line is None else no_line.strip(),
+        no_line_when=_no_line_when(path, name, entry.get("no_line_when"), no_line))
+
+
+def _no_line_when(path: Path, name: str, when: Any, no_line: str | None
+                  ) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+    """`no_line_when: {column: {value: note}}` beside no_line; notes are one line without quotes."""
+    if when is None:
+        return None
+    notes = next(iter(when.values())) if isinstance(when, dict) and len(when) == 1 else None
+    if no_line is None or not isinstance(notes, dict) or not notes or not all(
+            isinstance(v, str) and isinstance(n, str) and NOTE.fullmatch(v) and NOTE.fullmatch(n.strip())
+            for v, n in notes.items()):
+        raise FactError(f"{path.name}: {name}: no_line_when is {{column: {{value: note}}}} beside no_line")
+    return (_declared(path, name, next(iter(when)), IDENTIFIER, "no_line_when column"),
+            tuple((v, n.strip()) for v, n in notes.items()))
 
 
 def _count_fact(path: Path, group: dict, name: str, entry: Any) -> CountFact:

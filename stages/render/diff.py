@@ -86,6 +86,8 @@ def tables_at_rev(root: Path, paths: Paths, rev: str) -> duckdb.DuckDBPyConnecti
                        {"f": str(csv_file)})
         # tables derived before bench_points counted its TTFT requests: unknown, not zero
         db.execute("alter table bench_points add column if not exists ttft_requests integer")
+        # ... and before it said where its figures come from: all from requests then
+        db.execute("alter table bench_points add column if not exists figures_from varchar default 'requests'")
     return db
 
 

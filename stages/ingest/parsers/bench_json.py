@@ -42,6 +42,9 @@ _INFINITE_OK = {"request_rate"}
 _NUMBER_TYPES = {int, float, type(None)}
 _INFINITY_WORDS = {"inf", "+inf", "infinity", "+infinity"}
 _POINT_NAME = re.compile(r"^(?P<workload>.+?)__c(?P<concurrency>\d+)$")
+# Keys only SGLang's bench_serving writes; its `concurrency` is the average measured in flight,
+# not a --metadata setting, and is kept as `measured_concurrency`.
+_SGLANG_KEYS = {"server_info", "total_output_tokens_retokenized", "accept_length"}
 
 
 @dataclass
@@ -133,6 +136,9 @@ def point_of(obj: dict[str, Any], point_id: str, line: int, file_stem: str | Non
                 row[name] = _float(value)
         else:
             extra[name] = _scalar_for_json(value)
+    if _SGLANG_KEYS & obj.keys() and "concurrency" in extra:
+        extra["measured_concurrency"] = extra.pop("concurrency")
+    _complete_counts(row, extra)
     workload, concurrency = split_point_id(file_stem or point_id)
     meta_workload = extra.get("workload")
     meta_concurrency = _int(extra.get("concurrency"))
@@ -142,6 +148,17 @@ def point_of(obj: dict[str, Any], point_id: str, line: int, file_stem: str | Non
                           else row.get("max_concurrency"))
     row["metadata_json"] = json.dumps(extra, sort_keys=True, ensure_ascii=False) if extra else None
     return row, problems
+
+
+def _complete_counts(row: dict[str, Any], extra: dict[str, Any]) -> None:
+    """Fill `failed` where the tool sent num_prompts requests and counted only the completed ones
+    (benchmark_serving.py before `failed` was written): failed = num_prompts - completed, noted
+    in the metadata as `failed_from`. SGLang's bench_serving writes neither num_prompts nor failed:
+    both stay null."""
+    sent, completed = row.get("num_prompts"), row.get("completed")
+    if row.get("failed") is None and sent is not None and completed is not None and completed <= sent:
+        row["failed"] = sent - completed
+        extra["failed_from"] = "num_prompts - completed"
 
 
 def _itl_totals(itl: Any) -> tuple[int | None, float | None]:

@@ -2,7 +2,8 @@
 
 Only lines holding an anchor are looked at; every other line costs one `bytes.find` pass per
 anchor over the buffer. Startup anchors are looked for up to the engine's ready line only; the
-steady anchors (periodic stats) and the error anchors everywhere.
+steady anchors (periodic stats) and the error anchors everywhere. Two `error` facts at most: the
+log's first, and the first after the ready line when the first came before it.
 """
 from __future__ import annotations
 
@@ -76,6 +77,8 @@ def scan_log(data: bytes | Iterable[Chunk], *, startup: tuple[bytes, ...], ready
     """
     result = LogParse()
     first_error: Fact | None = None
+    late_error: Fact | None = None
+    ready_line: int | None = None
     starting = True
     layouts: Layouts = {}
     before = b""
@@ -86,6 +89,8 @@ def scan_log(data: bytes | Iterable[Chunk], *, startup: tuple[bytes, ...], ready
             stop = None if at < 0 else line_span(chunk, at)[1]
             find_spans(chunk, startup + (ready,), stop, spans)
             starting = at < 0
+            if stop is not None:
+                ready_line = first_line + chunk.count(b"\n", 0, stop)
         if bulk:
             found, rest, matched = read_bulk(chunk, first_line, steady, bulk, layouts)
             result.blocks.extend(found)
@@ -113,11 +118,29 @@ def scan_log(data: bytes | Iterable[Chunk], *, startup: tuple[bytes, ...], ready
                     result.errors.append(stat)
         if first_error is None:
             first_error = first_error_fact(chunk, first_line, before)
+        if ready_line is not None and late_error is None and (
+                first_error is None or first_error.line < ready_line):
+            late_error = _error_after(chunk, first_line, ready_line, before)
         before = chunk
     if first_error is not None:
         result.facts.append(first_error)
+    if late_error is not None and late_error is not first_error:
+        result.facts.append(late_error)
     result.facts.sort(key=lambda f: f.line)
     return result
+
+
+def _error_after(chunk: bytes, first_line: int, ready_line: int, before: bytes) -> Fact | None:
+    """The first error of `chunk` on a line after `ready_line` (an engine that died once it was
+    serving, where an earlier error belonged to a launch that never became ready)."""
+    if first_line > ready_line:
+        return first_error_fact(chunk, first_line, before)
+    start = 0
+    for _ in range(ready_line - first_line + 1):
+        start = chunk.find(b"\n", start) + 1
+        if start == 0:
+            return None
+    return first_error_fact(chunk[start:], ready_line + 1, chunk[:start])
 
 
 def first_error_fact(chunk: bytes, first_line: int, before: bytes = b"") -> Fact | None:

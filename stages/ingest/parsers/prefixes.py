@@ -9,6 +9,10 @@ Shapes (LOG_FORMATS.md), stacked in any order:
   CI                  [2025-03-10T15:07:20Z]
   SGLang              [2026-04-08 14:05:21 TP0]
   job runner          07:29:01 [INFO] [job]
+  job wrapper         2026-06-09 14:01:52.982 [Error] (Process)
+  docker compose      vllm-1  |  (service_1 with compose v1)
+  journald            Dec  1 04:30:50 node1 vllm[1234]:
+  torch ranks         [rank0]:
   ANSI colour codes   with or without their ESC byte
   progress bars       a tqdm bar glued to the front, or overwritten with carriage returns
 """
@@ -36,6 +40,13 @@ _DOCKER_TS = re.compile(
 _BRACKET_TS = re.compile(
     r"\[(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)(?: ([A-Za-z][^\]]*))?\]\s*")
 _JOB_RUNNER = re.compile(rf"(\d\d:\d\d:\d\d(?:[.,]\d+)?) \[({_LEVELS})\] \[[^\]]*\]\s*")
+_WRAPPER = re.compile(
+    rf"(\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?) \[({_LEVELS}|Error|Info|Warning|Debug)\]"
+    r"(?: \([A-Za-z]\w*\))?\s+", re.IGNORECASE)
+_COMPOSE = re.compile(r"[A-Za-z0-9][\w.\-]*[\-_]\d+ *\| ")  # service-1, service_1 (compose v1)
+_JOURNALD = re.compile(
+    r"([A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d) [\w.\-]+ [\w.@\-]+(?:\[\d+\])?: ")
+_RANK = re.compile(r"\[rank\d+\]: ?")
 _UVICORN = re.compile(rf"({_LEVELS}):\s+")
 _PROGRESS = re.compile(
     r".*?\d+%(?:\|[^|]*\|| Completed \|)[^\[\n]*\[[^\]]*\]\s*")
@@ -96,6 +107,11 @@ def strip_prefixes(line: str) -> Prefixed:
             pos += 1
             continue
         m = None
+        if pos == 0 and "| " in line:
+            m = _COMPOSE.match(line)
+            if m:
+                pos = m.end()
+                continue
         if ch == "(":
             m = _PROCESS_TAG.match(line, pos)
             if m:
@@ -106,16 +122,23 @@ def strip_prefixes(line: str) -> Prefixed:
                 outer_time = outer_time or m.group(1)
                 if m.group(2):
                     worker = m.group(2)
+            else:
+                m = _RANK.match(line, pos)
         elif ch.isdigit():
             m = _DOCKER_TS.match(line, pos)
             if m:
                 outer_time = outer_time or m.group(1)
             else:
-                m = _JOB_RUNNER.match(line, pos)
+                m = _JOB_RUNNER.match(line, pos) or _WRAPPER.match(line, pos)
                 if m:
                     outer_time = outer_time or m.group(1)
-                    outer_level = outer_level or m.group(2)
+                    outer_level = outer_level or m.group(2).upper()
         elif ch.isupper():
+            m = _JOURNALD.match(line, pos) if line[pos + 1:pos + 3].islower() else None
+            if m:
+                outer_time = outer_time or m.group(1)
+                pos = m.end()
+                continue
             m = _VLLM_HEADER.match(line, pos)
             if m:
                 level = m.group(1)

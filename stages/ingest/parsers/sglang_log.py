@@ -8,7 +8,8 @@ from stages.ingest.parsers.engine_log import line_fact, scan_log
 from stages.ingest.parsers.prefixes import Prefixed
 from stages.ingest.parsers.lines import BulkShape, Chunk, Fact, LogParse, ParseError, Stat
 
-STARTUP_ANCHORS = (b"max_total_num_tokens", b"max_running_requests", b"context_len", b"Load weight end")
+STARTUP_ANCHORS = (b"max_total_num_tokens", b"max_running_requests", b"context_len", b"Load weight end",
+                   b"KV Cache is allocated")
 READY = b"fired up and ready"
 STEADY_ANCHORS = (b"Prefill batch", b"Decode batch")
 STARTUP_KEYS = (
@@ -17,6 +18,7 @@ STARTUP_KEYS = (
 )
 _PAIR = re.compile(r"\b(max_total_num_tokens|chunked_prefill_size|max_prefill_tokens"
                    r"|max_running_requests|context_len)\s*=\s*(-?\d+)")
+_ALLOCATED = re.compile(r"KV Cache is allocated\..*?#tokens: (\d+)")
 _WEIGHTS = re.compile(r"mem usage=(-?[\d.]+) ?(GB|GiB)")
 _BATCH = re.compile(r"(Prefill|Decode) batch[.,]?\s*(.*)")
 _FIELD = re.compile(r"(#?[A-Za-z][\w\- ()/#]*?):\s*([^,]+)")
@@ -71,6 +73,10 @@ def facts_of_line(p: Prefixed, raw: str, line: int) -> tuple[list[Fact], list[Pa
                                  detail=m.group(2)))
         else:
             errors.append(ParseError(line, "Load weight end line without mem usage"))
+    if "KV Cache is allocated" in msg:
+        m = _ALLOCATED.search(msg)
+        if m:  # one line per pool and rank; max_total_num_tokens is the pool itself
+            out.append(line_fact("kv_allocated_tokens", p, raw, line, value_num=float(m.group(1))))
     if "fired up and ready" in msg:
         out.append(line_fact("ready", p, raw, line, value_num=1.0))
     return out, errors

@@ -13,15 +13,15 @@ from stages.ingest.parsers.lines import BulkShape, Chunk, Fact, LogParse, ParseE
 
 # Startup facts are looked for only up to the ready line; stats and errors everywhere.
 STARTUP_ANCHORS = (
-    b"KV cache size", b"Maximum concurrency", b"GPU blocks", b"block_size", b" took ", b" takes ",
-    b"KV cache memory", b"No available memory", b"Using ", b"version ", b"LLM engine (v",
+    b"KV cache size", b"Maximum concurrency", b"GPU blocks", b"cuda blocks", b"block_size", b" took ",
+    b" takes ", b"KV cache memory", b"No available memory", b"Using ", b"version ", b"LLM engine (v",
 )
 READY = b"startup complete"
 STEADY_ANCHORS = (b"Avg prompt throughput",)
 
 _KV_SIZE = re.compile(r"\b(GPU|CPU) KV cache size: ([\d,]+) tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d,.]+)x")
-_GPU_BLOCKS = re.compile(r"# GPU blocks: (\d+)")
+_GPU_BLOCKS = re.compile(r"# (?:GPU|cuda) blocks: (\d+)")
 _BLOCK_SIZE = re.compile(r"""\bblock_size['"]?\s*[:=]\s*(\d+)""")
 _WEIGHTS_OLD = re.compile(r"Loading model weights took (-?[\d.]+) ?(GiB|GB)")
 _MODEL_LOADING = re.compile(
@@ -108,7 +108,7 @@ def facts_of_line(p: Prefixed, raw: str, line: int) -> tuple[list[Fact], list[Pa
             add("max_concurrency_len", value_num=_num(m.group(1)))
         else:
             errors.append(ParseError(line, "Maximum concurrency line not understood"))
-    if "GPU blocks" in msg:
+    if "GPU blocks" in msg or "cuda blocks" in msg:
         m = _GPU_BLOCKS.search(msg)
         if m:
             add("kv_blocks", value_num=float(m.group(1)))

@@ -88,7 +88,8 @@ create table if not exists raw_launch_out (
 --   engine_version, kv_tokens, kv_blocks, block_size, max_concurrency_x, max_concurrency_len,
 --   weights_gib, load_s, kv_memory_gib, no_kv_memory, init_s, compile_s, ready,
 --   moe_backend, attention_backend, linear_kernel, kv_scale, max_total_num_tokens,
---   max_running_requests, context_len, chunked_prefill_size, max_prefill_tokens, error
+--   max_running_requests, context_len, chunked_prefill_size, max_prefill_tokens,
+--   kv_allocated_tokens (SGLang `KV Cache is allocated … #tokens`, one per pool and rank), error
 -- value_num holds numbers (tokens, GiB, seconds), value_text text (version, backend names);
 -- for `error`: value_text = message, detail = exception type, worker = the process tag.
 create table if not exists raw_log_facts (

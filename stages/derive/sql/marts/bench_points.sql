@@ -8,6 +8,12 @@
 --   the requests the rules leave out.
 -- tpot_median_ms: median TPOT over successful requests, leaving out those whose output came in one
 --   burst (invalid_rows reason burst_output); decode_tok_s_per_user = 1000 / that.
+-- figures_from: 'requests' when the TTFT/TPOT figures above are computed from per-request arrays
+--   (any request has a TTFT); 'tool summary' when the file has no such arrays and the figures are
+--   the benchmark tool's own percentiles (median_ttft_ms, p90_ttft_ms, median_tpot_ms), taken as
+--   written and not recomputed; then ttft_requests is the point's completed requests, the ones the
+--   tool summarised. Null when the point has neither (or completed none).
+-- sent / failed: null when the tool recorded neither (SGLang bench_serving writes only completed).
 -- seq_limit: the sequences that fit at this workload (already capped by the sequence cap); the
 --   cap alone when the workload or the KV pool is unknown; null beyond the maximum context.
 -- provisional: the run's gate scored below $gate_min_score, or the run has no gate.
@@ -35,6 +41,7 @@ request_stats as (
         requests.run_id,
         requests.point_id,
         count(*)                                                    as requests,
+        count(requests.ttft_s)                                      as timed_requests,
         count(*) filter (where requests.ok)                         as ok_requests,
         count(*) filter (where not requests.ok)                     as failed_requests,
         count(*)
@@ -54,6 +61,21 @@ request_stats as (
     group by requests.run_id, requests.point_id
 ),
 
+summary as (
+    select
+        points.run_id,
+        points.point_id,
+        case
+            when coalesce(request_stats.timed_requests, 0) > 0 then 'requests'
+            when points.completed > 0
+             and (points.median_ttft_ms is not null or points.median_tpot_ms is not null)
+            then 'tool summary'
+        end as figures_from
+    from points
+    left join request_stats
+        on request_stats.run_id = points.run_id and request_stats.point_id = points.point_id
+),
+
 joined as (
     select
         points.run_id,
@@ -65,10 +87,15 @@ joined as (
         coalesce(points.num_prompts, request_stats.requests)        as sent,
         coalesce(points.completed, request_stats.ok_requests)       as completed,
         coalesce(points.failed, request_stats.failed_requests)      as failed,
-        coalesce(request_stats.ttft_requests, 0)                    as ttft_requests,
-        case when request_stats.ttft_requests > 0 then request_stats.ttft_median_s end as ttft_median_s,
-        case when request_stats.ttft_requests > 0 then request_stats.ttft_p90_s end    as ttft_p90_s,
-        request_stats.tpot_median_ms,
+        summary.figures_from,
+        case when summary.figures_from = 'tool summary' then points.completed
+             else coalesce(request_stats.ttft_requests, 0) end     as ttft_requests,
+        case when summary.figures_from = 'tool summary' then points.median_ttft_ms / 1000.0
+             when request_stats.ttft_requests > 0 then request_stats.ttft_median_s end as ttft_median_s,
+        case when summary.figures_from = 'tool summary' then points.p90_ttft_ms / 1000.0
+             when request_stats.ttft_requests > 0 then request_stats.ttft_p90_s end    as ttft_p90_s,
+        case when summary.figures_from = 'tool summary' then points.median_tpot_ms
+             else request_stats.tpot_median_ms end                  as tpot_median_ms,
         points.output_tok_s,
         point_cache.cache_hit_pct,
         coalesce(request_stats.invalid_requests, 0)                 as invalid_requests,
@@ -87,6 +114,8 @@ joined as (
        and workloads.workload = points.workload
     left join request_stats
         on request_stats.run_id = points.run_id and request_stats.point_id = points.point_id
+    left join summary
+        on summary.run_id = points.run_id and summary.point_id = points.point_id
     left join int_point_cache as point_cache
         on point_cache.run_id = points.run_id and point_cache.point_id = points.point_id
     left join launches
@@ -112,6 +141,7 @@ final as (
         ttft_median_s::double                                       as ttft_median_s,
         ttft_p90_s::double                                          as ttft_p90_s,
         tpot_median_ms::double                                      as tpot_median_ms,
+        figures_from::varchar                                       as figures_from,
         case when tpot_median_ms > 0 then 1000.0 / tpot_median_ms end as decode_tok_s_per_user,
         output_tok_s,
         cache_hit_pct,

@@ -122,8 +122,9 @@ ready_fact as (
     where fact = 'ready'
 ),
 
--- A launch error is one logged before the engine became ready: an error after that (such as
--- EngineDeadError while the engine is being stopped) is not why a launch failed.
+-- A launch error is the first error of a log that never shows the engine ready. In a log that
+-- does, an error after readiness (EngineDeadError hours later) or before it (a launch that failed
+-- and was started again in the same log) is not why this launch failed: run_events has it.
 first_error as (
     select errors.run_id, errors.detail, errors.value_text, errors.worker,
            errors.source_file, errors.source_line
@@ -132,7 +133,7 @@ first_error as (
         on ready.run_id = errors.run_id and ready.fact = 'ready'
         and ready.source_file = errors.source_file
     where errors.fact = 'error'
-      and (ready.run_id is null or errors.source_line < ready.source_line)
+      and ready.run_id is null
 ),
 
 joined as (

@@ -6,6 +6,10 @@
 -- run_status=failed after a launch that failed is the same event as launch_failed and is not
 -- repeated; after a ready launch it means the run stopped before its benchmarks (run_failed).
 -- Run-level statuses use the run's last run_status line, as runs.run_status does.
+-- From the engine logs, one engine_error row per error a log records in a log that also shows
+-- the engine ready: an error after the ready line (the engine died while serving), or one before
+-- it (a launch that never became ready, restarted in the same log). These are not launch failures;
+-- source_file and source_line are the log's own.
 with launch_out as (
     select * from stg_launch_out
 ),
@@ -76,8 +80,35 @@ run_lines as (
       and not (s.run_status = 'failed' and s.run_id in (select run_id from launch_failures))
 ),
 
+ready_lines as (
+    select run_id, source_file, min(source_line) as ready_line
+    from stg_log_facts
+    where fact = 'ready'
+    group by run_id, source_file
+),
+
+engine_errors as (
+    select
+        errors.run_id,
+        'engine_error'                                                         as event,
+        cast(null as varchar)                                                  as point_id,
+        concat_ws(': ', errors.detail, nullif(errors.value_text, ''))
+            || case when errors.source_line > ready.ready_line
+                    then ' (after the engine became ready)'
+                    else ' (in a launch that did not become ready; a later one in the same log did)'
+               end                                                             as detail,
+        errors.source_file,
+        errors.source_line
+    from stg_log_facts as errors
+    inner join ready_lines as ready
+        on ready.run_id = errors.run_id and ready.source_file = errors.source_file
+    where errors.fact = 'error'
+),
+
 final as (
     select run_id, event, point_id, detail, source_file, source_line from point_lines
+    union all
+    select run_id, event, point_id, detail, source_file, source_line from engine_errors
     union all
     select run_id, event, point_id, detail, source_file, source_line from launch_failures
     union all

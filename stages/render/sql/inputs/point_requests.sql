@@ -4,7 +4,17 @@
 -- tokens per second), used unless the request failed or was served from the prefix cache; time
 -- per output token in milliseconds ((latencies[i] - ttfts[i]) / (output_lens[i] - 1)), used
 -- unless the request failed or its output came in one burst. `reason`: its invalid_rows reasons.
-with requests as (
+-- ttft90 is the time to first token again, for the p90. A point whose figures are the benchmark
+-- tool's own summary (bench_points.figures_from) lists that summary as its one input instead:
+-- median_ttft_ms, p90_ttft_ms and median_tpot_ms of its result file, as bench_points holds them.
+with summary as (
+    select source_file, ttft_median_s, ttft_p90_s, tpot_median_ms
+    from bench_points
+    where run_id = $run_id and workload = $workload and concurrency = $concurrency
+      and figures_from = 'tool summary'
+),
+
+requests as (
     select point_id, request_idx as i, ttft_s, prefill_tok_s, tpot_ms, ok, source_file
     from bench_requests
     where run_id = $run_id and workload = $workload and concurrency = $concurrency
@@ -22,12 +32,16 @@ reasons as (
     group by point_id, request_idx
 ),
 
-final as (
+request_inputs as (
     select
+        r.i,
         r.source_file,
         r.ttft_s                                                     as ttft_value,
         printf('ttfts[%d]', r.i)                                     as ttft_path,
         r.ok and not coalesce(x.no_ttft, false)                      as ttft_used,
+        r.ttft_s                                                     as ttft90_value,
+        printf('ttfts[%d]', r.i)                                     as ttft90_path,
+        r.ok and not coalesce(x.no_ttft, false)                      as ttft90_used,
         r.prefill_tok_s                                              as prefill_value,
         printf('input_lens[%d] / ttfts[%d]', r.i, r.i)               as prefill_path,
         r.ok and not coalesce(x.no_ttft, false)                      as prefill_used,
@@ -37,7 +51,36 @@ final as (
         x.reason
     from requests as r
     left join reasons as x using (point_id, i)
-    order by r.i
+    where not exists (select 1 from summary)
+),
+
+summary_inputs as (
+    select
+        -1                                                           as i,
+        source_file,
+        ttft_median_s                                                as ttft_value,
+        'median_ttft_ms / 1000'                                      as ttft_path,
+        ttft_median_s is not null                                    as ttft_used,
+        ttft_p90_s                                                   as ttft90_value,
+        'p90_ttft_ms / 1000'                                         as ttft90_path,
+        ttft_p90_s is not null                                       as ttft90_used,
+        cast(null as double)                                         as prefill_value,
+        'none: no per-request timings'                               as prefill_path,
+        false                                                        as prefill_used,
+        tpot_median_ms                                               as tpot_value,
+        'median_tpot_ms'                                             as tpot_path,
+        tpot_median_ms is not null                                   as tpot_used,
+        'the benchmark tool summary'                                 as reason
+    from summary
+),
+
+final as (
+    select * exclude (i) from (
+        select * from request_inputs
+        union all by name
+        select * from summary_inputs
+    )
+    order by i
 )
 
 select * from final

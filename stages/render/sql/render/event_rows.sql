@@ -12,6 +12,7 @@ with final as (
             when 'engine_died' then 'engine died'
             when 'run_failed' then 'run failed'
             when 'launch_failed' then 'launch failed'
+            when 'engine_error' then 'engine error'
             else e.event
         end as event_label,
         e.point_id,
