@@ -11,8 +11,8 @@ Strict mode (`campaign derive --strict`, the test suite) holds nothing back: the
 fails raises DataTestError, one line per offending row.
 
 A check's offending rows are matched to the rows of its table on the columns they share by name
-(the key columns, for a `unique` check); a failure that matches no row of the table cannot be held
-back and stops derive.
+(the key columns, for a `unique` check). A failure that matches no row of the table (an invariant
+over many rows) is recorded in the quarantine with its offending values, and nothing is held back.
 
 Example:
     from stages.derive import quarantine
@@ -78,6 +78,7 @@ class Tester:
         self.checks_run = 0
         self.holds = QUARANTINE in schema and not strict
         self.held = 0
+        self.noted: set[tuple[str, str, str]] = set()
 
     def built(self, name: str) -> None:
         """Note a model built; run every check whose table and reads are now all built."""
@@ -130,33 +131,50 @@ class Tester:
             raise DataTestError("\n".join(lines))
         return self.hold(table, test, sql, params, names, next(iter(lines)))
 
+    def note(self, table: str, test: str, sql: str, params: dict[str, Any]) -> int:
+        """A failure that names no row of its table (an invariant over many rows, such as one
+        latest attempt per spec): recorded once per offending row, nothing held back."""
+        cur = self.con.execute(f"select * from ({sql}) as offending", params)
+        names = [d[0] for d in cur.description]
+        for values in cur.fetchall():
+            text = row_text(names, values)
+            if (table, test, text) in self.noted:
+                continue
+            self.noted.add((table, test, text))
+            self.con.execute(
+                "insert into quarantine (table_name, test, row_key, reason) values ($1, $2, $3, $4)",
+                [table, test, text, f"{test}: {text} (no single row of {table} breaks it; "
+                                    "nothing is held back)"])
+        return 0
+
     def hold(self, table: str, test: str, sql: str, params: dict[str, Any], names: list[str],
              first_line: str) -> int:
         """Move the rows of `table` the check's offending rows name into the quarantine."""
         columns = columns_of(self.con, table)
         shared = [c for c in names if c in columns]
-        if not shared:
-            raise DataTestError(f"{first_line} (names no row of {table} to hold back)")
         on = " and ".join(f"t.{c} is not distinct from o.{c}" for c in shared)
         hits = self.con.execute(
-            f"select t.rowid, o.* from {table} as t join ({sql}) as o on {on}", params).fetchall()
+            f"select t.rowid, o.* from {table} as t join ({sql}) as o on {on}", params
+        ).fetchall() if shared else []
         if not hits:
-            raise DataTestError(f"{first_line} (names no row of {table} to hold back)")
+            return self.note(table, test, sql, params)
         reasons: dict[int, str] = {}
         for rowid, *values in hits:
             reasons.setdefault(rowid, f"{test}: {row_text(names, tuple(values))}")
         keys = list(self.schema[table].get("unique") or []) or shared
-        extra = [c if c in columns else f"null as {c}" for c in ("run_id", "source_file", "source_line")]
+        extra = [c if c in columns else f"null as {c}"
+                 for c in ("run_id", "node_id", "source_file", "source_line")]
         rows = self.con.execute(
             f"select rowid, {', '.join(extra)}, {', '.join(keys)} from {table} "
             f"where rowid in (select unnest($ids::bigint[]))", {"ids": list(reasons)}).fetchall()
         self.con.executemany(
-            "insert into quarantine (table_name, test, run_id, row_key, source_file, source_line, reason) "
-            "values ($1, $2, $3, $4, $5, $6, $7)",
+            "insert into quarantine (table_name, test, run_id, node_id, row_key, source_file, "
+            "source_line, reason) values ($1, $2, $3, $4, $5, $6, $7, $8)",
             [(table, test, None if run_id is None else str(run_id),
+              None if node_id is None else str(node_id),
               ", ".join(f"{k}={v}" for k, v in zip(keys, key)),
               None if source_file is None else str(source_file), source_line, reasons[rowid])
-             for rowid, run_id, source_file, source_line, *key in rows])
+             for rowid, run_id, node_id, source_file, source_line, *key in rows])
         self.con.execute(f"delete from {table} where rowid in (select unnest($ids::bigint[]))",
                          {"ids": list(reasons)})
         self.held += len(rows)

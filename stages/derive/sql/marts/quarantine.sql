@@ -5,6 +5,7 @@ with final as (
         null::varchar as table_name,
         null::varchar as test,
         null::varchar as run_id,
+        null::varchar as node_id,
         null::varchar as row_key,
         null::varchar as source_file,
         null::bigint as source_line,
