@@ -71,7 +71,7 @@ class Tester:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, schema: dict[str, dict[str, Any]],
                  values: dict[str, Any], *, marts: tuple[str, ...], strict: bool, bind) -> None:
-        self.con, self.schema, self.values, self.strict, self.bind = con, schema, values, strict, bind
+        self.con, self.schema, self.values, self.bind = con, schema, values, bind
         self.marts = set(marts)
         self.done: set[str] = set()
         self.pending: list[tuple[str, str, str, set[str]]] = []
@@ -99,11 +99,11 @@ class Tester:
         self.pending = []
         every = [(t, n, s) for t in self.schema if t != QUARANTINE
                  for n, s in table_tests(t, self.schema[t], columns_of(self.con, t))]
-        for _ in range(MAX_ROUNDS if self.held else 0):   # nothing held back: all checks hold
-            if not sum(self.check(*c) for c in every):
-                break
-        else:
-            if self.held:
+        if self.held:                # else every check ran on its table as it is published
+            for _ in range(MAX_ROUNDS):
+                if not sum(self.check(*c) for c in every):
+                    break
+            else:
                 raise DataTestError(f"data tests still hold rows back after {MAX_ROUNDS} rounds")
         if QUARANTINE in self.schema:
             holds, self.holds = self.holds, False
@@ -129,7 +129,7 @@ class Tester:
         lines = dict.fromkeys(f"data test failed: {table}.{test}: {row_text(names, r)}" for r in found)
         if not self.holds:
             raise DataTestError("\n".join(lines))
-        return self.hold(table, test, sql, params, names, next(iter(lines)))
+        return self.hold(table, test, sql, params, names)
 
     def note(self, table: str, test: str, sql: str, params: dict[str, Any]) -> int:
         """A failure that names no row of its table (an invariant over many rows, such as one
@@ -147,8 +147,7 @@ class Tester:
                                     "nothing is held back)"])
         return 0
 
-    def hold(self, table: str, test: str, sql: str, params: dict[str, Any], names: list[str],
-             first_line: str) -> int:
+    def hold(self, table: str, test: str, sql: str, params: dict[str, Any], names: list[str]) -> int:
         """Move the rows of `table` the check's offending rows name into the quarantine."""
         columns = columns_of(self.con, table)
         shared = [c for c in names if c in columns]
