@@ -189,3 +189,39 @@ def test_nothing_is_said_when_nothing_was_held_back(tmp_path):
     docs = root / "data" / "docs"
     assert "Held back" not in (docs / "posts" / "part-local-cpu.md").read_text()
     assert "Held back" not in (docs / "warehouse.md").read_text()
+
+
+# ---------------------------------------------------------------- node tables
+
+
+def test_a_wrong_sum_is_held_back_and_its_peak_built_without_it(tmp_path):
+    import test_derive_nodes as nodes
+    rows = nodes.raw_rows()
+    bad = rows["raw_node_allreduce"][3]
+    bad["correct"] = False
+    warehouse = nodes.make_warehouse(tmp_path / "warehouse.duckdb", rows)
+    out = tmp_path / "out"
+    derive.run(warehouse=warehouse, campaign_db=out / "campaign.duckdb", derived_dir=out / "derived",
+               metrics_file=out / "metrics.json", rules=nodes.RULES, workloads={}, strict=False)
+    held = query(out, "select * from quarantine")
+    assert [(h["table_name"], h["test"], h["node_id"], h["run_id"]) for h in held] == [
+        ("node_allreduce", "correct_is_true", bad["node_id"], None)]
+    assert held[0]["row_key"] == (f"node_id={bad['node_id']}, gpu_group={bad['group_label']}, "
+                                  f"message_bytes={bad['bytes']}")
+    assert (held[0]["source_file"], held[0]["source_line"]) == (bad["source_file"], bad["source_line"])
+    # the peak of its group is built from the measurements that were kept, all correct
+    assert query(out, "select count(*) as n from node_allreduce_peak where not all_correct") == [{"n": 0}]
+    assert query(out, "select count(*) as n from node_allreduce where node_id = $n and gpu_group = $g "
+                      "and message_bytes = $b", {"n": bad["node_id"], "g": bad["group_label"],
+                                                 "b": bad["bytes"]}) == [{"n": 0}]
+    # a Part of that node lists it; a Part of runs only does not
+    sql = (PROJECT / "stages" / "render" / "sql" / "render" / "held_back_rows.sql").read_text()
+    con = duckdb.connect(str(out / "campaign.duckdb"), read_only=True)
+    try:
+        of_node = con.execute(sql, {"run_ids": None, "node_ids": [bad["node_id"]]}).fetchall()
+        of_runs = con.execute(sql, {"run_ids": [DP], "node_ids": None}).fetchall()
+        every = con.execute(sql, {"run_ids": None, "node_ids": None}).fetchall()
+    finally:
+        con.close()
+    assert len(of_node) == 1 and of_runs == [] and every == of_node
+    assert of_node[0][3].startswith("correct_is_true: ")
