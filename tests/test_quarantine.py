@@ -136,6 +136,8 @@ def test_cli_derive_holds_back_and_strict_fails_one_line_per_problem(tmp_path):
     assert not paths.campaign_db.exists()
     lenient = runner.invoke(main, ["derive", "--root", str(tmp_path)])
     assert lenient.exit_code == 0, lenient.output
+    assert "row(s) held back in the quarantine table" in lenient.output
+    assert " quarantine=" in lenient.output
     con = duckdb.connect(str(paths.campaign_db), read_only=True)
     try:
         assert con.execute("select count(*) from quarantine where table_name = 'bench_points'"
