@@ -186,12 +186,15 @@ def seal(run_ids: tuple[str, ...], root: str) -> None:
 
 
 @main.command()
+@click.option("--strict", is_flag=True,
+              help="Fail on any row that breaks a data test instead of holding it back.")
 @root_option
 @user_errors
-def derive(root: str) -> None:
-    """Build the public tables from the warehouse with the SQL models, and test them.
+def derive(strict: bool, root: str) -> None:
+    """Build the public tables from the warehouse with the SQL models, and test them; a row that
+    breaks a test is held back in the quarantine table and the rest is published.
 
-    Example: campaign derive
+    Example: campaign derive --strict
     """
     from stages.derive import stage as derive_stage
 
@@ -199,7 +202,10 @@ def derive(root: str) -> None:
     with locks.writing(paths.root, [paths.campaign_db, paths.derived, paths.metrics], "campaign derive"):
         summary = derive_stage.run(warehouse=paths.warehouse, campaign_db=paths.campaign_db,
                                    derived_dir=paths.derived, metrics_file=paths.metrics,
-                                   **derive_settings(params))
+                                   strict=strict, **derive_settings(params))
+    if summary.get("quarantine"):
+        progress(f"derive: {summary['quarantine']} row(s) held back in the quarantine table "
+                 "(the Warehouse page lists them; --strict fails on them)")
     _echo_summary(summary)
 
 

@@ -88,6 +88,8 @@ create table agent_runs (run_id varchar, workload varchar, sessions integer, tur
   output_tok_s double, cache_hit_pct double, provisional boolean, source_file varchar,
   source_line integer);
 create table ingest_errors (run_id varchar, source_file varchar, source_line integer, reason varchar);
+create table quarantine (table_name varchar, test varchar, run_id varchar, node_id varchar,
+  row_key varchar, source_file varchar, source_line bigint, reason varchar);
 create table nodes (node_id varchar, node_kind varchar, status varchar, backend varchar, device varchar,
   gpu_count integer, gpu_name varchar, gpu_memory_total_mib double, driver_version varchar,
   cuda_version varchar, torch_version varchar, nccl_version varchar, nvlink_islands integer,

@@ -513,7 +513,7 @@ def test_outputs_summary_csv_and_metrics(built):
     assert summary == {"runs": 4, "launches": 4, "launch_log_facts": 9, "launch_changes": 1,
                        "point_engine_stats": 0, "run_events": 0, "gates": 2, "gate_probes": 4, "bench_requests": 14,
                        "bench_points": 3, "invalid_rows": 8, "sequences_fit": 9, "turn_requests": 0,
-                       "ramp_turns": 0, "agent_runs": 0, "ingest_errors": 1, "nodes": 0, "node_gpus": 0, "node_topology": 0, "node_p2p": 0,
+                       "ramp_turns": 0, "agent_runs": 0, "ingest_errors": 1, "quarantine": 0, "nodes": 0, "node_gpus": 0, "node_topology": 0, "node_p2p": 0,
                        "node_allreduce": 0, "node_allreduce_peak": 0}
     for table in derive.PUBLIC_TABLES:
         assert (out / "derived" / f"{table}.csv").is_file()
@@ -524,6 +524,7 @@ def test_outputs_summary_csv_and_metrics(built):
     assert metrics["gates_passed"] == 1
     assert metrics["capacity_limited_points"] == 2
     assert metrics["invalid_rows"] == 8 and metrics["invalid_requests"] == 8
+    assert metrics["quarantined_rows"] == 0
     assert metrics["best_output_tok_s"] == 900.0
     assert metrics["min_ttft_median_s"] == 0.5
     assert not list(out.glob("*.tmp"))

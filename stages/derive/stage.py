@@ -5,8 +5,10 @@ and run in dependency order against a fresh `campaign.duckdb`, with the warehous
 read-only as `raw`. The rules and workloads from params enter only as bound parameters (the rules
 shared by every run) and the `param_rules` and `param_workloads` tables, keyed by profile: each run
 is judged by its own profile's rules and sized by its own profile's workloads (int_run_params).
-The invariants in `stages/derive/sql/marts/schema.yaml` run before anything is exported; a broken one
-raises `DataTestError` and leaves the previous outputs in place. Every output is built beside its
+The invariants in `stages/derive/sql/marts/schema.yaml` run as the marts are built, before anything
+is exported: a row that breaks one is held back in the public `quarantine` table and the rest is
+published (stages/derive/quarantine.py); in strict mode a broken one raises `DataTestError` and
+leaves the previous outputs in place. Every output is built beside its
 place under a name of this process (`<name>.tmp-<pid>`) and renamed into place only when all of
 them are complete, so no reader ever sees a half-built database or folder.
 
@@ -29,6 +31,7 @@ from typing import Any
 import duckdb
 
 from stages.derive import tables
+from stages.derive.quarantine import QUARANTINE, DataTestError, Tester, columns_of  # noqa: F401 (DataTestError: raised here for callers)
 from stages.core.config import PROFILE_RULES, SHARED_RULES, CampaignError
 
 SQL_DIR = tables.SQL_DIR      # staging, intermediate, marts (a test may point it elsewhere)
@@ -43,10 +46,6 @@ PUBLIC_TABLES: tuple[str, ...] = MODELS.public         # in schema.yaml's order
 RULE_KEYS: tuple[str, ...] = (*SHARED_RULES, *PROFILE_RULES)
 _PARAM_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _COMMENT_RE = re.compile(r"--[^\n]*")
-
-
-class DataTestError(CampaignError):
-    """A public table broke one of its invariants (schema.yaml)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,73 +156,20 @@ def create_param_tables(con: duckdb.DuckDBPyConnection, rule_rows: list[tuple],
 
 
 def build_models(con: duckdb.DuckDBPyConnection, values: dict[str, Any],
-                 models: tables.Models = MODELS, sql_dir: Path | None = None) -> None:
-    """Create every model as a table, in dependency order."""
-    for name in models.build_order():
+                 models: tables.Models = MODELS, sql_dir: Path | None = None,
+                 tester: Tester | None = None) -> None:
+    """Create every model as a table, in dependency order (the quarantine first), telling
+    `tester` of each so that it tests them as they are built (stages/derive/quarantine.py)."""
+    order = models.build_order()
+    for name in sorted(order, key=lambda n: n != QUARANTINE):
         sql = model_sql(name, sql_dir)
         try:
             con.execute(f"create table {name} as {sql}", bind(sql, values))
         except duckdb.Error as exc:
             first = str(exc).strip().splitlines()[0]
             raise CampaignError(f"model {name} failed: {first}") from None
-
-
-# ---------------------------------------------------------------------------------------------
-# Data tests
-
-
-def _row_text(columns: list[str], row: tuple) -> str:
-    return ", ".join(f"{c}={v!r}" for c, v in zip(columns, row))
-
-
-def _first_row(con: duckdb.DuckDBPyConnection, sql: str, values: dict[str, Any]) -> str | None:
-    cur = con.execute(f"select * from ({sql.strip().rstrip(';')}) as offending limit 1", bind(sql, values))
-    row = cur.fetchone()
-    if row is None:
-        return None
-    return _row_text([d[0] for d in cur.description], row)
-
-
-def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
-    return [r[0] for r in con.execute(
-        "select column_name from duckdb_columns() where database_name = current_database() "
-        "and table_name = $t order by column_index", {"t": table}).fetchall()]
-
-
-def table_tests(table: str, spec: dict[str, Any], columns: list[str]) -> list[tuple[str, str]]:
-    """(check name, SQL returning offending rows) for one table's invariants."""
-    tests: list[tuple[str, str]] = []
-    unique = list(spec.get("unique") or [])
-    not_null = list(spec.get("not_null") or [])
-    unknown = [c for c in (*unique, *not_null) if c not in columns]
-    if unknown:
-        raise CampaignError(f"schema.yaml: {table} has no column(s) {', '.join(unknown)}")
-    if unique:
-        keys = ", ".join(unique)
-        tests.append((f"unique({keys})",
-                      f"select {keys}, count(*) as rows from {table} group by {keys} having count(*) > 1"))
-    for col in not_null:
-        tests.append((f"not_null({col})", f"select * from {table} where {col} is null"))
-    for name, sql in (spec.get("checks") or {}).items():
-        tests.append((str(name), str(sql)))
-    return tests
-
-
-def run_data_tests(con: duckdb.DuckDBPyConnection, schema: dict[str, dict[str, Any]],
-                   values: dict[str, Any]) -> int:
-    """Run every invariant; raise DataTestError on the first one broken. Returns checks run."""
-    count = 0
-    for table, spec in schema.items():
-        for name, sql in table_tests(table, spec, _columns(con, table)):
-            try:
-                offending = _first_row(con, sql, values)
-            except duckdb.Error as exc:
-                first = str(exc).strip().splitlines()[0]
-                raise CampaignError(f"data test {table}.{name} could not run: {first}") from None
-            count += 1
-            if offending is not None:
-                raise DataTestError(f"data test failed: {table}.{name}: {offending}")
-    return count
+        if tester is not None:
+            tester.built(name)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -235,7 +181,7 @@ def export_csv(con: duckdb.DuckDBPyConnection, derived_dir: Path,
     """Each public table of `schema` to derived_dir/<table>.csv, ordered by its key."""
     derived_dir.mkdir(parents=True, exist_ok=True)
     for table, spec in schema.items():
-        order = list(spec.get("unique") or []) or _columns(con, table)
+        order = list(spec.get("unique") or []) or columns_of(con, table)
         target = derived_dir / f"{table}.csv"
         partial = derived_dir / f".{table}.csv.tmp"
         con.sql(f"select * from {table} order by {', '.join(order)}").write_csv(str(partial))
@@ -264,6 +210,7 @@ HEADLINE_SQL: dict[str, str] = {
     "invalid_rows": "select count(*) from invalid_rows",
     "invalid_requests": "select count(*) from bench_requests where not valid",
     "ingest_errors": "select count(*) from ingest_errors",
+    "quarantined_rows": "select count(*) from quarantine",
     "best_output_tok_s": "select max(output_tok_s)::double from bench_points",
     "min_ttft_median_s": "select min(ttft_median_s)::double from bench_points",
     "max_sequences_fit": "select max(sequences)::bigint from sequences_fit",
@@ -334,8 +281,13 @@ def _alive(pid: int) -> bool:
 
 
 def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: Path,
-        rules: dict, workloads: dict, profiles: dict[str, dict] | None = None) -> dict:
+        rules: dict, workloads: dict, profiles: dict[str, dict] | None = None,
+        strict: bool = True) -> dict:
     """Rebuild campaign_db from the warehouse, test it, export CSVs and headline metrics.
+
+    Rows that break an invariant are held back in the `quarantine` table, and the rest published;
+    with `strict` (the default here, the test suite's; `campaign derive` passes --strict), the
+    first broken invariant raises DataTestError instead, one line per offending row.
 
     `rules` (every rule) and `workloads` are the active profile's; `profiles` gives each
     profile's own, {name: {"rules": ..., "workloads": ...}} (config.derive_settings). A run is
@@ -358,9 +310,10 @@ def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: 
         con.execute("set TimeZone = 'UTC'")
         attach_warehouse(con, Path(warehouse), models)
         create_param_tables(con, rule_rows, workload_rows_)
-        build_models(con, values, models, SQL_DIR)
+        tester = Tester(con, schema, values, marts=models.marts, strict=strict, bind=bind)
+        build_models(con, values, models, SQL_DIR, tester)
         con.execute("detach raw")
-        run_data_tests(con, schema, values)
+        tester.settle()
         export_csv(con, exporting, schema)
         metrics = headline_metrics(con)
         summary = {t: con.execute(f"select count(*) from {t}").fetchone()[0] for t in schema}

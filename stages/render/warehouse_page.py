@@ -26,10 +26,13 @@ from stages.derive import tables
 from stages.core.config import CampaignError
 from stages.render.escape import code, escape_cell, escape_text
 from stages.render.facts import Fact, FactCheckError, check_digits
+from stages.render.queries import ROWS_SQL, load_query
 from stages.core.raw_schema import RAW_SCHEMA, Column, Table, parse_raw_schema
 
 SQL_DIR = tables.SQL_DIR
 PAGE_NAME = "warehouse.md"
+HELD_BACK = "quarantine"          # the public table of rows derive held back (schema.yaml)
+HELD_BACK_ROWS = "held_back_rows"  # its row query (stages/render/sql/render/), shared with the Parts
 FACTS_KEY = "facts"  # documented beside the tables: the records of facts.json
 
 
@@ -182,7 +185,8 @@ def invariants(spec: dict[str, Any]) -> list[str]:
 def page(*, public: dict[str, list[Column]], docs: dict[str, dict[str, Any]],
          schema: dict[str, dict[str, Any]], raw: list[Table],
          models: list[tuple[str, str, str, str]], model_columns: dict[str, list[Column]],
-         mart_comments: dict[str, str], downloads: dict[str, str]) -> str:
+         mart_comments: dict[str, str], downloads: dict[str, str],
+         held_back: list[tuple[str, str, str, str]] = ()) -> str:
     out = ["---", "title: Warehouse", "description: Every table behind the articles, "
            "column by column, with its invariants and a CSV download.", "---", "",
            "# Warehouse", "",
@@ -195,8 +199,9 @@ def page(*, public: dict[str, list[Column]], docs: dict[str, dict[str, Any]],
            "```console", "$ duckdb -readonly data/campaign.duckdb \"select * from launches\"", "```", "",
            "Units live in column names: `_s` seconds, `_ms` milliseconds, `_gib` GiB, `_tok_s` "
            "tokens per second, `_pct` percent. Every row names the raw file and line of its "
-           "evidence in `source_file` and `source_line`.", "",
-           "## Public tables", ""]
+           "evidence in `source_file` and `source_line`.", ""]
+    out += held_back_box(held_back)
+    out += ["## Public tables", ""]
     out.append(" · ".join(f"[{t}](#table-{t})" for t in public) + "")
     out.append("")
     for table, columns in public.items():
@@ -241,6 +246,25 @@ def page(*, public: dict[str, list[Column]], docs: dict[str, dict[str, Any]],
     return "\n".join(out) + "\n"
 
 
+def held_back_box(rows: list[tuple[str, str, str, str]]) -> list[str]:
+    """A short box listing the rows derive held back (table, key, file and line, reason), or
+    nothing when it held none back."""
+    if not rows:
+        return []
+    out = ['!!! warning "Held back"', "",
+           "    These rows broke an invariant of their table and are kept out of it, in "
+           f"[`{HELD_BACK}`](#table-{HELD_BACK}); everything else is published.", ""]
+    out += [f"    - {code(table)}, {escape_text(key)} ({escape_text(source)}): {escape_text(reason)}"
+            for table, key, source, reason in rows]
+    return out + [""]
+
+
+def held_back_rows(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str, str]]:
+    """Every row derive held back, from the row query the Parts use."""
+    sql = load_query(ROWS_SQL, HELD_BACK_ROWS, "row query")
+    return [tuple(r) for r in con.execute(sql, {"run_ids": None, "node_ids": None}).fetchall()]
+
+
 def build(*, con: duckdb.DuckDBPyConnection, descriptions_file: Path, downloads: dict[str, str],
           raw_schema: Path = RAW_SCHEMA, sql_dir: Path = SQL_DIR) -> str:
     """The Warehouse page's Markdown: the tables of `sql_dir`, the records of facts.json as
@@ -261,4 +285,5 @@ def build(*, con: duckdb.DuckDBPyConnection, descriptions_file: Path, downloads:
                      for t in public if (sql_dir / "marts" / f"{t}.sql").is_file()}
     return page(public=public, docs=docs, schema=schema, raw=parse_raw_schema(raw_schema.read_text()),
                 models=staging_models(sql_dir), model_columns=model_tables(con),
-                mart_comments=mart_comments, downloads=downloads)
+                mart_comments=mart_comments, downloads=downloads,
+                held_back=held_back_rows(con) if HELD_BACK in public else [])
