@@ -19,7 +19,7 @@ from stages.ingest.parsers.prefixes import strip_prefixes
 from stages.ingest.parsers.sglang_log import parse_sglang_log
 from stages.ingest.parsers.vllm_log import parse_vllm_log
 from stages.render import charts
-from stages.render.declared import column_facts
+from stages.render.declared_file import column_facts
 from stages.render.errors import FactError
 from stages.render.inputs import input_rows, recompute
 

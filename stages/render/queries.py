@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 from stages.derive.stage import PUBLIC_TABLES
-from stages.render.declared import NAME, column_facts
+from stages.render.declared import NAME
+from stages.render.declared_file import column_facts
 from stages.render.errors import FactError
 
 SQL_DIR = Path(__file__).parent / "sql"
