@@ -74,3 +74,43 @@ def test_without_a_cache_every_chart_is_drawn(tmp_path):
         writer.static_images(value, text, tmp_path / "c")
         writer.close()
         assert (writer.drawn, writer.reused) == (1, 0)
+
+
+class Book:
+    """The row queries a page's charts run, counted."""
+
+    def __init__(self, rows: list[dict]):
+        self.data, self.calls = rows, 0
+
+    def rows(self, name: str, params: dict) -> tuple[str, list[dict]]:
+        self.calls += name == "model_points"
+        if name == "series_domain":
+            return "select 1", [{"spec": "tiny-seqs4"}]
+        return "select * from points where model = $model", [dict(r) for r in self.data]
+
+
+def point_rows(scale: float = 1.0) -> list[dict]:
+    return [dict(run_id="run-a", series="tiny-seqs4", workload="long", concurrency=c, sent=2,
+                 completed=2, ttft_median_s=scale * c, ttft_p90_s=0.7 * c, decode_tok_s_per_user=50.0,
+                 output_tok_s=80.0, capacity_limited=False, provisional=False) for c in (1, 2, 4)]
+
+
+def write_all(docs: Path, cache: Path, book: Book) -> tuple[ChartWriter, dict[str, bytes]]:
+    writer = ChartWriter(docs, book, cache_dir=cache, workers=2)
+    for name in ("ttft_chart", "decode_chart"):
+        writer.write("page", name, query="model_points", params={"model": "m"})
+    writer.close()
+    return writer, {p.name: p.read_bytes() for p in (docs / "assets" / "charts" / "page").iterdir()}
+
+
+def test_spec_cache_skips_altair_for_the_same_rows_and_redraws_for_new_rows(tmp_path):
+    book = Book(point_rows())
+    first, files = write_all(tmp_path / "d1", tmp_path / "cache", book)
+    assert book.calls == 1                       # the page's charts share one row query
+    assert (first.specs_reused, first.drawn) == (0, 2)
+    second, again = write_all(tmp_path / "d2", tmp_path / "cache", Book(point_rows()))
+    assert (second.specs_reused, second.reused, second.drawn) == (2, 2, 0)
+    assert again == files                        # spec, SVG and PNG byte for byte
+    third, changed = write_all(tmp_path / "d3", tmp_path / "cache", Book(point_rows(scale=3.0)))
+    assert (third.specs_reused, third.drawn) == (0, 2)
+    assert changed["ttft_chart-m.vl.json"] != files["ttft_chart-m.vl.json"]

@@ -2,12 +2,14 @@
 
 The SVG and PNG are drawn in a pool of threads (vl_convert releases the GIL) and kept in a chart
 cache keyed by the hash of the spec they were drawn from: a render whose chart data did not change
-copies them from there instead of drawing them again. An entry is written whole (temporary file,
-then rename), so a cache entry is either complete or absent, and it is never stale: a different
-spec is a different key.
+copies them from there instead of drawing them again. The spec itself is cached under the hash of
+what makes it (the chart functions' source, Altair's version, the chart's name, rows and series
+domain). An entry is written whole (temporary file, then rename), so a cache entry is either
+complete or absent, and it is never stale: different inputs are a different key.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -73,6 +75,22 @@ def cache_key(spec_json: str) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
+def _code_version() -> str:
+    """What a chart's spec depends on besides its rows: the chart functions' source and Altair."""
+    import altair
+
+    source = Path(chart_lib.__file__).read_bytes()
+    return hashlib.sha256(source + altair.__version__.encode()).hexdigest()
+
+
+def spec_key(name: str, df: pd.DataFrame, domain: list[str]) -> str:
+    """The cache key of a chart's spec: the chart, its rows, the series domain, the code."""
+    rows = df.to_json(orient="split", date_format="iso", default_handler=str)
+    blob = json.dumps([_code_version(), name, domain, rows]).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
 def draw(spec: dict[str, Any], kind: str) -> bytes:
     """A spec drawn as SVG or PNG."""
     import vl_convert as vlc
@@ -99,12 +117,14 @@ class ChartWriter:
         self.book = book
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self._points: dict[str, pd.DataFrame] = {}
+        self._rows: dict[str, tuple[str, pd.DataFrame]] = {}   # a page's charts share their rows
         self._domain: list[str] | None = None
         self._pool = ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1)
         self._pending: list[Future] = []
         self.written: list[str] = []
         self.drawn = 0      # charts whose images were drawn in this render
         self.reused = 0     # charts whose images came from the cache
+        self.specs_reused = 0   # charts whose spec came from the cache (Altair not run)
 
     def close(self) -> None:
         """Wait for every drawing; the first failure is raised."""
@@ -151,6 +171,31 @@ class ChartWriter:
             self._domain = [r["spec"] for r in rows]
         return self._domain
 
+    def query_rows(self, query: str, params: dict[str, Any]) -> tuple[str, pd.DataFrame]:
+        """A row query's SQL and redacted rows, run once per set of params."""
+        key = json.dumps([query, sorted(params.items())], default=str)
+        if key not in self._rows:
+            sql, rows = self.book.rows(query, params)
+            self._rows[key] = sql, _redacted(pd.DataFrame(rows))
+        sql, df = self._rows[key]
+        return sql, df.copy()
+
+    def spec(self, name: str, fn: Any, df: pd.DataFrame) -> dict[str, Any]:
+        """The chart's Vega-Lite spec: from the cache when the same code drew the same rows."""
+        path = None
+        if self.cache_dir is not None:
+            key = spec_key(name, df, self.domain())
+            path = self.cache_dir / "specs" / key[:2] / f"{key}.json"
+            if path.is_file():
+                self.specs_reused += 1
+                return json.loads(path.read_text())
+        spec = fn(df.copy(), self.domain()).to_dict(validate=False)   # checked in tests/test_charts.py
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            spec = json.loads(json.dumps(spec, default=str))   # as it is read back on a hit
+            _write_whole(path, json.dumps(spec).encode())
+        return spec
+
     def write(self, page_stem: str, name: str, profile: str | None = None,
               params: dict[str, Any] | None = None, query: str | None = None) -> str:
         """A chart of the bench points of `profile`; or of the rows of its row query (charts
@@ -165,20 +210,17 @@ class ChartWriter:
         if query:
             if profile:
                 params.setdefault("profile", profile)
-            sql, rows = self.book.rows(query, params)
+            sql, df = self.query_rows(query, params)
             params = {k: v for k, v in params.items() if k in sql_params(sql)}   # names the files
-            df = _redacted(pd.DataFrame(rows))
             if df.empty:
                 return "*No measurements for this chart yet.*"
-            chart = fn(df, self.domain())
         else:
             if not profile:
                 raise FactError(f"chart {name!r}: no profile (front matter `profile:` or argument)")
             df = self.points(profile)
             if df.empty:
                 return "*No benchmark points for this profile yet.*"
-            chart = fn(df, self.domain())
-        spec = chart.to_dict(validate=False)   # the chart functions are checked in tests/test_charts.py
+        spec = self.spec(name, fn, df)
         title, description = describe(fn, spec)
         spec["description"] = description
         suffix = file_suffix(params)
