@@ -229,7 +229,7 @@ def render(no_build: bool, root: str) -> None:
                                    sources_file=paths.sources,
                                    warehouse_file=paths.table_docs, mkdocs_config=paths.mkdocs,
                                    compare=params.get("compare"), run_sets=params.get("run_sets"),
-                                   arms=params.get("arms"))
+                                   arms=params.get("arms"), chart_cache=paths.chart_cache)
     for notice in summary.pop("notices"):
         progress(f"render: {notice}")
     _echo_summary(summary)
@@ -292,10 +292,12 @@ def publish(root: str) -> None:
 @click.option("--scale", default=1.0, show_default=True,
               help="Campaign size: 1.0 is about 300 runs and 5 GB of logs.")
 @click.option("--keep-data", is_flag=True, help="Keep the generated campaign after measuring.")
+@click.option("--only", type=click.Choice(["ingest", "render"]),
+              help="Measure one section only (default: both).")
 @root_option
 @user_errors
-def bench(scale: float, keep_data: bool, root: str) -> None:
-    """Measure the ingest on a generated campaign and write data/bench/report.md.
+def bench(scale: float, keep_data: bool, only: str | None, root: str) -> None:
+    """Measure ingest and render on generated campaigns and write data/bench/report.md.
 
     Example: campaign bench --scale 0.1   (the full size takes about 15 minutes)
     """
@@ -303,7 +305,7 @@ def bench(scale: float, keep_data: bool, root: str) -> None:
 
     _, paths = _load(root)
     report = benchmark.run(out_dir=paths.bench, scale=scale, keep_data=keep_data,
-                           progress=progress)
+                           sections=(only,) if only else ("ingest", "render"), progress=progress)
     click.echo(f"report: {report}")
 
 

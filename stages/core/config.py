@@ -75,6 +75,7 @@ class Paths:
     mkdocs: Path | None = None
     bench: Path | None = None
     reliability: Path | None = None
+    chart_cache: Path | None = None   # render's chart images, kept between renders
 
     @classmethod
     def from_params(cls, params: dict[str, Any], root: Path | str = ".") -> "Paths":

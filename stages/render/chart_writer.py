@@ -1,9 +1,21 @@
-"""Chart files: each chart a page draws, as its Vega-Lite spec, static SVG and PNG."""
+"""Chart files: each chart a page draws, as its Vega-Lite spec, static SVG and PNG.
+
+The SVG and PNG are drawn in a pool of threads (vl_convert releases the GIL) and kept in a chart
+cache keyed by the hash of the spec they were drawn from: a render whose chart data did not change
+copies them from there instead of drawing them again. The spec itself is cached under the hash of
+what makes it (the chart functions' source, Altair's version, the chart's name, rows and series
+domain). An entry is written whole (temporary file, then rename), so a cache entry is either
+complete or absent, and it is never stale: different inputs are a different key.
+"""
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import os
 import re
+import shutil
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +29,7 @@ from stages.render.queries import sql_params
 from stages.core.secrets import redact_value
 
 PNG_SCALE = 2  # pixels per chart unit: sharp on high-density screens and in slides
+STATIC = ("svg", "png")   # the static images drawn from each spec
 
 
 def _redacted(df: pd.DataFrame) -> pd.DataFrame:
@@ -54,15 +67,97 @@ def _lines(text: Any) -> list[str]:
     return [str(t) for t in text] if isinstance(text, list) else [str(text)] if text else []
 
 
-class ChartWriter:
-    """Writes a chart's Vega-Lite spec, static SVG and PNG under assets/charts/<page>/."""
+def cache_key(spec_json: str) -> str:
+    """The cache key of a spec's static images: the spec, the renderer's version and the scale."""
+    import vl_convert as vlc
 
-    def __init__(self, docs_dir: Path, book: FactBook):
+    blob = f"{getattr(vlc, '__version__', '')}\n{PNG_SCALE}\n{spec_json}".encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def _code_version() -> str:
+    """What a chart's spec depends on besides its rows: the chart functions' source and Altair."""
+    import altair
+
+    source = Path(chart_lib.__file__).read_bytes()
+    return hashlib.sha256(source + altair.__version__.encode()).hexdigest()
+
+
+def spec_key(name: str, df: pd.DataFrame, domain: list[str]) -> str:
+    """The cache key of a chart's spec: the chart, its rows, the series domain, the code."""
+    rows = df.to_json(orient="split", date_format="iso", default_handler=str)
+    blob = json.dumps([_code_version(), name, domain, rows]).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+def draw(spec: dict[str, Any], kind: str) -> bytes:
+    """A spec drawn as SVG or PNG."""
+    import vl_convert as vlc
+
+    if kind == "svg":
+        return vlc.vegalite_to_svg(spec).encode()
+    return vlc.vegalite_to_png(spec, scale=PNG_SCALE)
+
+
+def _write_whole(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+class ChartWriter:
+    """Writes a chart's Vega-Lite spec, static SVG and PNG under assets/charts/<page>/.
+    `cache_dir` (optional) keeps the static images between renders; `workers` threads draw them.
+    Call close() once every chart is written: it waits for the drawings."""
+
+    def __init__(self, docs_dir: Path, book: FactBook, cache_dir: Path | None = None,
+                 workers: int | None = None):
         self.docs_dir = docs_dir
         self.book = book
+        self.cache_dir = Path(cache_dir) if cache_dir else None
         self._points: dict[str, pd.DataFrame] = {}
+        self._rows: dict[str, tuple[str, pd.DataFrame]] = {}   # a page's charts share their rows
         self._domain: list[str] | None = None
+        self._pool = ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1)
+        self._pending: list[Future] = []
         self.written: list[str] = []
+        self.drawn = 0      # charts whose images were drawn in this render
+        self.reused = 0     # charts whose images came from the cache
+        self.specs_reused = 0   # charts whose spec came from the cache (Altair not run)
+
+    def close(self) -> None:
+        """Wait for every drawing; the first failure is raised."""
+        try:
+            for job in self._pending:
+                job.result()
+        finally:
+            self._pending = []
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def static_images(self, spec: dict[str, Any], spec_json: str, out: Path) -> None:
+        """The SVG and PNG of `spec` at out.svg and out.png: from the cache or drawn."""
+        targets = {kind: out.parent / f"{out.name}.{kind}" for kind in STATIC}
+        entry = None
+        if self.cache_dir is not None:
+            key = cache_key(spec_json)
+            entry = {kind: self.cache_dir / key[:2] / f"{key}.{kind}" for kind in STATIC}
+            if all(path.is_file() for path in entry.values()):
+                for kind in STATIC:
+                    shutil.copyfile(entry[kind], targets[kind])
+                self.reused += 1
+                return
+        self.drawn += 1
+        self._pending.append(self._pool.submit(self._draw, spec, targets, entry))
+
+    @staticmethod
+    def _draw(spec: dict[str, Any], targets: dict[str, Path], entry: dict[str, Path] | None) -> None:
+        for kind in STATIC:
+            data = draw(spec, kind)
+            targets[kind].write_bytes(data)
+            if entry is not None:
+                entry[kind].parent.mkdir(parents=True, exist_ok=True)
+                _write_whole(entry[kind], data)
 
     def points(self, profile: str) -> pd.DataFrame:
         if profile not in self._points:
@@ -75,6 +170,31 @@ class ChartWriter:
             _, rows = self.book.rows("series_domain", {})
             self._domain = [r["spec"] for r in rows]
         return self._domain
+
+    def query_rows(self, query: str, params: dict[str, Any]) -> tuple[str, pd.DataFrame]:
+        """A row query's SQL and redacted rows, run once per set of params."""
+        key = json.dumps([query, sorted(params.items())], default=str)
+        if key not in self._rows:
+            sql, rows = self.book.rows(query, params)
+            self._rows[key] = sql, _redacted(pd.DataFrame(rows))
+        sql, df = self._rows[key]
+        return sql, df.copy()
+
+    def spec(self, name: str, fn: Any, df: pd.DataFrame) -> dict[str, Any]:
+        """The chart's Vega-Lite spec: from the cache when the same code drew the same rows."""
+        path = None
+        if self.cache_dir is not None:
+            key = spec_key(name, df, self.domain())
+            path = self.cache_dir / "specs" / key[:2] / f"{key}.json"
+            if path.is_file():
+                self.specs_reused += 1
+                return json.loads(path.read_text())
+        spec = fn(df.copy(), self.domain()).to_dict(validate=False)   # checked in tests/test_charts.py
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            spec = json.loads(json.dumps(spec, default=str))   # as it is read back on a hit
+            _write_whole(path, json.dumps(spec).encode())
+        return spec
 
     def write(self, page_stem: str, name: str, profile: str | None = None,
               params: dict[str, Any] | None = None, query: str | None = None) -> str:
@@ -90,32 +210,26 @@ class ChartWriter:
         if query:
             if profile:
                 params.setdefault("profile", profile)
-            sql, rows = self.book.rows(query, params)
+            sql, df = self.query_rows(query, params)
             params = {k: v for k, v in params.items() if k in sql_params(sql)}   # names the files
-            df = _redacted(pd.DataFrame(rows))
             if df.empty:
                 return "*No measurements for this chart yet.*"
-            chart = fn(df, self.domain())
         else:
             if not profile:
                 raise FactError(f"chart {name!r}: no profile (front matter `profile:` or argument)")
             df = self.points(profile)
             if df.empty:
                 return "*No benchmark points for this profile yet.*"
-            chart = fn(df, self.domain())
-        spec = chart.to_dict()
+        spec = self.spec(name, fn, df)
         title, description = describe(fn, spec)
         spec["description"] = description
         suffix = file_suffix(params)
-        import vl_convert as vlc
-
         rel = f"assets/charts/{page_stem}/{name}{suffix}"
         out = self.docs_dir / rel
         out.parent.mkdir(parents=True, exist_ok=True)
         spec_json = json.dumps(spec, separators=(",", ":"), default=str)
         (out.parent / f"{out.name}.vl.json").write_text(spec_json)
-        (out.parent / f"{out.name}.svg").write_text(vlc.vegalite_to_svg(spec))
-        (out.parent / f"{out.name}.png").write_bytes(vlc.vegalite_to_png(spec, scale=PNG_SCALE))
+        self.static_images(spec, spec_json, out)
         self.written.append(rel)
         element = re.sub(r"[^A-Za-z0-9-]", "-", f"spec-{page_stem}-{name}{suffix}")
         inline = spec_json.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

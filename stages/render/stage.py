@@ -99,7 +99,7 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
                index: PageSpec | None, parts: list[PageSpec], compare_spec: PageSpec | None,
                runs_dir: Path, root: Path, nodes_dir: Path | None, compare: list[dict] | None,
                run_sets: dict | None, warehouse_file: Path, notices: list[str],
-               arms: dict | None = None):
+               arms: dict | None = None, chart_cache: Path | None = None):
     """The docs folder's content, written into the (empty) folder `docs_dir`. A Part left out
     (nothing to show) adds its one-line reason to `notices`."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir)), autoescape=True,
@@ -116,7 +116,7 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
             else:
                 notices.append(reason)
         parts = shown
-        writer = ChartWriter(docs_dir, book)
+        writer = ChartWriter(docs_dir, book, cache_dir=chart_cache)
         kwargs = dict(env=env, book=book, parts=parts, writer=writer, sources=sources,
                       runs_dir=runs_dir, root=root, nodes_dir=nodes_dir, arms=arm_labels(arms))
         rendered = [render_page(p, **kwargs) for p in parts]
@@ -127,6 +127,7 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
             rendered.append(render_page(
                 compare_spec, **kwargs,
                 extra_globals=lambda macros: compare_page.page_globals(macros, comparisons)))
+        writer.close()
         for page in rendered:
             (docs_dir / page.name).parent.mkdir(parents=True, exist_ok=True)
             (docs_dir / page.name).write_text(page.text)
@@ -145,7 +146,7 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
     finally:
         con.close()
     interactive = write_assets(templates_dir.parent / "assets", docs_dir)
-    return rendered, facts, downloads, interactive, book
+    return rendered, facts, downloads, interactive, book, writer
 
 
 def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, runs_dir: Path,
@@ -153,11 +154,13 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
         sources_file: Path | None = None, mkdocs_config: Path | None = None,
         warehouse_file: Path | None = None, nodes_dir: Path | None = None,
         compare: list[dict] | None = None, run_sets: dict | None = None,
-        series_file: Path | None = None, arms: dict | None = None) -> dict[str, Any]:
+        series_file: Path | None = None, arms: dict | None = None,
+        chart_cache: Path | None = None) -> dict[str, Any]:
     """Render the article series from campaign.duckdb and (when build) build the site.
     `nodes_dir` holds the node probe folders that node evidence blocks read. `compare` is
     params.yaml's list of {base, head, title} pairs for the Compare page; `run_sets` the run sets
-    a side may name (stages/render/compare_page.py).
+    a side may name (stages/render/compare_page.py). `chart_cache` keeps the charts' static
+    images between renders (stages/render/chart_writer.py).
 
     Example: run(campaign_db=p.campaign_db, docs_dir=p.docs, site_dir=p.site,
                  facts_file=p.facts, runs_dir=p.runs, root=p.root, nodes_dir=p.nodes)
@@ -182,11 +185,11 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
         raise CampaignError(f"{site_dir}: the site and docs folders must not hold one another")
     docs_tmp, site_tmp = fresh_dir(docs_dir), None
     try:
-        rendered, facts, downloads, interactive, book = write_docs(
+        rendered, facts, downloads, interactive, book, writer = write_docs(
             docs_tmp, campaign_db=campaign_db, templates_dir=templates_dir, sources=sources,
             index=index, parts=parts, compare_spec=compare_spec, runs_dir=runs_dir, root=root,
             nodes_dir=nodes_dir, compare=compare, run_sets=run_sets, warehouse_file=warehouse_file,
-            notices=notices, arms=arms)
+            notices=notices, arms=arms, chart_cache=chart_cache)
         nav = site_nav([p.name for p in rendered] + ["SOURCES.md", warehouse_page.PAGE_NAME], mkdocs_config)
         # The Parts are the blog's posts (written under posts/); the plugin reads their authors here.
         (docs_tmp / blog.AUTHORS_FILE).write_text(blog.authors_file(authors))
@@ -209,6 +212,9 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
         "pages": [p.name for p in rendered] + ["SOURCES.md", warehouse_page.PAGE_NAME],
         "facts": len(facts),
         "charts": [c for p in rendered for c in p.charts],
+        "charts_drawn": writer.drawn,
+        "charts_reused": writer.reused,
+        "chart_specs_reused": writer.specs_reused,
         "downloads": downloads,
         "interactive_charts": interactive,
         "facts_file": str(facts_file),

@@ -11,7 +11,9 @@ Measured:
   - peak memory of the ingest (its process tree);
   - a no-op re-ingest (nothing changed), repeated;
   - ingest at several campaign sizes, for growth with bytes. Sizes above 1x reuse the 1x files
-    through hard links under new run ids (no extra disk; the same bytes are read again).
+    through hard links under new run ids (no extra disk; the same bytes are read again);
+  - the render section (stages/tools/benchmark_render.py): the node campaign at 30, 300 and 1,000
+    runs (times `scale`) ingested, derived, rendered from scratch and after a one-template change.
 
 Example:
     from stages.tools import benchmark
@@ -28,6 +30,7 @@ from typing import Any
 from stages.tools.benchmark_campaign import (BYTES_AT_1X, RUNS_AT_1X, Progress, campaign_params,
                                              ensure_campaign, link_campaign, tree_bytes)
 from stages.tools.benchmark_measure import GREP_PATTERN, measure_ingest, remove_warehouse, time_grep
+from stages.tools import benchmark_render
 from stages.tools.benchmark_report import build_report, render_markdown
 
 SCALE_POINTS = (0.1, 1.0, 10.0)
@@ -38,16 +41,40 @@ SCALE_POINTS = (0.1, 1.0, 10.0)
 def run(*, out_dir: Path, scale: float = 1.0, seed: int = 1, repeats: int = 3,
         scale_points: tuple[float, ...] = SCALE_POINTS, keep_data: bool = True,
         runs_at_1x: int = RUNS_AT_1X, bytes_at_1x: int = BYTES_AT_1X,
+        sections: tuple[str, ...] = ("ingest", "render"), render_sizes: tuple[int, ...] | None = None,
         progress: Progress | None = None) -> dict[str, Any]:
-    """Generate (or reuse) the campaign, measure, write report.md and report.json under out_dir.
+    """Measure the sections asked for; write report.md and report.json under out_dir.
 
-    `scale` sizes the campaign (1.0: runs_at_1x runs, bytes_at_1x bytes: 300 runs, 5 GB);
+    `scale` sizes the ingest campaign (1.0: runs_at_1x runs, bytes_at_1x bytes: 300 runs, 5 GB);
     scale_points are multiples of it. keep_data=False removes the campaign afterwards, keeping
-    the reports (warehouses and links are always removed).
+    the reports (warehouses and links are always removed). The render section measures
+    `render_sizes` runs, by default benchmark_render.sizes_for(scale).
     """
     out_dir = Path(out_dir)
     say = progress or (lambda _line: None)
     out_dir.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {}
+    markdown = []
+    if "ingest" in sections:
+        report = _ingest(out_dir, scale=scale, seed=seed, repeats=repeats, scale_points=scale_points,
+                         keep_data=keep_data, runs_at_1x=runs_at_1x, bytes_at_1x=bytes_at_1x, say=say)
+        markdown.append(render_markdown(report))
+    else:
+        markdown.append("# Benchmark\n")
+    if "render" in sections:
+        report["render"] = benchmark_render.run(
+            out_dir=out_dir, sizes=render_sizes or benchmark_render.sizes_for(scale), progress=say)
+        markdown.append(benchmark_render.render_markdown(report["render"]))
+    (out_dir / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    (out_dir / "report.md").write_text("\n".join(markdown))
+    say(f"bench: wrote {out_dir / 'report.md'}")
+    return report
+
+
+def _ingest(out_dir: Path, *, scale: float, seed: int, repeats: int,
+            scale_points: tuple[float, ...], keep_data: bool, runs_at_1x: int, bytes_at_1x: int,
+            say: Progress) -> dict[str, Any]:
+    """The ingest section: generate (or reuse) the campaign, measure, the report's dict."""
     load_before = os.getloadavg()
     params = campaign_params(scale, seed, runs_at_1x, bytes_at_1x)
     campaign = ensure_campaign(out_dir, params, say)
@@ -84,11 +111,8 @@ def run(*, out_dir: Path, scale: float = 1.0, seed: int = 1, repeats: int = 3,
                      log_bytes=log_bytes, log_files=len(log_files), full=full, noop=noop,
                      logs_only=logs_only, grep_s=grep_s, points=points, errors=errors,
                      load_before=load_before, repeats=repeats)
-    (out_dir / "report.json").write_text(json.dumps(report, indent=1) + "\n")
-    (out_dir / "report.md").write_text(render_markdown(report))
     if not keep_data:
         shutil.rmtree(out_dir / "campaign", ignore_errors=True)
-    say(f"bench: wrote {out_dir / 'report.md'}")
     return report
 
 

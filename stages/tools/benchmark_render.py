@@ -1,0 +1,158 @@
+"""The render benchmark: the node campaign at scale (stages/tools/synth_node_scale.py), ingested,
+derived and rendered, each stage timed as the `campaign` command a team runs.
+
+For each size (runs): ingest (the yardstick), derive, a render from scratch (no docs, site or
+chart cache), then a render after a one-template change (one Part's template gains a line; the
+chart cache is kept). Each command runs in a child process whose tree's resident memory is sampled.
+
+Example:
+    from stages.tools import benchmark_render
+    result = benchmark_render.run(out_dir=Path("data/bench"), sizes=(30, 300), progress=print)
+    print(benchmark_render.render_markdown(result))
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from stages.core.config import CampaignError
+from stages.tools import synth_node_scale
+from stages.tools.benchmark_campaign import Progress, tree_bytes
+from stages.tools.benchmark_measure import SAMPLE_S, _tree_rss
+
+SIZES = (30, 300, 1000)
+TARGETS = {"render_s_at_300": 60.0, "render_peak_gib": 1.5, "site_mb": 200.0}
+CHANGE_LINE = "\nA line added to measure a render after a one-template change.\n"
+
+
+def sizes_for(scale: float) -> tuple[int, ...]:
+    """The benchmark's sizes at `scale` (1.0: 30, 300 and 1,000 runs), at least one run each."""
+    return tuple(sorted({max(1, round(n * scale)) for n in SIZES}))
+
+
+def timed_command(args: list[str], root: Path, label: str, say: Progress) -> dict[str, Any]:
+    """`campaign ARGS --root root` in a child process: wall seconds, peak memory of its process
+    tree, and its last line of output."""
+    say(f"bench: {label}")
+    cmd = [sys.executable, "-m", "stages.cli", *args, "--root", str(root)]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    logs = [root / f".bench-{args[0]}.{kind}" for kind in ("out", "err")]   # not pipes: no deadlock
+    with logs[0].open("w") as out_fh, logs[1].open("w") as err_fh:
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out_fh, stderr=err_fh)
+        peak = 0
+        while proc.poll() is None:
+            peak = max(peak, _tree_rss(proc.pid))
+            time.sleep(SAMPLE_S)
+        seconds = time.perf_counter() - started
+    out, err = (path.read_text() for path in logs)
+    if proc.returncode != 0:
+        raise CampaignError(f"bench: {label} failed: {' | '.join((err or out).strip().splitlines()[-2:])}")
+    return {"seconds": seconds, "peak_rss": peak, "out": out.strip().splitlines()[-1] if out.strip() else ""}
+
+
+def _count(summary: str, key: str) -> int | None:
+    found = re.search(rf"\b{key}=(\d+)", summary)
+    return int(found.group(1)) if found else None
+
+
+def measure_size(runs: int, out_dir: Path, say: Progress) -> dict[str, Any]:
+    """One size: the scaled root written afresh, then ingest, derive, render twice."""
+    root = out_dir / "render" / f"root-{runs}"
+    if root.exists():
+        shutil.rmtree(root)
+    started = time.perf_counter()
+    made = synth_node_scale.write(out_root=root, runs=runs, root=Path(__file__).resolve().parents[2])
+    write_s = time.perf_counter() - started
+    say(f"bench: render at {runs} runs ({made['groups']} Parts)")
+    ingest = timed_command(["ingest"], root, f"ingest of {runs} runs", say)
+    derive = timed_command(["derive"], root, f"derive of {runs} runs", say)
+    fresh = timed_command(["render"], root, f"render of {runs} runs from scratch", say)
+    files, size = tree_bytes(root / "data" / "site")
+    template = root / "site" / "templates" / made["parts"][0]
+    template.write_text(template.read_text() + CHANGE_LINE)
+    again = timed_command(["render"], root, f"render of {runs} runs after a one-template change", say)
+    audit_files, audit_bytes = tree_bytes(root / "data" / "site" / "audit")
+    chart_files, chart_bytes = tree_bytes(root / "data" / "site" / "assets" / "charts")
+    row = {
+        "runs": made["runs"], "parts": made["groups"], "write_s": write_s,
+        "ingest_s": ingest["seconds"], "ingest_peak_rss": ingest["peak_rss"],
+        "derive_s": derive["seconds"], "derive_peak_rss": derive["peak_rss"],
+        "render_s": fresh["seconds"], "render_peak_rss": fresh["peak_rss"],
+        "site_files": files, "site_bytes": size, "audit_files": audit_files,
+        "audit_bytes": audit_bytes, "chart_files": chart_files, "chart_bytes": chart_bytes,
+        "charts_drawn": _count(fresh["out"], "charts_drawn"),
+        "facts": _count(fresh["out"], "facts"),
+        "again_s": again["seconds"], "again_peak_rss": again["peak_rss"],
+        "again_drawn": _count(again["out"], "charts_drawn"),
+        "again_reused": _count(again["out"], "charts_reused"),
+    }
+    shutil.rmtree(root)
+    return row
+
+
+def run(*, out_dir: Path, sizes: tuple[int, ...] = SIZES, progress: Progress | None = None
+        ) -> dict[str, Any]:
+    """Every size measured; the growth from each size to the next; checks against TARGETS."""
+    say = progress or (lambda _line: None)
+    rows = [measure_size(n, Path(out_dir), say) for n in sizes]
+    growth = [{"from": a["runs"], "to": b["runs"], "runs_x": b["runs"] / a["runs"],
+               "render_x": b["render_s"] / a["render_s"], "ingest_x": b["ingest_s"] / a["ingest_s"],
+               "site_x": b["site_bytes"] / a["site_bytes"]} for a, b in zip(rows, rows[1:])]
+    at_300 = next((r for r in rows if r["runs"] == 300), None)
+    checks = {
+        "render_s_at_300": (at_300["render_s"] if at_300 else None, TARGETS["render_s_at_300"]),
+        "render_peak_gib": (max(r["render_peak_rss"] for r in rows) / 2**30, TARGETS["render_peak_gib"]),
+        "site_mb": (max(r["site_bytes"] for r in rows) / 1e6, TARGETS["site_mb"]),
+    }
+    passed = {k: (None if v is None else v <= t) for k, (v, t) in checks.items()}
+    return {"sizes": rows, "growth": growth, "checks": checks, "passed": passed,
+            "cpus": os.cpu_count()}
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB"
+
+
+def render_markdown(r: dict[str, Any]) -> str:
+    """The report's render section."""
+    lines = [
+        "## Render at campaign scale",
+        "",
+        f"The scripted node campaign repeated under new model names (stages/tools/synth_node_scale.py), "
+        f"one Part per group of four models; each stage is its `campaign` command in a child process "
+        f"({r['cpus']} CPUs), timed wall to wall (Python start included), peak memory the largest "
+        f"sum of VmRSS over the process tree (mkdocs included), sampled every {SAMPLE_S * 1000:.0f} ms.",
+        "",
+        "| runs | Parts | ingest | derive | render from scratch | peak memory | site files | site size "
+        "| of which audit | of which charts | charts drawn | render after a one-template change "
+        "| charts drawn / reused |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for s in r["sizes"]:
+        lines.append(
+            f"| {s['runs']:,} | {s['parts']} | {s['ingest_s']:.1f} s | {s['derive_s']:.1f} s "
+            f"| {s['render_s']:.1f} s | {_gib(s['render_peak_rss'])} | {s['site_files']:,} "
+            f"| {s['site_bytes'] / 1e6:,.0f} MB | {s['audit_files']:,} files, {s['audit_bytes'] / 1e6:,.0f} MB "
+            f"| {s['chart_files']:,} files, {s['chart_bytes'] / 1e6:,.0f} MB | {s['charts_drawn']} "
+            f"| {s['again_s']:.1f} s | {s['again_drawn']} / {s['again_reused']} |")
+    if r["growth"]:
+        lines += ["", "| growth | runs | ingest time | render time | site size |", "| --- | --- | --- | --- | --- |"]
+        for g in r["growth"]:
+            lines.append(f"| {g['from']:,} to {g['to']:,} | x{g['runs_x']:.1f} | x{g['ingest_x']:.1f} "
+                         f"| x{g['render_x']:.1f} | x{g['site_x']:.1f} |")
+    lines += ["", "| target | value | bar | result |", "| --- | --- | --- | --- |"]
+    names = {"render_s_at_300": ("render from scratch at 300 runs", "s"),
+             "render_peak_gib": ("peak memory of a render", "GiB"), "site_mb": ("largest site", "MB")}
+    for key, (value, bar) in r["checks"].items():
+        label, unit = names[key]
+        shown = "not measured" if value is None else f"{value:,.1f} {unit}"
+        result = "not measured" if r["passed"][key] is None else "pass" if r["passed"][key] else "FAIL"
+        lines.append(f"| {label} | {shown} | <= {bar:,.1f} {unit} | {result} |")
+    return "\n".join(lines) + "\n"
