@@ -6,6 +6,7 @@ error records rather than exceptions. The counts of cases tried go into the reli
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -72,8 +73,11 @@ def inputs(original: bytes):
     return st.one_of(st.binary(max_size=2000), damaged(original))
 
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                           HealthCheck.data_too_large])
+# `make test` keeps a few examples per parser; `make reliability` sets PARSER_EXAMPLES for its
+# full run (over 10,000 inputs in all).
+EXAMPLES = int(os.environ.get("PARSER_EXAMPLES", "40"))
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 @SETTINGS

@@ -40,6 +40,7 @@ def timed_command(args: list[str], root: Path, label: str, say: Progress) -> dic
     """`campaign ARGS --root root` in a child process: wall seconds, peak memory of its process
     tree, and its last line of output."""
     say(f"bench: {label}")
+    root = root.resolve()
     cmd = [sys.executable, "-m", "stages.cli", *args, "--root", str(root)]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     logs = [root / f".bench-{args[0]}.{kind}" for kind in ("out", "err")]   # not pipes: no deadlock

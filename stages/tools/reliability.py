@@ -15,6 +15,7 @@ params; the built pages are loaded in headless Chromium, which must run no scrip
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -151,11 +152,15 @@ def damaged_folders(workdir: Path) -> list[CaseResult]:
     return results
 
 
+PARSER_EXAMPLES = 1200   # per property test of the parsers: over 10,000 generated inputs in all
+
+
 def fault_tests(root: Path, junit: Path) -> tuple[list[dict], dict[str, int]]:
     """Run the fault tests; the cases with outcomes, and generated inputs per property test."""
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
            "--hypothesis-show-statistics", *FAULT_TESTS]
-    out = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+    env = {**os.environ, "PARSER_EXAMPLES": str(PARSER_EXAMPLES)}
+    out = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env)
     cases = []
     for tc in ET.parse(junit).getroot().iter("testcase"):
         status = "passed"
