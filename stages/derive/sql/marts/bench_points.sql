@@ -9,8 +9,9 @@
 -- tpot_median_ms: median TPOT over successful requests, leaving out those whose output came in one
 --   burst (invalid_rows reason burst_output); decode_tok_s_per_user = 1000 / that.
 -- figures_from: 'requests' when the TTFT/TPOT figures above are computed from per-request arrays
---   (any request has a TTFT); 'tool summary' when the file has no such arrays and the figures are
---   the benchmark tool's own percentiles (median_ttft_ms, p90_ttft_ms, median_tpot_ms), taken as
+--   (any request has a TTFT); 'tool summary' when the file has no such arrays (and none that
+--   could not be read) and the figures are the benchmark tool's own percentiles (median_ttft_ms,
+--   p90_ttft_ms, median_tpot_ms), taken as
 --   written and not recomputed; then ttft_requests is the point's completed requests, the ones the
 --   tool summarised. Null when the point has neither (or completed none).
 -- sent / failed: null when the tool recorded neither (SGLang bench_serving writes only completed).
@@ -69,11 +70,16 @@ summary as (
             when coalesce(request_stats.timed_requests, 0) > 0 then 'requests'
             when points.completed > 0
              and (points.median_ttft_ms is not null or points.median_tpot_ms is not null)
+             and file_errors.source_file is null
             then 'tool summary'
         end as figures_from
     from points
     left join request_stats
         on request_stats.run_id = points.run_id and request_stats.point_id = points.point_id
+    -- a file whose per-request arrays could not be read (unequal lengths, NaN) is not one without
+    -- them: its own summary rests on the same unreadable requests and is not published either
+    left join (select distinct source_file from stg_ingest_errors) as file_errors
+        on file_errors.source_file = points.source_file
 ),
 
 joined as (
