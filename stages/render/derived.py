@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from stages.render.errors import FactError
-from stages.render.facts import Fact, FactBook, fact_id, format_value
+from stages.render.facts import Fact, FactBook, fact_id
+from stages.render.numbers import format_value
 
 OPERATORS = {"ratio": "/", "difference": "-"}
 
@@ -51,6 +52,4 @@ def derive(book: FactBook, op: str, a_name: str, a_params: dict[str, Any], b_nam
         book.facts[fid] = fact
     if page and page not in fact.pages:
         fact.pages.append(page)
-    if decimals is not None:
-        return Fact(**{**fact.record(), "display": format_value(fact.value, decimals)})
-    return fact
+    return fact.at_decimals(decimals)

@@ -93,6 +93,12 @@ class Fact:
     def record(self) -> dict[str, Any]:
         return asdict(self)
 
+    def at_decimals(self, decimals: int | None) -> "Fact":
+        """The fact printed with `decimals` (itself when none are asked for)."""
+        if decimals is None:
+            return self
+        return Fact(**{**asdict(self), "display": format_value(self.value, decimals)})
+
 
 # ---------------------------------------------------------------- small pure helpers
 
@@ -174,9 +180,7 @@ class FactBook:
             self.facts[fid] = fact
         if page and page not in fact.pages:
             fact.pages.append(page)
-        if decimals is not None:
-            return Fact(**{**asdict(fact), "display": format_value(fact.value, decimals)})
-        return fact
+        return fact.at_decimals(decimals)
 
     def _query(self, sql: str, params: dict[str, Any], what: str) -> tuple[list[str], list[tuple]]:
         """The columns and rows of `sql` with `params` bound; a failure is a FactError about `what`."""
