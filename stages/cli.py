@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import functools
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -95,25 +94,28 @@ def model(root: str) -> None:
 @click.argument("spec")
 @click.option("--dry-run", is_flag=True, help="Print the engine command and exit.")
 @click.option("--gpus", default=None, help="GPU set, e.g. 0-3 or 4,5,6,7 (default: the spec's).")
+@click.option("--port", type=int, default=None, help="The engine's port (default: the profile's).")
 @root_option
 @user_errors
-def run_cmd(spec: str, dry_run: bool, gpus: str | None, root: str) -> None:
+def run_cmd(spec: str, dry_run: bool, gpus: str | None, port: int | None, root: str) -> None:
     """Launch SPEC's engine, gate it with the needle, run its benchmarks, stop it.
 
-    Example: campaign run tiny-seqs4
+    Example: campaign run qwen3-235b-tp4 --gpus 4-7 --port 8001
     """
+    from stages.run import schedule as sched
     from stages.run import stage as run_stage
 
     params, paths = _load(root)
     gpu_set = parse_gpus(gpus) if gpus else None
     if dry_run:         # writes nothing; the command is printed with its secrets redacted
-        launch = run_stage.run(spec_name=spec, params=params, paths=paths, dry_run=True, gpus=gpu_set)
+        launch = run_stage.run(spec_name=spec, params=params, paths=paths, dry_run=True, gpus=gpu_set,
+                               port=port)
         click.echo(launch.shell())
         return
-    ledger = paths.ledger / f"{spec}.json"
+    ledger = sched.spec_ledger(paths.ledger, spec)
     with locks.writing(paths.root, [ledger], f"campaign run {spec}"):
         result = run_stage.run(spec_name=spec, params=params, paths=paths, progress=progress,
-                               gpus=gpu_set)
+                               gpus=gpu_set, port=port)
         run_stage.write_ledger(ledger, result, spec)
     click.echo(f"{result.run_id} {result.status} {result.run_status} points={result.points}")
 
@@ -124,24 +126,23 @@ def run_cmd(spec: str, dry_run: bool, gpus: str | None, root: str) -> None:
 @root_option
 @user_errors
 def schedule(specs: tuple[str, ...], dry_run: bool, root: str) -> None:
-    """Run specs over GPU sets: quad-sized ones two at a time, 8-GPU ones on the whole node.
+    """Run specs over GPU sets: quad-sized ones two at a time, 8-GPU ones on the whole node (one at
+    a time without GPUs), each engine on its own port. A spec whose entry in the schedule's ledger
+    records a finished run with the same settings and protocol is not launched again.
 
     Example: campaign schedule --dry-run qwen3-235b-tp4 qwen3-235b-sglang-tp4 glm53-tp8-dcp8
-    (no SPECS: the run_specs of params.yaml)
+    (no SPECS: the run_specs of params.yaml, as the run stage does)
     """
     from stages.run import schedule as sched
 
     params, paths = _load(root)
-    jobs = sched.jobs_from(params, list(specs) or list(params.get("run_specs") or []))
-    if dry_run:
-        slots = sched.plan(jobs)
-        click.echo(sched.timeline(slots))
-        for s in slots:
-            click.echo(f"at {s.start_min:5.0f} min: campaign run {shlex.quote(s.spec)} "
-                       f"--gpus {s.gpus[0]}-{s.gpus[-1]}")
+    names = list(specs) or list(params.get("run_specs") or [])
+    if dry_run:         # on the node of the specs' profile, as `run --dry-run` shows their commands
+        click.echo(sched.dry_run(params, names))
         return
-    results = sched.execute(jobs, root=paths.root, progress=progress)
-    failed = [k for k, v in results.items() if v != 0]
+    with locks.writing(paths.root, [paths.ledger / sched.LEDGER_FILE], "campaign schedule"):
+        failed = sched.run_specs(params, names, root=paths.root, ledger_dir=paths.ledger,
+                                 progress=progress)
     if failed:
         raise CampaignError(f"runs that did not finish: {', '.join(failed)}")
 

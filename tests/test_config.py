@@ -171,7 +171,7 @@ def test_schedule_dry_run_quotes_the_spec_names_it_prints(tmp_path, monkeypatch)
     root = project(tmp_path, lambda p: p["specs"].__setitem__(name, copy.deepcopy(p["specs"]["tiny-seqs4"])))
     result = CliRunner().invoke(main, ["schedule", "--dry-run", name, "--root", str(root)])
     assert result.exit_code == 0, result.output
-    assert "campaign run '$(touch pwned)' --gpus" in result.output
+    assert "campaign run '$(touch pwned)' --port" in result.output
 
 
 def test_params_error_carries_every_problem():

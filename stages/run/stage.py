@@ -162,7 +162,7 @@ def split_workloads(workloads: dict[str, dict], max_model_len: int) -> tuple[dic
 
 def run(*, spec_name: str, params: dict, paths: Paths,
         progress: Callable[[str], None] = lambda s: None, dry_run: bool = False,
-        gpus: list[int] | None = None) -> RunResult | Launch:
+        gpus: list[int] | None = None, port: int | None = None) -> RunResult | Launch:
     # A dry run may show any spec's command, on the profile the spec is written for.
     spec = get_spec(params, spec_name, check_profile=not dry_run)
     # derive's rules are no setting of the launch (nor of its params hash)
@@ -183,8 +183,9 @@ def run(*, spec_name: str, params: dict, paths: Paths,
     run_id = make_run_id(model=spec["model"], layout=spec["layout"], max_model_len=max_model_len,
                          engine=engine_name, now=started)
     env = {**(prof.get("env") or {}), **(spec.get("env") or {})}
+    port = int(port if port is not None else prof["port"])     # the scheduler's slot, or the profile's
     launch = executor.launch(run_id=run_id, engine=engine_name, model_path=model_path, args=args,
-                             env=env, port=int(prof["port"]), gpus=gpu_set)
+                             env=env, port=port, gpus=gpu_set)
     if dry_run:
         return launch
     if not (paths.root / model_path).exists():
@@ -202,7 +203,8 @@ def run(*, spec_name: str, params: dict, paths: Paths,
         if executor.name == "local" else None,
         "image": prof.get("image") if executor.name != "local" else None,
         "image_digest": executor.image_digest(prof.get("image")), "executor": executor.name,
-        "gpus": ",".join(map(str, gpu_set)) if gpu_set else None,
+        "gpus": ",".join(map(str, gpu_set)) if gpu_set else None, "port": port,
+        "container": run_id if executor.name == "docker" else None,
         "model": spec["model"], "model_path": model_path, "layout": spec["layout"],
         "ctx_label": ctx_label(max_model_len), "max_model_len": max_model_len,
         "workloads": workloads, "gate": params.get("gate"),
@@ -214,6 +216,7 @@ def run(*, spec_name: str, params: dict, paths: Paths,
     (folder / "meta.json").open("x").write(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     (folder / "cmd.sh").open("x").write(launch.script(f"engine command of run {run_id}, run from the project root"))
     out = LaunchOut(folder / "launch.out")
+    out.add(port=port, **{k: meta[k] for k in ("gpus", "container") if meta[k]})
     say = lambda msg: progress(f"[{spec_name}] {msg}")  # noqa: E731
     if gpu_set and spans_quads(gpu_set):
         p2p = executor.cross_p2p(gpu_set)
