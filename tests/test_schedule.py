@@ -1,0 +1,177 @@
+"""The scheduler on the node: each engine on its own GPU set, port and container, two quad-sized
+specs at once; the run stage's ledger, which launches a spec again only when what decides its
+measurements changed. The engines are the light stand-in (tests/fixtures/fake_docker), run by a
+stand-in docker that records its calls."""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from stages.cli import main
+from stages.run import schedule
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE = Path(__file__).parent / "fixtures" / "fake_docker"
+SHIPPED = yaml.safe_load((ROOT / "params.yaml").read_text())
+BASE_PORT = 8046
+
+
+def test_dry_run_puts_two_quad_specs_on_both_quads_at_once_on_two_ports():
+    result = CliRunner().invoke(main, ["schedule", "--dry-run", "qwen3-235b-tp4", "qwen3-235b-sglang-tp4",
+                                       "--root", str(ROOT)])
+    assert result.exit_code == 0, result.output
+    port = SHIPPED["profiles"]["h200x8"]["port"]
+    assert re.search(rf"qwen3-235b-tp4 +0-3 +0 +45 +{port} ", result.output)
+    assert re.search(rf"qwen3-235b-sglang-tp4 +4-7 +0 +45 +{port + 1} ", result.output)
+    assert f"at     0 min: campaign run qwen3-235b-tp4 --gpus 0-3 --port {port}\n" in result.output
+    assert f"at     0 min: campaign run qwen3-235b-sglang-tp4 --gpus 4-7 --port {port + 1}\n" in result.output
+
+
+def test_the_whole_node_spec_takes_the_first_slots_port_and_cpu_specs_run_one_at_a_time():
+    quads = schedule.node_quads(8)
+    a, b, big = schedule.plan([schedule.Job("a", 4, 10), schedule.Job("b", 2, 20),
+                               schedule.Job("big", 8, 5)], quads)
+    assert (a.index, b.index, big.index) == (0, 1, 0) and big.start_min == 20
+    cpu = schedule.node_quads(0)
+    one, two = schedule.plan([schedule.Job("one", 0, 10), schedule.Job("two", 0, 10)], cpu)
+    assert (one.gpus, two.gpus, one.index, two.index) == ((), (), 0, 0)
+    assert two.start_min == one.end_min
+    assert schedule.run_command("one", (), 8011) == ["run", "one", "--port", "8011"]
+    with pytest.raises(Exception, match="needs 4 GPUs; the node has 0"):
+        schedule.jobs_from({"specs": {"x": {"gpus": 4}}}, ["x"], cpu)
+
+
+def test_a_dry_run_of_specs_of_two_profiles_is_refused():
+    result = CliRunner().invoke(main, ["schedule", "--dry-run", "tiny-seqs4", "qwen3-235b-tp4",
+                                       "--root", str(ROOT)])
+    assert result.exit_code == 2
+    assert "cannot share a node" in result.output
+
+
+def test_the_fingerprint_follows_what_decides_the_measurement():
+    params = copy.deepcopy(SHIPPED)
+    fp = schedule.fingerprint(params, "qwen3-235b-tp4")
+    same = copy.deepcopy(params)
+    same["profiles"]["h200x8"]["port"] = 9000                 # where it listens: not measured
+    same["specs"]["glm53-tp8-dcp8"]["est_minutes"] = 1        # another spec
+    assert schedule.fingerprint(same, "qwen3-235b-tp4") == fp
+    for edit in (lambda p: p.__setitem__("protocol", p["protocol"] + 1),
+                 lambda p: p["gate"].__setitem__("seed", 12),
+                 lambda p: p["profiles"]["h200x8"].__setitem__("image", "vllm/vllm-openai:v0.32.0"),
+                 lambda p: p["workloads"]["h200x8"]["short-1k"].__setitem__("concurrency", [1]),
+                 lambda p: p["specs"]["qwen3-235b-tp4"]["args"].__setitem__("--max-num-seqs", 32)):
+        changed = copy.deepcopy(params)
+        edit(changed)
+        assert schedule.fingerprint(changed, "qwen3-235b-tp4") != fp
+
+
+# ------------------------------------------------------------------ two stand-in engines at once
+
+def node_params() -> dict:
+    """A node of stand-in engines: two quad-sized specs with a small multi-turn workload."""
+    params = copy.deepcopy(SHIPPED)
+    params["profile"] = "standin-node"
+    params["profiles"]["standin-node"] = {
+        "executor": "docker", "engine": "vllm", "image": "standin/engine:1", "port": BASE_PORT,
+        "docker": {"shm_size": "1g", "mounts": []}, "env": {"STANDIN_ANSWER_DELAY_S": "0.6"},
+        "ready_timeout_s": 60, "gpus_per_node": 8, "rules": SHIPPED["profiles"]["local-cpu"]["rules"]}
+    params["workloads"]["standin-node"] = {"agents": {
+        "kind": "agents", "description": "two sessions", "sessions": 2, "shared_history_tokens": 256,
+        "turn_tokens": 64, "turns": 2, "output_tokens": 8}}
+    for name in ("quad-a", "quad-b"):
+        params["specs"][name] = {"profile": "standin-node", "model": "tiny-llama",
+                                 "layout": name.replace("-", "_"), "gpus": 4, "est_minutes": 1,
+                                 "workloads": ["agents"], "args": {"--max-model-len": 4096}}
+    params["run_specs"] = ["quad-a", "quad-b"]
+    return params
+
+
+def campaign(root: Path, *args: str, log: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{FAKE}{os.pathsep}{os.environ['PATH']}", "FAKE_DOCKER_LOG": str(log),
+           "FAKE_DOCKER_PYTHON": sys.executable,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    return subprocess.run([sys.executable, "-m", "stages.cli", *args], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def docker_runs(log: Path) -> list[list[str]]:
+    return [c for c in map(json.loads, log.read_text().splitlines()) if c[0] == "run"]
+
+
+def flag(call: list[str], name: str) -> str:
+    return call[call.index(name) + 1]
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("node")
+    (root / "params.yaml").write_text(yaml.safe_dump(node_params(), sort_keys=False))
+    log = root / "docker.log"
+    out = campaign(root, "model", log=log)
+    assert out.returncode == 0, out.stderr[-2000:]
+    out = campaign(root, "schedule", log=log)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    return {"root": root, "log": log, "stderr": out.stderr,
+            "ledger": json.loads((root / "data" / "ledger" / "schedule.json").read_text())["specs"]}
+
+
+def test_two_standin_engines_run_side_by_side_on_their_own_gpus_ports_and_containers(node):
+    root, runs = node["root"], docker_runs(node["log"])
+    assert len(runs) == 2
+    by_gpus = {flag(c, "--gpus"): c for c in runs}
+    assert set(by_gpus) == {'"device=0,1,2,3"', '"device=4,5,6,7"'}
+    ports = {flag(c, "--gpus"): flag(c, "--port") for c in runs}
+    assert ports == {'"device=0,1,2,3"': str(BASE_PORT), '"device=4,5,6,7"': str(BASE_PORT + 1)}
+    assert len({flag(c, "--name") for c in runs}) == 2
+    times = []
+    for spec, gpus, port in (("quad-a", "0,1,2,3", BASE_PORT), ("quad-b", "4,5,6,7", BASE_PORT + 1)):
+        entry = node["ledger"][spec]
+        assert entry["run_status"] == "complete"
+        assert entry["fingerprint"] == schedule.fingerprint(node_params(), spec)
+        folder = root / "data" / "runs" / entry["run_id"]
+        meta = json.loads((folder / "meta.json").read_text())
+        assert (meta["gpus"], meta["port"], meta["container"]) == (gpus, port, entry["run_id"])
+        launch = dict(line.split("=", 1) for line in (folder / "launch.out").read_text().splitlines()
+                      if not line.startswith("point_"))
+        assert (launch["gpus"], launch["port"], launch["container"]) == (gpus, str(port), entry["run_id"])
+        assert (launch["status"], launch["run_status"], launch["points"]) == ("ready", "complete", "1")
+        assert launch["gate_score"] == "1.0"            # the stand-in finds the needle
+        assert int(launch["engine_kv_tokens"]) > 0      # its startup lines read as vLLM's
+        assert f"visible GPUs {gpus}" in (folder / "server.log").read_text()
+        assert (folder / "agents.agents.jsonl").exists()
+        times.append((meta["started_at"], launch["finished_at"]))
+    (start_a, end_a), (start_b, end_b) = times
+    assert max(start_a, start_b) < min(end_a, end_b)   # the two runs overlapped in time
+    assert ["rm", "-f", node["ledger"]["quad-a"]["run_id"]] in map(json.loads, node["log"].read_text().splitlines())
+
+
+def test_a_spec_already_run_with_the_same_settings_is_not_launched_again(node):
+    root, log = node["root"], node["log"]
+    before = len(docker_runs(log))
+    out = campaign(root, "schedule", log=log)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert len(docker_runs(log)) == before
+    assert out.stderr.count("already ran with these settings") == 2
+    assert json.loads((root / "data" / "ledger" / "schedule.json").read_text())["specs"] == node["ledger"]
+
+    params = node_params()
+    params["specs"]["quad-b"]["env"] = {"STANDIN_THINK_TOKENS": "4"}   # one spec's settings change
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    out = campaign(root, "schedule", log=log)
+    assert out.returncode == 0, out.stderr[-2000:]
+    again = docker_runs(log)[before:]
+    assert len(again) == 1 and flag(again[0], "--gpus") == '"device=0,1,2,3"'
+    assert "-e" in again[0] and "STANDIN_THINK_TOKENS=4" in again[0]
+    ledger = json.loads((root / "data" / "ledger" / "schedule.json").read_text())["specs"]
+    assert ledger["quad-a"] == node["ledger"]["quad-a"]
+    assert ledger["quad-b"]["run_id"] != node["ledger"]["quad-b"]["run_id"]
+    assert ledger["quad-b"]["fingerprint"] == schedule.fingerprint(params, "quad-b")
