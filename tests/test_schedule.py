@@ -8,6 +8,7 @@ import copy
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -95,12 +96,13 @@ def node_params() -> dict:
     return params
 
 
-def campaign(root: Path, *args: str, log: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{FAKE}{os.pathsep}{os.environ['PATH']}", "FAKE_DOCKER_LOG": str(log),
-           "FAKE_DOCKER_PYTHON": sys.executable,
+def sh(root: Path, *args: str, log: Path) -> subprocess.CompletedProcess:
+    """A command in the project copy, with the stand-in docker and this environment's `campaign`
+    and `dvc` first on PATH."""
+    env = {**os.environ, "FAKE_DOCKER_LOG": str(log), "FAKE_DOCKER_PYTHON": sys.executable,
+           "PATH": os.pathsep.join([str(FAKE), str(Path(sys.executable).parent), os.environ["PATH"]]),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, "-m", "stages.cli", *args], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(list(args), cwd=root, env=env, capture_output=True, text=True, timeout=300)
 
 
 def docker_runs(log: Path) -> list[list[str]]:
@@ -113,19 +115,23 @@ def flag(call: list[str], name: str) -> str:
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory) -> dict:
+    """`dvc repro run` in a copy of the project's pipeline on the stand-in node."""
     root = tmp_path_factory.mktemp("node")
+    shutil.copy2(ROOT / "dvc.yaml", root / "dvc.yaml")
+    shutil.copytree(ROOT / "stages", root / "stages", ignore=shutil.ignore_patterns("__pycache__"))
     (root / "params.yaml").write_text(yaml.safe_dump(node_params(), sort_keys=False))
     log = root / "docker.log"
-    out = campaign(root, "model", log=log)
-    assert out.returncode == 0, out.stderr[-2000:]
-    out = campaign(root, "schedule", log=log)
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
-    return {"root": root, "log": log, "stderr": out.stderr,
+    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"]):
+        assert sh(root, *cmd, log=log).returncode == 0
+    out = sh(root, "dvc", "repro", "run", log=log)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return {"root": root, "log": log, "output": out.stdout + out.stderr,
             "ledger": json.loads((root / "data" / "ledger" / "schedule.json").read_text())["specs"]}
 
 
-def test_two_standin_engines_run_side_by_side_on_their_own_gpus_ports_and_containers(node):
+def test_dvc_repro_runs_two_standin_engines_side_by_side_on_their_own_gpus_ports_and_containers(node):
     root, runs = node["root"], docker_runs(node["log"])
+    assert "Running stage 'run'" in node["output"]
     assert len(runs) == 2
     by_gpus = {flag(c, "--gpus"): c for c in runs}
     assert set(by_gpus) == {'"device=0,1,2,3"', '"device=4,5,6,7"'}
@@ -151,27 +157,34 @@ def test_two_standin_engines_run_side_by_side_on_their_own_gpus_ports_and_contai
         times.append((meta["started_at"], launch["finished_at"]))
     (start_a, end_a), (start_b, end_b) = times
     assert max(start_a, start_b) < min(end_a, end_b)   # the two runs overlapped in time
-    assert ["rm", "-f", node["ledger"]["quad-a"]["run_id"]] in map(json.loads, node["log"].read_text().splitlines())
+    calls = [json.loads(line) for line in node["log"].read_text().splitlines()]
+    assert all(["rm", "-f", e["run_id"]] in calls for e in node["ledger"].values())
 
 
 def test_a_spec_already_run_with_the_same_settings_is_not_launched_again(node):
     root, log = node["root"], node["log"]
     before = len(docker_runs(log))
-    out = campaign(root, "schedule", log=log)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert len(docker_runs(log)) == before
-    assert out.stderr.count("already ran with these settings") == 2
-    assert json.loads((root / "data" / "ledger" / "schedule.json").read_text())["specs"] == node["ledger"]
+    assert "Stage 'run' didn't change" in sh(root, "dvc", "repro", "run", log=log).stdout
 
     params = node_params()
+    params["profiles"]["standin-node"]["ready_timeout_s"] = 90    # a stage param, not measured
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    out = sh(root, "dvc", "repro", "run", log=log)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Running stage 'run'" in out.stdout
+    assert len(docker_runs(log)) == before
+    assert (out.stdout + out.stderr).count("already ran with these settings") == 2
+    assert json.loads((root / "data" / "ledger" / "schedule.json").read_text())["specs"] == node["ledger"]
+
     params["specs"]["quad-b"]["env"] = {"STANDIN_THINK_TOKENS": "4"}   # one spec's settings change
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    out = campaign(root, "schedule", log=log)
+    out = sh(root, "dvc", "repro", "run", log=log)
     assert out.returncode == 0, out.stderr[-2000:]
     again = docker_runs(log)[before:]
     assert len(again) == 1 and flag(again[0], "--gpus") == '"device=0,1,2,3"'
-    assert "-e" in again[0] and "STANDIN_THINK_TOKENS=4" in again[0]
+    assert "STANDIN_THINK_TOKENS=4" in again[0]
     ledger = json.loads((root / "data" / "ledger" / "schedule.json").read_text())["specs"]
     assert ledger["quad-a"] == node["ledger"]["quad-a"]
     assert ledger["quad-b"]["run_id"] != node["ledger"]["quad-b"]["run_id"]
     assert ledger["quad-b"]["fingerprint"] == schedule.fingerprint(params, "quad-b")
+    assert "up to date" in sh(root, "dvc", "status", "run", log=log).stdout
