@@ -64,6 +64,7 @@ def test_the_fingerprint_follows_what_decides_the_measurement():
     same = copy.deepcopy(params)
     same["profiles"]["h200x8"]["port"] = 9000                 # where it listens: not measured
     same["specs"]["glm53-tp8-dcp8"]["est_minutes"] = 1        # another spec
+    same["specs"]["qwen3-235b-tp4"]["est_minutes"] = 5        # the scheduler's estimate
     assert schedule.fingerprint(same, "qwen3-235b-tp4") == fp
     for edit in (lambda p: p.__setitem__("protocol", p["protocol"] + 1),
                  lambda p: p["gate"].__setitem__("seed", 12),
@@ -73,6 +74,15 @@ def test_the_fingerprint_follows_what_decides_the_measurement():
         changed = copy.deepcopy(params)
         edit(changed)
         assert schedule.fingerprint(changed, "qwen3-235b-tp4") != fp
+
+
+def test_the_run_stage_is_the_scheduler_and_its_output_is_the_schedulers_ledger():
+    stage = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["run"]
+    assert stage["cmd"] == "campaign schedule"
+    [out] = stage["outs"]
+    [(path, opts)] = out.items()
+    assert path == "${paths.ledger}/" + schedule.LEDGER_FILE
+    assert opts == {"cache": False, "persist": True}
 
 
 # ------------------------------------------------------------------ two stand-in engines at once

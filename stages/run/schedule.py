@@ -34,8 +34,10 @@ QUADS: tuple[tuple[int, ...], ...] = ((0, 1, 2, 3), (4, 5, 6, 7))
 QUAD_SIZE = 4
 DEFAULT_MINUTES = 30.0
 LEDGER_FILE = "schedule.json"        # in paths.ledger; the run stage's output (dvc.yaml)
-# What of a profile decides what its engines measured (not its port, timeouts or derive's rules).
+# What of a profile decides what its engines measured (not its port, timeouts or derive's rules),
+# and what of a spec does not (the scheduler's estimate).
 MEASURED_PROFILE_KEYS = ("executor", "engine", "image", "docker", "env")
+UNMEASURED_SPEC_KEYS = ("est_minutes",)
 
 
 @dataclass(frozen=True)
@@ -147,7 +149,7 @@ def fingerprint(params: dict, spec_name: str) -> str:
     prof = get_profile(params, spec.get("profile"))
     group = profile_workloads(params, spec.get("profile"))
     parts = {
-        "spec": spec, "workloads": {w: group.get(w) for w in spec.get("workloads") or []},
+        "spec": {k: v for k, v in spec.items() if k not in UNMEASURED_SPEC_KEYS}, "workloads": {w: group.get(w) for w in spec.get("workloads") or []},
         "gate": params.get("gate"), "image": spec.get("image") or prof.get("image"),
         "profile": {k: prof.get(k) for k in MEASURED_PROFILE_KEYS},
         "protocol": params.get("protocol"),
@@ -195,8 +197,8 @@ def execute(jobs: list[Job], *, root: Path, quads=QUADS, base_port: int = 8000,
         rc = subprocess.run(cmd, cwd=root).returncode
         with lock:
             results[job.spec] = rc
-            done(job.spec, rc)
             free.update(taken)
+            done(job.spec, rc)
         progress(f"schedule: {job.spec} finished on GPUs {gpu_label(gpus)}, port {port} (exit {rc})")
 
     while queue or any(t.is_alive() for t in threads):
@@ -241,8 +243,11 @@ def run_specs(params: dict, names: list[str], *, root: Path, ledger_dir: Path,
     jobs = jobs_from(params, [n for n in names if not finished(entries.get(n), prints[n])], quads)
 
     def done(spec: str, rc: int) -> None:
-        if rc == 0:
-            run = json.loads(spec_ledger(ledger_dir, spec).read_text())
+        try:
+            run = json.loads(spec_ledger(ledger_dir, spec).read_text()) if rc == 0 else None
+        except (OSError, ValueError):
+            run = None
+        if run:
             entries[spec] = {"fingerprint": prints[spec], "run_id": run.get("run_id"),
                              "run_status": run.get("run_status")}
         else:                                   # interrupted or refused: tried again next time

@@ -1,11 +1,13 @@
-"""The run@<spec> stage: launch one engine, gate it, benchmark it, stop it, keep everything.
+"""One spec's run (`campaign run`, which the run stage's scheduler calls per spec): launch one
+engine, gate it, benchmark it, stop it, keep everything.
 
 Each call makes a new raw run folder `<runs>/<run_id>/` and never touches an earlier one:
   cmd.sh      the engine command exactly as run      server.log  the engine's output
   meta.json   spec, versions, git sha, params hash   launch.out  key=value facts, appended as known
   niah.log    the needle gate                         bench/      one result file per point
-The stage's DVC output is a small ledger file naming the run, so `dvc repro` re-runs a spec only
-when its settings change, and an interrupted run is attempted again, in a new folder, next time.
+A run that ends writes a small ledger file naming it (`<ledger>/<spec>.json`); the scheduler
+records it in its own ledger, so `dvc repro` re-runs a spec only when its settings change, and an
+interrupted run is attempted again, in a new folder, next time.
 """
 from __future__ import annotations
 
