@@ -283,7 +283,7 @@ def render_kwargs(root: Path, **extra) -> dict:
         campaign_db=data / "campaign.duckdb", docs_dir=data / "docs", site_dir=data / "site",
         facts_file=data / "facts.json", runs_dir=data / "runs", root=root,
         templates_dir=PROJECT / "site" / "templates", sources_file=PROJECT / "site" / "sources.yaml",
-        mkdocs_config=PROJECT / "mkdocs.yml", build=False)
+        mkdocs_config=PROJECT / "mkdocs.yml", build=False, static_images=("svg", "png"))
     kwargs.update(extra)
     return kwargs
 
@@ -335,20 +335,20 @@ def make_hostile(root: Path) -> dict[str, str]:
 
 def audit_ref(fid: str, page: str) -> str:
     """The link target of fact `fid`'s audit entry, relative to the docs root, when it is audited
-    on `page` (its run, or node, or name): audit/<page>.md#<anchor>."""
+    on `page` (its run, or node, or name): audit/<page>.html#<anchor>."""
     from stages.render.escape import audit_location
     _, anchor = audit_location(fid, fid.split("--")[0], [page], {})
-    return f"audit/{page}.md#{anchor}"
+    return f"audit/{page}.html#{anchor}"
 
 
 def audit_entry(docs: Path, fid: str, page: str) -> str:
-    """The entry of fact `fid` on its audit page: from its heading to the next entry's."""
+    """The entry of fact `fid` on its audit page (HTML): from its heading to the entry's end."""
     target, anchor = audit_ref(fid, page).split("#")
     text = (docs / target).read_text()
-    return text.split(f"{{#{anchor}}}", 1)[1].split("\n## ", 1)[0]
+    return text.split(f'<section class="audit-entry" id="{anchor}">', 1)[1].split("</section>", 1)[0]
 
 
 def published_ref(root: Path, fid: str) -> str:
-    """The audit link target facts.json records for fact `fid` (audit/<page>.md#<anchor>)."""
+    """The audit link target facts.json records for fact `fid` (audit/<page>.html#<anchor>)."""
     record = next(f for f in json.loads((root / "data" / "facts.json").read_text()) if f["id"] == fid)
-    return f"audit/{record['audit_page']}.md#{record['audit_anchor']}"
+    return f"audit/{record['audit_page']}.html#{record['audit_anchor']}"

@@ -5,9 +5,11 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from stages.render import charts
 from stages.render.chart_writer import STATIC, ChartWriter, cache_key, draw
+from stages.render.errors import FactError
 
 
 def spec(title: str = "Time to first token") -> tuple[dict, str]:
@@ -20,7 +22,7 @@ def spec(title: str = "Time to first token") -> tuple[dict, str]:
 
 
 def images(docs: Path, cache: Path, value: dict, text: str, name: str = "c") -> ChartWriter:
-    writer = ChartWriter(docs, book=None, cache_dir=cache, workers=2)
+    writer = ChartWriter(docs, book=None, cache_dir=cache, workers=2, static=STATIC)
     out = docs / name
     out.parent.mkdir(parents=True, exist_ok=True)
     writer.static_images(value, text, out)
@@ -70,7 +72,7 @@ def test_an_incomplete_entry_is_drawn_again(tmp_path):
 def test_without_a_cache_every_chart_is_drawn(tmp_path):
     value, text = spec()
     for docs in ("docs1", "docs2"):
-        writer = ChartWriter(tmp_path / docs, book=None, workers=1)
+        writer = ChartWriter(tmp_path / docs, book=None, workers=1, static=STATIC)
         writer.static_images(value, text, tmp_path / "c")
         writer.close()
         assert (writer.drawn, writer.reused) == (1, 0)
@@ -96,7 +98,7 @@ def point_rows(scale: float = 1.0) -> list[dict]:
 
 
 def write_all(docs: Path, cache: Path, book: Book) -> tuple[ChartWriter, dict[str, bytes]]:
-    writer = ChartWriter(docs, book, cache_dir=cache, workers=2)
+    writer = ChartWriter(docs, book, cache_dir=cache, workers=2, static=STATIC)
     for name in ("ttft_chart", "decode_chart"):
         writer.write("page", name, query="model_points", params={"model": "m"})
     writer.close()
@@ -114,3 +116,20 @@ def test_spec_cache_skips_altair_for_the_same_rows_and_redraws_for_new_rows(tmp_
     third, changed = write_all(tmp_path / "d3", tmp_path / "cache", Book(point_rows(scale=3.0)))
     assert (third.specs_reused, third.drawn) == (0, 2)
     assert changed["ttft_chart-m.vl.json"] != files["ttft_chart-m.vl.json"]
+
+
+def test_without_static_images_only_the_spec_is_written_and_the_page_describes_the_chart(tmp_path):
+    docs = tmp_path / "docs"
+    writer = ChartWriter(docs, Book(point_rows()), cache_dir=tmp_path / "cache", workers=1)
+    markup = writer.write("page", "ttft_chart", query="model_points", params={"model": "m"})
+    writer.close()
+    assert sorted(p.name for p in (docs / "assets" / "charts" / "page").iterdir()) == ["ttft_chart-m.vl.json"]
+    assert writer.drawn == 0 and not (tmp_path / "cache").exists() or not any((tmp_path / "cache").glob("??/*.svg"))
+    assert '<p class="chart-fallback">Chart: Time to first token' in markup
+    assert "Download: [Vega-Lite spec](assets/charts/page/ttft_chart-m.vl.json)" in markup
+    assert ".svg" not in markup and ".png" not in markup
+
+
+def test_a_static_image_kind_not_known_is_refused(tmp_path):
+    with pytest.raises(FactError, match="charts.static_images: unknown gif"):
+        ChartWriter(tmp_path, Book(point_rows()), static=("gif",))

@@ -1,6 +1,8 @@
 """The scaling charts: Altair charts with the encodings and markings the articles rely on."""
 from __future__ import annotations
 
+import json
+
 import altair as alt
 import pandas as pd
 import pytest
@@ -175,3 +177,27 @@ def test_capacity_limits_are_drawn_as_rules_where_they_fall_in_range():
     data = next(iter(spec["datasets"].values()))
     assert {d["cap_users"] for d in data} == {16} and all(d["kv_users"] is None for d in data)
     assert "Dashed rule: the sequence cap" in " ".join(spec["title"]["subtitle"])
+
+
+def _dataset_named(spec: dict, name: str) -> dict:
+    """spec with its one dataset renamed `name` (Altair names it by a digest of its rows)."""
+    spec = dict(spec)
+    (key, values), = spec.pop("datasets").items()
+    assert spec["data"] == {"name": key}
+    return {**spec, "data": {"name": name}, "datasets": {name: values}}
+
+
+@pytest.mark.parametrize("name", sorted(charts.LAYOUTS))
+def test_a_shared_layout_gives_the_spec_the_chart_function_draws(name):
+    rows = points()
+    rows.loc[0, "capacity_limited"] = True
+    drawn = _dataset_named(charts.chart_by_name(name)(rows.copy(), ["tiny-seqs16", "tiny-seqs4"])
+                           .to_dict(validate=False), charts.ROWS)
+    first = charts.spec(name, rows.copy(), ["tiny-seqs16", "tiny-seqs4"])
+    assert json.loads(json.dumps(first)) == json.loads(json.dumps(drawn, default=str))
+    # another model's rows of the same shape reuse the layout: only the data differs
+    other = rows.assign(ttft_median_s=rows["ttft_median_s"] * 2, decode_tok_s_per_user=7.0, completed=1)
+    again = charts.spec(name, other, ["tiny-seqs16", "tiny-seqs4"])
+    assert {k: v for k, v in again.items() if k != "datasets"} == \
+        {k: v for k, v in first.items() if k != "datasets"}
+    assert again["datasets"] != first["datasets"]

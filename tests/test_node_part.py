@@ -6,6 +6,7 @@ derived facts, and the Part in headless Chromium (charts drawn, failed launches 
 """
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -136,23 +137,23 @@ def test_ratio_names_both_inputs_and_its_audit_page_links_them(built):
     for r in ratios:
         a, b = (built["facts"][i] for i in r["inputs"])
         assert r["value"] == pytest.approx(a["value"] / b["value"])
-        page = (built["docs"] / "audit" / f"{r['audit_page']}.md").read_text()
+        page = (built["docs"] / "audit" / f"{r['audit_page']}.html").read_text()
         for fid in r["inputs"]:
             target = built["facts"][fid]
-            assert f"]({target['audit_page']}.md#{target['audit_anchor']})" in page
+            assert f'href="{target["audit_page"]}.html#{target["audit_anchor"]}"' in page
 
 
 def test_every_number_links_to_an_audit_page_that_exists(built):
     for name in (GIANTS, QUAD):
         # a Part is a blog post in docs/posts/: its links climb out of that folder
-        targets = re.findall(r"\]\(\.\./(audit/[^) #]+\.md)#([^) ]+) \"audit trail\"\)\{\.fact\}",
+        targets = re.findall(r"\]\(\.\./(audit/[^) #]+\.html)#([^) ]+) \"audit trail\"\)\{\.fact\}",
                              built[name.split("-")[1]])
         assert len(targets) > 100
         pages = {}
         for target, anchor in set(targets):
             if target not in pages:
                 pages[target] = (built["docs"] / target).read_text()
-            assert f"{{#{anchor}}}" in pages[target], (target, anchor)
+            assert f'id="{anchor}"' in pages[target], (target, anchor)
 
 
 def test_the_part_in_a_browser_draws_its_charts_and_quotes_failed_launches(built):
@@ -215,9 +216,10 @@ def test_a_median_lists_its_inputs_and_they_give_the_published_value(built):
                 and f["params"]["run_id"].startswith("dsv4_pro__tep8") and f["params"]["concurrency"] == 1)
     left_out = [r for r in fact["input_rows"] if not r["used"]]
     assert len(left_out) == 1 and "prefix_cache" in left_out[0]["reason"]
-    page = (built["docs"] / "audit" / f"{fact['audit_page']}.md").read_text()
-    entry = plain(page.split(f"{{#{fact['audit_anchor']}}}")[1].split("\n## ")[0])
-    assert re.search(r"\| ttfts\[\d\] \| [\d.]+ \| no: cached_share, prefix_cache \|", entry)
+    page = (built["docs"] / "audit" / f"{fact['audit_page']}.html").read_text()
+    entry = html.unescape(page.split(f'id="{fact["audit_anchor"]}"')[1].split("</section>")[0])
+    assert re.search(r"<code>ttfts\[\d\]</code></td><td[^>]*>[\d.]+</td><td>no: cached_share, prefix_cache</td>",
+                     entry)
     assert "Computed from 1 of these 2 inputs: the median of the values used." in entry
 
 

@@ -51,9 +51,9 @@ def test_article_prints_facts_that_link_to_audit_pages(rendered):
     # a Part is a blog post in docs/posts/: its links are relative to that folder
     link = f'[71.3](../{audit_ref(f"launch_ready_s--{RUN4}", RUN4)} "audit trail"){{.fact}}'
     assert link in text
-    assert (root / "data" / "docs" / "audit" / f"{RUN4}.md").is_file()
-    for target, anchor in set(re.findall(r"\]\(\.\./(audit/[^ )#]+\.md)#([^ )]+)", text)):
-        assert f"{{#{anchor}}}" in (root / "data" / "docs" / target).read_text(), target
+    assert (root / "data" / "docs" / "audit" / f"{RUN4}.html").is_file()
+    for target, anchor in set(re.findall(r"\]\(\.\./(audit/[^ )#]+\.html)#([^ )]+)", text)):
+        assert f'id="{anchor}"' in (root / "data" / "docs" / target).read_text(), target
     assert summary["pages"] == ["index.md", "posts/part-local-cpu.md", "compare.md", "SOURCES.md",
                                 "warehouse.md"]
     assert summary["facts"] == len(json.loads((root / "data" / "facts.json").read_text()))
@@ -61,14 +61,14 @@ def test_article_prints_facts_that_link_to_audit_pages(rendered):
 
 def test_audit_page_shows_file_line_excerpt_sql_and_command(rendered):
     root, _ = rendered
-    audit = shown(page(root, f"audit/{RUN16}.md"))
+    audit = shown(page(root, f"audit/{RUN16}.html"))
     entry = shown(audit_entry(root / "data" / "docs", f"launch_kv_tokens--{RUN16}", RUN16))
     log = root / "data" / "runs" / RUN16 / "server.log"
     line = next(i for i, l in enumerate(log.read_text().splitlines(), 1) if "CPU KV cache size" in l)
     assert f"<code>data/runs/{RUN16}/server.log</code>, line {line}" in entry
     assert "CPU KV cache size: 8,192 tokens" in entry
-    assert "(#query-launch_kv_tokens)" in entry
-    assert "{#query-launch_kv_tokens}" in audit and "from launches" in audit and "$run_id" in audit
+    assert 'href="#query-launch_kv_tokens"' in entry
+    assert 'id="query-launch_kv_tokens"' in audit and "from launches" in audit and "$run_id" in audit
     assert f"$ cat data/runs/{RUN16}/cmd.sh" in audit and "--max-num-seqs 16" in audit
     assert "dvc repro derive" in audit
 

@@ -46,19 +46,19 @@ def test_pair_is_drawn_with_facts_marks_and_both_runs(compared):
     # seqs4 queues at 16 chat users (12 over its cap): 0.2 s * 13 = 2.6 s against 0.2 s
     assert "[2.600](" in row and "[0.200](" in row and "[-92.3%](" in row
     assert "| better |" in row and "capacity-limited (base), provisional" in html.unescape(row)
-    assert "| Ready (s) |" in html.unescape(text) and f"[71.3](audit/{RUN4}.md#launch_ready_s-" in text
-    assert "[-3.4%](audit/compare_launch_change_pct.md#compare_launch_change_pct-" in text
+    assert "| Ready (s) |" in html.unescape(text) and f"[71.3](audit/{RUN4}.html#launch_ready_s-" in text
+    assert "[-3.4%](audit/compare_launch_change_pct.html#compare_launch_change_pct-" in text
     assert "every row below is tiny-llama / 4k" in text
-    for target, anchor in set(re.findall(r"\]\((audit/[^ )#]+\.md)#([^ )]+)", text)):
-        assert f"{{#{anchor}}}" in (root / "data" / "docs" / target).read_text(), target
+    for target, anchor in set(re.findall(r"\]\((audit/[^ )#]+\.html)#([^ )]+)", text)):
+        assert f'id="{anchor}"' in (root / "data" / "docs" / target).read_text(), target
 
 
 def test_a_change_audit_page_prints_its_unit_once(compared):
     root, _ = compared
     fid = f"compare_point_change_pct--{RUN4}--16--{RUN16}--ttft_median_s--chat"
     anchor = audit_ref(fid, "compare_point_change_pct").split("#")[1]
-    audit = docs(root, "audit/compare_point_change_pct.md")
-    assert f"</code> = -92.3% {{#{anchor}}}" in audit and "% %" not in audit
+    audit = docs(root, "audit/compare_point_change_pct.html")
+    assert f'id="{anchor}">\n<h2><code>compare&#95;point&#95;change&#95;pct</code> = -92.3% <a' in audit and "% %" not in audit
 
 
 def test_every_fact_of_the_compare_page_that_cites_a_raw_line_holds_its_value(compared):
@@ -94,7 +94,7 @@ def test_agents_workloads_are_compared_with_their_own_facts(compared):
     assert audit_ref(f"agent_ttft_median_s--{RUN16}--agents", RUN16) in row
     assert audit_ref(f"agent_sessions--{RUN4}--agents", RUN4) in row
     assert "[0.371](" in row and "[0.147](" in row and "[-60.4%](" in row and "| better |" in row
-    assert "compare_agent_change_pct.md#compare_agent_change_pct-" in row
+    assert "compare_agent_change_pct.html#compare_agent_change_pct-" in row
 
 
 def test_change_facts_record_both_runs_and_the_head_result_file(compared):

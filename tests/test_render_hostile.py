@@ -58,7 +58,7 @@ def test_hostile_names_are_printed_as_text(hostile):
     built = (hostile / "data" / "site" / "part-local-cpu.html").read_text()
     titles = [attrs.get("title") for tag, attrs in tags(built) if "run-ref" in (attrs.get("class") or "")]
     assert HOSTILE_RUN in titles                    # the full id, as its tooltip
-    audit_text = "".join(html.unescape(p.read_text()) for p in (docs / "audit").glob("*.md"))
+    audit_text = "".join(html.unescape(p.read_text()) for p in (docs / "audit").glob("*.html"))
     assert HOSTILE_FAILED in audit_text
 
 
@@ -74,7 +74,7 @@ def test_no_secret_in_site_docs_facts_or_trace(hostile):
                     assert secret.encode() not in content, (path, secret)
     facts_text = (data / "facts.json").read_text()
     assert not any(s in facts_text for s in SECRETS)
-    assert "***" in html.unescape((data / "docs" / "audit" / f"{RUN4}.md").read_text())
+    assert "***" in html.unescape((data / "docs" / "audit" / f"{RUN4}.html").read_text())
     paths = paths_for(hostile)
     for fact in json.loads(facts_text):
         out = trace.chain(fact, paths)
@@ -96,7 +96,7 @@ def test_links_fifos_and_outside_folders_are_not_read(tmp_path):
     docs = root / "data" / "docs"
     for path in docs.rglob("*.md"):
         assert OUTSIDE_TEXT not in path.read_text(), path
-    audit = html.unescape((docs / "audit" / f"{RUN4}.md").read_text())
+    audit = html.unescape((docs / "audit" / f"{RUN4}.html").read_text())
     assert "(not shown: refused (not a regular file (FIFO)))" in audit
     assert f"(not shown: data/runs/{RUN4}/cmd.sh: refused (symbolic link, not followed))" in audit
     record = next(r for r in json.loads((root / "data" / "facts.json").read_text())

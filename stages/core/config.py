@@ -143,6 +143,17 @@ def derive_settings(params: dict[str, Any]) -> dict[str, Any]:
 # Checking params.yaml: every problem found, one line each (without the file name).
 
 
+STATIC_IMAGES = ("svg", "png")   # the static images render can draw of a chart
+
+
+def _check_static_images(kinds: Any) -> list[str]:
+    if kinds is None:
+        return []
+    if not isinstance(kinds, list) or any(k not in STATIC_IMAGES for k in kinds):
+        return [f"charts.static_images must be a list of {', '.join(STATIC_IMAGES)} (got {kinds!r})"]
+    return []
+
+
 def check_params(params: dict[str, Any], root: Path | str = ".") -> list[str]:
     """Every problem of params: paths that overlap, unknown profiles or specs, unsafe names,
     concurrency that is not a positive integer, workloads longer than a spec's maximum context,
@@ -162,6 +173,7 @@ def check_params(params: dict[str, Any], root: Path | str = ".") -> list[str]:
             continue
         problems += _check_rules(prof.get("rules"), PROFILE_RULES, f"profiles.{name}.rules")
     problems += _check_rules(params.get("rules"), SHARED_RULES, "rules")
+    problems += _check_static_images((params.get("charts") or {}).get("static_images"))
     model = params.get("model")
     if isinstance(model, dict):
         problems += _check_name(model.get("name"), "model.name")

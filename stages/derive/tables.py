@@ -17,6 +17,9 @@ Example:
 """
 from __future__ import annotations
 
+import copy
+import functools
+
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,8 +62,15 @@ def reads(sql: str, names: set[str]) -> set[str]:
 
 def load_marts(path: Path) -> dict[str, dict[str, Any]]:
     """schema.yaml: every mart's entry, in its order, checked for shape."""
+    stat = path.stat()
+    return copy.deepcopy(_load_marts(path, stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_marts(path: Path, _mtime_ns: int, _size: int) -> dict[str, dict[str, Any]]:
+    """load_marts, read once per version of the file (render asks for it several times)."""
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
     except yaml.YAMLError as exc:
         raise CampaignError(f"{path.name}: not valid YAML: {exc}".splitlines()[0]) from None
     if not isinstance(data, dict):

@@ -37,6 +37,14 @@ def post_name(template_stem: str) -> str:
     return f"{POSTS_DIR}/{template_stem}"
 
 
+def published_url(page: str) -> str:
+    """Where the docs page `page` is published, from the site root: a Part at the root under its
+    own name (posts/part-node.md: part-node.html), any other page beside its source."""
+    if page.startswith(POSTS_DIR + "/"):
+        page = page[len(POSTS_DIR) + 1:]
+    return page[: -len(".md")] + ".html" if page.endswith(".md") else page
+
+
 def load_authors(series: dict[str, Any], origin: str) -> dict[str, dict[str, str]]:
     """The series' `authors:` block: id -> {name, description}."""
     block = series.get("authors") or {}

@@ -1,6 +1,8 @@
-"""Chart files: each chart a page draws, as its Vega-Lite spec, static SVG and PNG.
+"""Chart files: each chart a page draws, as its Vega-Lite spec, and (when asked) static SVG and PNG.
 
-The SVG and PNG are drawn in a pool of threads (vl_convert releases the GIL) and kept in a chart
+The browser draws every chart from its spec (vega-embed, whose menu also saves it as SVG or PNG).
+Static images (params.yaml `charts.static_images`) are for readers without script and for slides;
+at about 0.2 s an image they cost more than the rest of a large campaign's render. They are drawn in a pool of threads (vl_convert releases the GIL) and kept in a chart
 cache keyed by the hash of the spec they were drawn from: a render whose chart data did not change
 copies them from there instead of drawing them again. The spec itself is cached under the hash of
 what makes it (the chart functions' source, Altair's version, the chart's name, rows and series
@@ -26,10 +28,10 @@ from stages.render.errors import FactError
 from stages.render.escape import escape_cell
 from stages.render.facts import FactBook
 from stages.render.queries import sql_params
+from stages.core.config import STATIC_IMAGES as STATIC
 from stages.core.secrets import redact_value
 
 PNG_SCALE = 2  # pixels per chart unit: sharp on high-density screens and in slides
-STATIC = ("svg", "png")   # the static images drawn from each spec
 
 
 def _redacted(df: pd.DataFrame) -> pd.DataFrame:
@@ -107,12 +109,18 @@ def _write_whole(path: Path, data: bytes) -> None:
 
 
 class ChartWriter:
-    """Writes a chart's Vega-Lite spec, static SVG and PNG under assets/charts/<page>/.
-    `cache_dir` (optional) keeps the static images between renders; `workers` threads draw them.
-    Call close() once every chart is written: it waits for the drawings."""
+    """Writes a chart's Vega-Lite spec, and its static images of the kinds in `static` (of
+    STATIC), under assets/charts/<page>/. `cache_dir` (optional) keeps the static images between
+    renders; `workers` threads draw them. Call close() once every chart is written: it waits for
+    the drawings."""
 
     def __init__(self, docs_dir: Path, book: FactBook, cache_dir: Path | None = None,
-                 workers: int | None = None):
+                 workers: int | None = None, static: tuple[str, ...] = ()):
+        unknown = [kind for kind in static if kind not in STATIC]
+        if unknown:
+            raise FactError(f"charts.static_images: unknown {', '.join(map(str, unknown))} "
+                            f"(known: {', '.join(STATIC)})")
+        self.static = tuple(kind for kind in STATIC if kind in static)
         self.docs_dir = docs_dir
         self.book = book
         self.cache_dir = Path(cache_dir) if cache_dir else None
@@ -136,14 +144,14 @@ class ChartWriter:
             self._pool.shutdown(wait=True, cancel_futures=True)
 
     def static_images(self, spec: dict[str, Any], spec_json: str, out: Path) -> None:
-        """The SVG and PNG of `spec` at out.svg and out.png: from the cache or drawn."""
-        targets = {kind: out.parent / f"{out.name}.{kind}" for kind in STATIC}
+        """The static images of `spec` (out.svg, out.png): from the cache or drawn."""
+        targets = {kind: out.parent / f"{out.name}.{kind}" for kind in self.static}
         entry = None
         if self.cache_dir is not None:
             key = cache_key(spec_json)
-            entry = {kind: self.cache_dir / key[:2] / f"{key}.{kind}" for kind in STATIC}
+            entry = {kind: self.cache_dir / key[:2] / f"{key}.{kind}" for kind in self.static}
             if all(path.is_file() for path in entry.values()):
-                for kind in STATIC:
+                for kind in self.static:
                     shutil.copyfile(entry[kind], targets[kind])
                 self.reused += 1
                 return
@@ -152,7 +160,7 @@ class ChartWriter:
 
     @staticmethod
     def _draw(spec: dict[str, Any], targets: dict[str, Path], entry: dict[str, Path] | None) -> None:
-        for kind in STATIC:
+        for kind in targets:
             data = draw(spec, kind)
             targets[kind].write_bytes(data)
             if entry is not None:
@@ -189,7 +197,7 @@ class ChartWriter:
             if path.is_file():
                 self.specs_reused += 1
                 return json.loads(path.read_text())
-        spec = fn(df.copy(), self.domain()).to_dict(validate=False)   # checked in tests/test_charts.py
+        spec = chart_lib.spec(name, df.copy(), self.domain())   # checked in tests/test_charts.py
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             spec = json.loads(json.dumps(spec, default=str))   # as it is read back on a hit
@@ -229,15 +237,20 @@ class ChartWriter:
         out.parent.mkdir(parents=True, exist_ok=True)
         spec_json = json.dumps(spec, separators=(",", ":"), default=str)
         (out.parent / f"{out.name}.vl.json").write_text(spec_json)
-        self.static_images(spec, spec_json, out)
+        if self.static:
+            self.static_images(spec, spec_json, out)
         self.written.append(rel)
         element = re.sub(r"[^A-Za-z0-9-]", "-", f"spec-{page_stem}-{name}{suffix}")
         inline = spec_json.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
         label, alt_text = escape_cell(title, redact=False), escape_cell(description, redact=False)
+        # without script: the static image where one is drawn, else the chart's description
+        fallback = f"![{alt_text}]({rel}.svg)" if "svg" in self.static else \
+            f'<p class="chart-fallback">{alt_text}</p>'
+        downloads = [f"[{kind.upper()}]({rel}.{kind})" for kind in self.static]
         return "\n".join([
             f'<div class="vega-chart" data-spec="{element}" role="figure" aria-label="{label}" markdown>',
-            "", f"![{alt_text}]({rel}.svg)", "", "</div>", "",
+            "", fallback, "", "</div>", "",
             f'<script type="application/json" id="{element}">{inline}</script>', "",
-            f'<p class="chart-downloads" markdown>Download: [SVG]({rel}.svg) · [PNG]({rel}.png) · '
-            f"[Vega-Lite spec]({rel}.vl.json)</p>",
+            f'<p class="chart-downloads" markdown>Download: '
+            f"{' · '.join(downloads + [f'[Vega-Lite spec]({rel}.vl.json)'])}</p>",
         ])

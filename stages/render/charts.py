@@ -21,7 +21,11 @@ cap dashed, the sequences that fit the KV pool dotted.
 """
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import altair as alt
 import pandas as pd
@@ -69,11 +73,11 @@ def prepare(points: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _limit_rules(df: pd.DataFrame) -> list[alt.Chart]:
-    """Vertical rules at the capacity limits the rows carry (see LIMITS), where in range."""
+def _limit_rules(limits: Sequence[str]) -> list[alt.Chart]:
+    """Vertical rules at the capacity limits in `limits` (LIMITS keys the rows carry in range)."""
     rules = []
     for limit, dash in (("cap_users", [6, 3]), ("kv_users", [2, 2])):
-        if limit in df.columns and df[limit].notna().any():
+        if limit in limits:
             rules.append(alt.Chart().transform_filter(f"isValid(datum.{limit})")
                          .mark_rule(color=HATCH_INK, strokeDash=dash, strokeWidth=1)
                          .encode(x=alt.X(f"{limit}:Q", scale=alt.Scale(type="log", base=2)),
@@ -97,10 +101,15 @@ def _with_run_kind(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def color_scale(domain: Sequence[str] | None, df: pd.DataFrame) -> alt.Scale:
-    """One colour per run spec; pass the campaign-wide domain so colours agree across pages."""
-    names = list(domain) if domain else sorted(df["series"].dropna().unique())
-    return alt.Scale(domain=names, range=[PALETTE[i % len(PALETTE)] for i in range(len(names))])
+def series_names(domain: Sequence[str] | None, df: pd.DataFrame) -> tuple[str, ...]:
+    """The run specs that get a colour: the campaign-wide domain (so colours agree across pages),
+    or the rows' own specs without one."""
+    return tuple(domain) if domain else tuple(sorted(df["series"].dropna().unique()))
+
+
+def color_scale(names: Sequence[str]) -> alt.Scale:
+    """One colour per run spec, in the order of `names`."""
+    return alt.Scale(domain=list(names), range=[PALETTE[i % len(PALETTE)] for i in range(len(names))])
 
 
 def _tooltip(value_field: str, value_title: str, fmt: str) -> list[alt.Tooltip]:
@@ -163,13 +172,28 @@ def _summary_note(df: pd.DataFrame, note: list[str]) -> list[str]:
     return note
 
 
-def _facet(layers: list[alt.Chart], df: pd.DataFrame, title: str,
-           note: list[str] = NOTE) -> alt.FacetChart:
-    columns, width = facet_layout(int(df["workload"].nunique()))
-    rules = _limit_rules(df)
-    note = note + [LIMIT_NOTE] if rules else note
+@dataclass(frozen=True)
+class Shape:
+    """What a scaling chart's layout depends on besides its rows: the number of workloads (its
+    facets), the capacity limits drawn, the notes under the title, the run specs coloured. Charts
+    of one shape share one layout (see spec()), their rows bound to it under the name ROWS."""
+    workloads: int
+    limits: tuple[str, ...]
+    note: tuple[str, ...]
+    colors: tuple[str, ...]
+
+
+def _shape(df: pd.DataFrame, note: Sequence[str], domain: Sequence[str] | None) -> Shape:
+    limits = tuple(k for k in LIMITS if k in df.columns and df[k].notna().any())
+    return Shape(int(df["workload"].nunique()), limits, tuple(note), series_names(domain, df))
+
+
+def _facet(layers: list[alt.Chart], shape: Shape, title: str, data) -> alt.FacetChart:
+    columns, width = facet_layout(shape.workloads)
+    rules = _limit_rules(shape.limits)
+    note = list(shape.note) + ([LIMIT_NOTE] if rules else [])
     return (
-        alt.layer(*rules, *layers, data=df)
+        alt.layer(*rules, *layers, data=data)
         .properties(width=width, height=FACET_HEIGHT)
         .facet(facet=alt.Facet("workload:N", title=None, header=alt.Header(labelFontWeight="bold")),
                columns=columns, spacing=FACET_SPACING)
@@ -179,10 +203,10 @@ def _facet(layers: list[alt.Chart], df: pd.DataFrame, title: str,
     )
 
 
-def ttft_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:
-    """Median and p90 time to first token (log scale) against concurrent users. A point whose
-    TTFT rests on no request (ttft_requests 0: every request failed or came from the prefix cache)
-    has no TTFT and is left out."""
+def ttft_rows(points: pd.DataFrame, color_domain: Sequence[str] | None = None
+              ) -> tuple[pd.DataFrame, Shape]:
+    """The TTFT chart's rows (one per point and statistic) and shape. A point whose TTFT rests
+    on no request (ttft_requests 0) has none and is left out, with a note."""
     df = prepare(points)
     note = NOTE
     if "ttft_requests" in df.columns and (df["ttft_requests"] == 0).any():
@@ -194,47 +218,83 @@ def ttft_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) 
     long["stat"] = long["stat"].map({"ttft_median_s": "median", "ttft_p90_s": "p90"})
     long = long[long["ttft_s"].notna() & (long["ttft_s"] > 0)]
     long["line_key"] = long["run_id"] + "/" + long["stat"]
+    return long, _shape(long, note, series_names(color_domain, df))
+
+
+def ttft_layout(shape: Shape, data) -> alt.FacetChart:
     y = alt.Y("ttft_s:Q", title="Time to first token (s)", scale=alt.Scale(type="log"))
     tooltip = _tooltip("ttft_s", "TTFT (s)", ".3f") + [alt.Tooltip("stat:N", title="statistic")]
-    shape = alt.Shape("stat:N", title="Statistic",
-                      scale=alt.Scale(domain=["median", "p90"], range=["circle", "triangle-up"]))
-    layers = _layers(y, color_scale(color_domain, df), tooltip, detail="line_key:N", shape=shape)
-    return _facet(layers, long, "Time to first token: median and p90", note)
+    stat = alt.Shape("stat:N", title="Statistic",
+                     scale=alt.Scale(domain=["median", "p90"], range=["circle", "triangle-up"]))
+    layers = _layers(y, color_scale(shape.colors), tooltip, detail="line_key:N", shape=stat)
+    return _facet(layers, shape, "Time to first token: median and p90", data)
 
 
-def _metric_chart(points: pd.DataFrame, color_domain: Sequence[str] | None, field: str, axis_title: str,
-                  tip_title: str, title: str, summary: bool = False) -> alt.FacetChart:
-    """One per-point figure against concurrent users, points without it left out; `summary`: the
-    figure may be the benchmark tool's own (figures_from), and the note says so."""
+def ttft_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:
+    """Median and p90 time to first token (log scale) against concurrent users. A point whose
+    TTFT rests on no request (ttft_requests 0: every request failed or came from the prefix cache)
+    has no TTFT and is left out."""
+    rows, shape = ttft_rows(points, color_domain)
+    return ttft_layout(shape, rows)
+
+
+# per-point figures drawn against concurrent users: field, axis title, tooltip title, title, and
+# whether the figure may be the benchmark tool's own (figures_from; the note then says so)
+METRICS = {
+    "decode_chart": ("decode_tok_s_per_user", "Decode tokens/s per user", "tokens/s per user",
+                     "Decode speed per user", True),
+    "throughput_chart": ("output_tok_s", "Output tokens/s (all users)", "output tokens/s",
+                         "Server output throughput", False),
+}
+
+
+def _metric_rows(name: str, points: pd.DataFrame, color_domain: Sequence[str] | None
+                 ) -> tuple[pd.DataFrame, Shape]:
+    field, _, _, _, summary = METRICS[name]
     df = prepare(points)
     df = df[df[field].notna()]
-    layers = _layers(alt.Y(f"{field}:Q", title=axis_title), color_scale(color_domain, df),
+    return df, _shape(df, _summary_note(df, NOTE) if summary else NOTE, color_domain)
+
+
+def _metric_layout(name: str, shape: Shape, data) -> alt.FacetChart:
+    field, axis_title, tip_title, title, _ = METRICS[name]
+    layers = _layers(alt.Y(f"{field}:Q", title=axis_title), color_scale(shape.colors),
                      _tooltip(field, tip_title, ".1f"))
-    return _facet(layers, df, title, _summary_note(df, NOTE) if summary else NOTE)
+    return _facet(layers, shape, title, data)
 
 
 def decode_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:
     """Decode speed each user sees (1000 / median TPOT) against concurrent users."""
-    return _metric_chart(points, color_domain, "decode_tok_s_per_user", "Decode tokens/s per user",
-                         "tokens/s per user", "Decode speed per user", summary=True)
+    rows, shape = _metric_rows("decode_chart", points, color_domain)
+    return _metric_layout("decode_chart", shape, rows)
 
 
 def throughput_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:
     """Total output tokens per second of the server against concurrent users."""
-    return _metric_chart(points, color_domain, "output_tok_s", "Output tokens/s (all users)",
-                         "output tokens/s", "Server output throughput")
+    rows, shape = _metric_rows("throughput_chart", points, color_domain)
+    return _metric_layout("throughput_chart", shape, rows)
 
 
-def completed_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:
-    """Requests completed (markers) against requests sent (grey ticks) at each concurrency."""
+def completed_rows(points: pd.DataFrame, color_domain: Sequence[str] | None = None
+                   ) -> tuple[pd.DataFrame, Shape]:
     df = prepare(points)
+    return df, _shape(df, NOTE, color_domain)
+
+
+def completed_layout(shape: Shape, data) -> alt.FacetChart:
     y = alt.Y("completed:Q", title="Requests completed (tick: sent)")
     tooltip = _tooltip("completed", "completed", "d") + [alt.Tooltip("sent:Q", format="d")]
     sent = (alt.Chart().mark_tick(color=GREY, thickness=2, size=18)
             .encode(x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2)),
                     y=alt.Y("sent:Q"), tooltip=tooltip))
-    layers = [sent] + _layers(y, color_scale(color_domain, df), tooltip)
-    return _facet(layers, df, "Requests completed of sent")
+    layers = [sent] + _layers(y, color_scale(shape.colors), tooltip)
+    return _facet(layers, shape, "Requests completed of sent", data)
+
+
+def completed_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.FacetChart:
+    """Requests completed (markers) against requests sent (grey ticks) at each concurrency."""
+    rows, shape = completed_rows(points, color_domain)
+    return completed_layout(shape, rows)
 
 
 # ---------------------------------------------------------------- node probes
@@ -346,7 +406,8 @@ def ramp_chart(turns: pd.DataFrame, color_domain: Sequence[str] | None = None) -
     ]
     x = alt.X("context_tokens:Q", title="Conversation length (tokens)", axis=alt.Axis(format="~s"))
     y = alt.Y("longest_wait_s:Q", title="Longest wait for the first token (s)")
-    layers = _layers(y, color_scale(color_domain, df), tooltip, shape=shape, x=x, capacity=False)
+    layers = _layers(y, color_scale(series_names(color_domain, df)), tooltip, shape=shape, x=x,
+                     capacity=False)
     return (
         alt.layer(*layers, data=df)
         .properties(width=CHART_WIDTH - Y_AXIS_ALLOWANCE, height=RAMP_HEIGHT,
@@ -377,3 +438,36 @@ def chart_by_name(name: str) -> Callable[..., alt.TopLevelMixin]:
     if name not in CHARTS:
         raise KeyError(f"unknown chart {name!r} (known: {', '.join(CHARTS)})")
     return CHARTS[name]
+
+
+# The scaling charts as rows and a layout of a Shape: spec() builds a layout once per shape, so a
+# campaign's hundreds of charts cost Altair (about 0.2 s a layered facet) a few dozen times.
+LAYOUTS: dict[str, tuple[Callable[..., tuple[pd.DataFrame, Shape]], Callable[[Shape, Any], alt.TopLevelMixin]]] = {
+    "ttft_chart": (ttft_rows, ttft_layout),
+    "completed_chart": (completed_rows, completed_layout),
+    **{name: (functools.partial(_metric_rows, name), functools.partial(_metric_layout, name))
+       for name in METRICS},
+}
+ROWS = "rows"   # the dataset name a shared layout's rows are bound to
+
+
+@functools.lru_cache(maxsize=256)
+def _layout_json(name: str, shape: Shape) -> str:
+    return json.dumps(LAYOUTS[name][1](shape, alt.NamedData(name=ROWS)).to_dict(validate=False))
+
+
+def spec(name: str, rows: pd.DataFrame, color_domain: Sequence[str] | None = None) -> dict[str, Any]:
+    """Chart `name` of `rows` as a Vega-Lite spec (a dict): the same chart its function draws, its
+    data as the dataset ROWS; a scaling chart's layout comes from the layouts already built."""
+    if name not in LAYOUTS:
+        return chart_by_name(name)(rows, color_domain).to_dict(validate=False)
+    data, shape = LAYOUTS[name][0](rows, color_domain)
+    out = json.loads(_layout_json(name, shape))
+    out["datasets"] = {ROWS: records(data)}
+    return out
+
+
+def records(rows: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as JSON records: NaN as null, times in ISO 8601, numbers to 15 significant digits
+    (pandas writes them in C; Altair's own conversion takes ten times as long)."""
+    return json.loads(rows.to_json(orient="records", date_format="iso", double_precision=15))

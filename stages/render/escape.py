@@ -61,8 +61,8 @@ def audit_location(fid: str, name: str, run_ids: list[str], params: dict) -> tup
 
 
 def audit_target(prefix: str, page: str, anchor: str) -> str:
-    """The link target of a fact's entry: its audit page, at its anchor."""
-    return f"{prefix}{quote(page, safe='')}.md#{anchor}"
+    """The link target of a fact's entry: its audit page (HTML, see audit.py), at its anchor."""
+    return f"{prefix}{quote(page, safe='')}.html#{anchor}"
 
 
 def run_anchor(run_id: str) -> str:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -72,8 +73,9 @@ def redact_csv(path: Path) -> None:
             csv.writer(fh, lineterminator="\n").writerows(redacted)
 
 
-def write_assets(assets_dir: Path, docs_dir: Path) -> bool:
-    """Copy the site's own scripts and styles; write the Vega bundle. True when interactive."""
+def write_assets(assets_dir: Path, docs_dir: Path, cache_dir: Path | None = None) -> bool:
+    """Copy the site's own scripts and styles; write the Vega bundle (kept in `cache_dir` per
+    vl-convert version: making it takes seconds). True when interactive."""
     for src, dest in ASSET_FILES.items():
         target = docs_dir / dest
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -81,12 +83,22 @@ def write_assets(assets_dir: Path, docs_dir: Path) -> bool:
     bundle = docs_dir / VEGA_BUNDLE
     import vl_convert as vlc
 
-    if hasattr(vlc, "javascript_bundle"):
-        # A function scope keeps the bundle's top-level names private; it sets window.vegaEmbed.
-        bundle.write_text("(function () {\n" + vlc.javascript_bundle() + "\n})();\n")
+    if not hasattr(vlc, "javascript_bundle"):
+        bundle.write_text("/* vl-convert has no javascript_bundle(): charts stay static SVG. */\n")
+        return False
+    kept = Path(cache_dir) / f"vega-bundle-{getattr(vlc, '__version__', 'unknown')}.js" if cache_dir else None
+    if kept is not None and kept.is_file():
+        shutil.copyfile(kept, bundle)
         return True
-    bundle.write_text("/* vl-convert has no javascript_bundle(): charts stay static SVG. */\n")
-    return False
+    # A function scope keeps the bundle's top-level names private; it sets window.vegaEmbed.
+    bundle.write_text("(function () {\n" + vlc.javascript_bundle() + "\n})();\n")
+    if kept is not None:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        tmp = kept.with_name(f".{kept.name}.{os.getpid()}.tmp")
+        shutil.copyfile(bundle, tmp)
+        os.replace(tmp, kept)
+    return True
+
 
 # ---------------------------------------------------------------- entry point
 
@@ -99,7 +111,8 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
                index: PageSpec | None, parts: list[PageSpec], compare_spec: PageSpec | None,
                runs_dir: Path, root: Path, nodes_dir: Path | None, compare: list[dict] | None,
                run_sets: dict | None, warehouse_file: Path, notices: list[str],
-               arms: dict | None = None, chart_cache: Path | None = None):
+               arms: dict | None = None, chart_cache: Path | None = None,
+               static_images: tuple[str, ...] = ()):
     """The docs folder's content, written into the (empty) folder `docs_dir`. A Part left out
     (nothing to show) adds its one-line reason to `notices`."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir)), autoescape=True,
@@ -116,7 +129,7 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
             else:
                 notices.append(reason)
         parts = shown
-        writer = ChartWriter(docs_dir, book, cache_dir=chart_cache)
+        writer = ChartWriter(docs_dir, book, cache_dir=chart_cache, static=tuple(static_images))
         kwargs = dict(env=env, book=book, parts=parts, writer=writer, sources=sources,
                       runs_dir=runs_dir, root=root, nodes_dir=nodes_dir, arms=arm_labels(arms))
         rendered = [render_page(p, **kwargs) for p in parts]
@@ -137,15 +150,15 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
         audit = docs_dir / "audit"
         audit.mkdir()
         for page, text in audit_pages(facts, runs_dir=runs_dir, root=root, titles=titles).items():
-            (audit / f"{page}.md").write_text(text)
-        (audit / "index.md").write_text(audit_index(facts, titles))
+            (audit / f"{page}.html").write_text(text)
+        (audit / "index.html").write_text(audit_index(facts, titles))
         downloads = write_csv_downloads(con, docs_dir)
         (docs_dir / warehouse_page.PAGE_NAME).write_text(warehouse_page.build(
             con=con, descriptions_file=warehouse_file,
             downloads={Path(d).stem: d for d in downloads}))
     finally:
         con.close()
-    interactive = write_assets(templates_dir.parent / "assets", docs_dir)
+    interactive = write_assets(templates_dir.parent / "assets", docs_dir, chart_cache)
     return rendered, facts, downloads, interactive, book, writer
 
 
@@ -155,12 +168,13 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
         warehouse_file: Path | None = None, nodes_dir: Path | None = None,
         compare: list[dict] | None = None, run_sets: dict | None = None,
         series_file: Path | None = None, arms: dict | None = None,
-        chart_cache: Path | None = None) -> dict[str, Any]:
+        chart_cache: Path | None = None, static_images: tuple[str, ...] = ()) -> dict[str, Any]:
     """Render the article series from campaign.duckdb and (when build) build the site.
     `nodes_dir` holds the node probe folders that node evidence blocks read. `compare` is
     params.yaml's list of {base, head, title} pairs for the Compare page; `run_sets` the run sets
-    a side may name (stages/render/compare_page.py). `chart_cache` keeps the charts' static
-    images between renders (stages/render/chart_writer.py).
+    a side may name (stages/render/compare_page.py). `static_images`: the kinds of static image
+    (svg, png) drawn of each chart besides its spec; `chart_cache` keeps them between renders
+    (stages/render/chart_writer.py).
 
     Example: run(campaign_db=p.campaign_db, docs_dir=p.docs, site_dir=p.site,
                  facts_file=p.facts, runs_dir=p.runs, root=p.root, nodes_dir=p.nodes)
@@ -189,7 +203,8 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
             docs_tmp, campaign_db=campaign_db, templates_dir=templates_dir, sources=sources,
             index=index, parts=parts, compare_spec=compare_spec, runs_dir=runs_dir, root=root,
             nodes_dir=nodes_dir, compare=compare, run_sets=run_sets, warehouse_file=warehouse_file,
-            notices=notices, arms=arms, chart_cache=chart_cache)
+            notices=notices, arms=arms, chart_cache=chart_cache,
+            static_images=static_images)
         nav = site_nav([p.name for p in rendered] + ["SOURCES.md", warehouse_page.PAGE_NAME], mkdocs_config)
         # The Parts are the blog's posts (written under posts/); the plugin reads their authors here.
         (docs_tmp / blog.AUTHORS_FILE).write_text(blog.authors_file(authors))

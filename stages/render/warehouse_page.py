@@ -219,7 +219,7 @@ def page(*, public: dict[str, list[Column]], docs: dict[str, dict[str, Any]],
     if FACTS_KEY in docs:
         spec = docs[FACTS_KEY]
         out += ["### `facts` {#table-facts}", "", escape_text(spec["description"], redact=False), "",
-                "Browse them in the [audit trail](audit/index.md).", ""]
+                "Browse them in the [audit trail](audit/index.html).", ""]
         out += _column_table([(c.name, c.type, str(spec["columns"].get(c.name, "")))
                               for c in fact_fields()])
     out += ["## Staging and intermediate models", "",
