@@ -21,16 +21,19 @@ BENCH = Path(__file__).parent / "fixtures" / "logs" / "sample_bench.json"
 RUN = "small__sglang_tp1__64k__sglang__0801-233700"
 RULES = {"prefix_cache_tok_s": 60000, "gate_min_score": 1.0, "cached_share_max_pct": 20,
          "default_max_num_seqs": 1024, "burst_tpot_ms": 0.5}
-WORKLOADS = {"long": {"prompt_tokens": 8192, "output_tokens": 64, "concurrency": [1, 2, 4]}}
+WORKLOADS = {"long": {"prompt_tokens": 8192, "output_tokens": 64, "concurrency": [1, 2, 4, 8]}}
 # point -> (result file date, duration in s): the long prompts of 00:07:39 onwards, the short
 # ones of 00:02:17 to 00:03:40, and a window in which nothing was prefilled.
 POINTS = {"long__c01": ("20260802-000806", 27.0), "long__c02": ("20260802-000340", 23.5),
-          "long__c04": ("20260802-001500", 5.0)}
+          "long__c04": ("20260802-001500", 5.0), "long__c08": ("20260802-001600", 5.0)}
 SGLANG_METRICS = (
     "# TYPE sglang:prompt_tokens_total counter\n"
     'sglang:prompt_tokens_total{{model_name="m",tp_rank="0"}} {p}\n'
     "# TYPE sglang:cached_tokens_total counter\n"
     'sglang:cached_tokens_total{{model_name="m",cache_source="device"}} {c}\n')
+
+TIERS = ('sglang:cached_tokens_total{{model_name="m",cache_source="host"}} {host}\n'
+         'sglang:cached_tokens_total{{model_name="m",cache_source="total"}} {total}\n')
 
 
 def _write(path: Path, text: str) -> None:
@@ -77,6 +80,11 @@ def derived(tmp_path_factory) -> Path:
     # the first point also has SGLang's counters: they win over the log
     _write(folder / "bench" / "long__c01.metrics.before.txt", SGLANG_METRICS.format(p=1000, c=100))
     _write(folder / "bench" / "long__c01.metrics.after.txt", SGLANG_METRICS.format(p=5000, c=1100))
+    # another has tiers and their total: the total alone counts, not tiers and total summed
+    _write(folder / "bench" / "long__c08.metrics.before.txt",
+           SGLANG_METRICS.format(p=0, c=0) + TIERS.format(host=0, total=0))
+    _write(folder / "bench" / "long__c08.metrics.after.txt",
+           SGLANG_METRICS.format(p=1000, c=100) + TIERS.format(host=200, total=300))
     warehouse = root / "data" / "warehouse.duckdb"
     ingest.run(runs_dir=root / "data" / "runs", warehouse=warehouse, root=root)
     out = root / "data" / "campaign.duckdb"
@@ -118,3 +126,8 @@ def test_without_counters_the_prefill_lines_of_the_window_give_it(derived):
 def test_a_window_without_prefills_has_no_share(derived):
     assert _prefilled(*POINTS["long__c04"])[1] == 0
     assert _points(derived)["long__c04"][-1] is None
+
+
+def test_a_total_beside_the_cache_tiers_is_counted_alone(derived):
+    hits, queries, pct, *_ = _points(derived)["long__c08"]
+    assert (hits, queries, pct) == (300, 1000, pytest.approx(30.0))

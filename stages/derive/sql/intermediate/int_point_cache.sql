@@ -2,7 +2,8 @@
 -- From the engine's /metrics counters: 100 * (hits after - hits before) / (queries after - queries
 -- before), each counter summed over its label sets. vLLM: vllm:prefix_cache_* (current), else
 -- vllm:gpu_prefix_cache_* (older builds). SGLang: sglang:cached_tokens_total over
--- sglang:prompt_tokens_total (served with --enable-metrics).
+-- sglang:prompt_tokens_total (served with --enable-metrics); where a snapshot has a
+-- cache_source="total" label set beside the per-tier ones, that one alone is counted.
 -- Without counters, an SGLang point falls back to its own log: the `Prefill batch` lines
 -- (#cached-token over #new-token plus #cached-token) logged while the point ran, from its result
 -- file's `date` (written when it finished, to the second) less its `duration`, one second either
@@ -31,6 +32,14 @@ with samples as (
         source_line
     from stg_metrics
     where phase in ('before', 'after')
+      and not (metric_name like 'sglang:cached_tokens%'
+               and coalesce(metric_labels, '') not like '%cache_source="total"%'
+               and exists (select 1 from stg_metrics as totals
+                           where totals.run_id = stg_metrics.run_id
+                             and totals.point_id = stg_metrics.point_id
+                             and totals.phase = stg_metrics.phase
+                             and totals.metric_name = stg_metrics.metric_name
+                             and totals.metric_labels like '%cache_source="total"%'))
 ),
 
 sums as (
