@@ -5,6 +5,7 @@ and run in dependency order against a fresh `campaign.duckdb`, with the warehous
 read-only as `raw`. The rules and workloads from params enter only as bound parameters (the rules
 shared by every run) and the `param_rules` and `param_workloads` tables, keyed by profile: each run
 is judged by its own profile's rules and sized by its own profile's workloads (int_run_params).
+The engines' own defaults (`sql/intermediate/engine_defaults.yaml`) enter as `param_seq_caps`.
 The invariants in `stages/derive/sql/marts/schema.yaml` run as the marts are built, before anything
 is exported: a row that breaks one is held back in the public `quarantine` table and the rest is
 published (stages/derive/quarantine.py); in strict mode a broken one raises `DataTestError` and
