@@ -37,7 +37,7 @@ def test_the_stage_runs_the_probe_per_node_kind_with_a_persisted_ledger():
     assert s["foreach"] == "${probe_nodes}"
     do = s["do"]
     argv = shlex.split(do["cmd"])
-    assert argv[:3] == ["python", "-m", "stages.tools.node_probe"]
+    assert argv[:3] == ["${probe.python}", "-m", "stages.tools.node_probe"]
     assert argv[argv.index("--node-kind") + 1] == "${item}" and argv[argv.index("--profile") + 1] == "${profile}"
     ledger = argv[argv.index("--ledger") + 1]
     [out] = do["outs"]
@@ -50,7 +50,7 @@ def test_the_stage_runs_the_probe_per_node_kind_with_a_persisted_ledger():
 def test_local_cpu_probes_nothing_and_ingest_follows_the_ledger():
     p = params()
     assert p["profile"] == "local-cpu" and p["probe_nodes"] == []
-    assert p["probe"]["groups"] == "auto"
+    assert p["probe"]["groups"] == "auto" and p["probe"]["python"] == "python"
     ingest = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["ingest"]
     assert {"${paths.ledger}", "${paths.nodes}"} <= set(ingest["deps"])
 
