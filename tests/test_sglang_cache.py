@@ -131,3 +131,14 @@ def test_a_window_without_prefills_has_no_share(derived):
 def test_a_total_beside_the_cache_tiers_is_counted_alone(derived):
     hits, queries, pct, *_ = _points(derived)["long__c08"]
     assert (hits, queries, pct) == (300, 1000, pytest.approx(30.0))
+
+
+def test_sglang_points_get_the_engine_stats_of_their_window(derived):
+    """SGLang's log times carry their date: its batch lines of the window are the point's stats."""
+    con = duckdb.connect(str(derived), read_only=True)
+    try:
+        rows = dict(con.execute("select point_id, stats_lines from point_engine_stats where run_id = ?",
+                                [RUN]).fetchall())
+    finally:
+        con.close()
+    assert rows.get("long__c02", 0) > 0 and "long__c04" not in rows
