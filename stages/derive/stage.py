@@ -5,6 +5,7 @@ and run in dependency order against a fresh `campaign.duckdb`, with the warehous
 read-only as `raw`. The rules and workloads from params enter only as bound parameters (the rules
 shared by every run) and the `param_rules` and `param_workloads` tables, keyed by profile: each run
 is judged by its own profile's rules and sized by its own profile's workloads (int_run_params).
+The engines' own defaults (`sql/intermediate/engine_defaults.yaml`) enter as `param_seq_caps`.
 The invariants in `stages/derive/sql/marts/schema.yaml` run as the marts are built, before anything
 is exported: a row that breaks one is held back in the public `quarantine` table and the rest is
 published (stages/derive/quarantine.py); in strict mode a broken one raises `DataTestError` and
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import yaml
 
 from stages.derive import tables
 from stages.derive.quarantine import QUARANTINE, DataTestError, Tester, columns_of  # noqa: F401 (DataTestError: raised here for callers)
@@ -44,6 +46,10 @@ INTERMEDIATE_MODELS: tuple[str, ...] = MODELS.intermediate
 MART_MODELS: tuple[str, ...] = MODELS.marts             # in build order
 PUBLIC_TABLES: tuple[str, ...] = MODELS.public         # in schema.yaml's order
 RULE_KEYS: tuple[str, ...] = (*SHARED_RULES, *PROFILE_RULES)
+# Engine defaults by engine, version and device (the sequence cap when none is given), each citing
+# its source; read into param_seq_caps.
+ENGINE_DEFAULTS = Path(__file__).parent / "sql" / "intermediate" / "engine_defaults.yaml"
+_VERSION_RE = re.compile(r"\d+(?:\.\d+)*")
 _PARAM_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _COMMENT_RE = re.compile(r"--[^\n]*")
 
@@ -140,8 +146,39 @@ def param_rows(rules: dict[str, Any], workloads: dict[str, Any],
     return rule_rows, workload_rows_
 
 
+def version_key(text: Any) -> list[int] | None:
+    """'0.8.0' -> [0, 8, 0]: an engine version as the list launches.sql compares."""
+    m = _VERSION_RE.fullmatch(str(text)) if text is not None else None
+    return [int(p) for p in m.group(0).split(".")] if m else None
+
+
+def engine_default_rows(profiles: dict[str, dict] | None, path: Path = ENGINE_DEFAULTS) -> list[tuple]:
+    """param_seq_caps rows, checked: each seq_cap entry of engine_defaults.yaml for each profile
+    whose device it names, in the file's order (profile, position, engine, version_from,
+    version_before, cap, per_tp, source)."""
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise CampaignError(f"{path.name}: cannot read it: {exc}") from None
+    devices, entries = doc.get("devices") or {}, doc.get("seq_cap") or []
+    rows = []
+    for i, e in enumerate(entries, start=1):
+        where = f"{path.name}: seq_cap entry {i}"
+        bounds = {k: version_key(e.get(k)) for k in ("from", "before")}
+        bad = [k for k in bounds if e.get(k) is not None and bounds[k] is None]
+        cap = e.get("cap")
+        if bad or isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+            raise CampaignError(f"{where}: needs a positive integer cap and versions like 0.8.0")
+        if not re.fullmatch(r"S\d+", str(e.get("source"))) or e.get("device") not in set(devices.values()):
+            raise CampaignError(f"{where}: needs a source id (S12) and a device of `devices`")
+        rows += [(str(name), i, str(e.get("engine")), bounds["from"], bounds["before"], cap,
+                  bool(e.get("per_tp")), str(e["source"]))
+                 for name in (profiles or {}) if devices.get(name) == e["device"]]
+    return rows
+
+
 def create_param_tables(con: duckdb.DuckDBPyConnection, rule_rows: list[tuple],
-                        workload_rows_: list[tuple]) -> None:
+                        workload_rows_: list[tuple], seq_cap_rows: list[tuple] = ()) -> None:
     """param_rules and param_workloads, keyed by profile (null: the active profile's, for runs of
     a profile params does not know)."""
     con.execute(
@@ -153,6 +190,13 @@ def create_param_tables(con: duckdb.DuckDBPyConnection, rule_rows: list[tuple],
         "prompt_tokens bigint not null, output_tokens bigint not null, unique (profile, workload))")
     if workload_rows_:
         con.executemany("insert into param_workloads values ($1, $2, $3, $4)", workload_rows_)
+    con.execute(
+        "create table param_seq_caps (profile varchar not null, position integer not null, "
+        "engine varchar not null, version_from integer[], version_before integer[], "
+        "cap integer not null, per_tp boolean not null, source varchar not null)")
+    if seq_cap_rows:
+        con.executemany("insert into param_seq_caps values ($1, $2, $3, $4, $5, $6, $7, $8)",
+                        list(seq_cap_rows))
 
 
 def build_models(con: duckdb.DuckDBPyConnection, values: dict[str, Any],
@@ -309,7 +353,7 @@ def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: 
     try:
         con.execute("set TimeZone = 'UTC'")
         attach_warehouse(con, Path(warehouse), models)
-        create_param_tables(con, rule_rows, workload_rows_)
+        create_param_tables(con, rule_rows, workload_rows_, engine_default_rows(profiles))
         tester = Tester(con, schema, values, marts=models.marts, strict=strict, bind=bind)
         build_models(con, values, models, SQL_DIR, tester)
         con.execute("detach raw")

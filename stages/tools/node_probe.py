@@ -183,6 +183,22 @@ def _probe(*, folder: Path, meta: dict[str, Any], groups, sizes: list[int], back
 
 # ---------------------------------------------------------------- command line
 
+def append_ledger(ledger: Path, folder: Path, root: Path) -> dict[str, Any]:
+    """Append one JSON line naming a new node folder to `ledger` (the DVC stage's output, which
+    DVC keeps between runs: every probe of the node is listed, the earlier ones never rewritten)."""
+    meta = json.loads((folder / "meta.json").read_text())
+    try:
+        where = folder.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        where = str(folder)
+    entry = {"node_id": meta["node_id"], "folder": where, "status": meta["status"],
+             "started_at": meta["started_at"], "finished_at": meta.get("finished_at")}
+    ledger.parent.mkdir(parents=True, exist_ok=True)
+    with ledger.open("a") as f:
+        f.write(json.dumps(entry, sort_keys=True) + "\n")
+    return entry
+
+
 def _params_probe(root: Path) -> tuple[dict[str, Any], Path | None, dict[str, Any]]:
     """params.yaml `probe:` settings, `paths.nodes`, and the profiles (all optional here)."""
     if not (root / "params.yaml").is_file():
@@ -220,6 +236,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="stop a group's ranks after this many seconds (default 600)")
     ap.add_argument("--profile", help="apply this params profile's env (NCCL_* settings) while probing")
     ap.add_argument("--root", type=Path, default=Path("."), help="project root (where params.yaml is)")
+    ap.add_argument("--ledger", type=Path, help="append a JSON line naming the new folder to this file "
+                                                "(the DVC stage's output, e.g. data/ledger/probe__h200x8.jsonl)")
     args = ap.parse_args(argv)
 
     def say(msg: str) -> None:
@@ -246,6 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                      world_size=args.world_size, p2p_bytes=args.p2p_mib * 2**20,
                      p2p_repeats=args.p2p_repeats, group_timeout_s=args.group_timeout_s, env=env,
                      progress=say)
+        if args.ledger:
+            append_ledger(args.root / args.ledger, folder, args.root)
     except CampaignError as exc:
         print(f"probe: error: {exc}", file=sys.stderr)
         return 2

@@ -4,9 +4,12 @@
 -- size line, else blocks x block size (the block size logged, else --block-size, else vLLM's
 -- default of 16), else SGLang max_total_num_tokens, else launch.out engine_kv_tokens.
 -- seq_cap: --max-num-seqs / --max-running-requests as given, else the figure SGLang logs, else
--- default_max_num_seqs of the run's own profile (param_rules). Error columns quote the first error the log records.
+-- the engine's own default for the run's engine, version and profile device (param_seq_caps, from
+-- stages/derive/sql/intermediate/engine_defaults.yaml; seq_cap_default_source names its source), else
+-- default_max_num_seqs of the run's own profile (param_rules). The version: meta.json's, else the
+-- one the engine logged, else the image tag's. Error columns quote the first error the log records.
 -- Per-value sources: ready_source_* is the launch.out ready_s line; seq_cap_source_* the cmd.sh
--- line of the flag or the log line of the figure, null when the profile default applied.
+-- line of the flag or the log line of the figure, null when a default applied.
 with runs as (
     select * from stg_runs
 ),
@@ -103,6 +106,40 @@ fact_values as (
     group by run_id
 ),
 
+engine_versions as (
+    select
+        runs.run_id,
+        runs.engine,
+        coalesce(
+            nullif(regexp_extract(runs.engine_version, '\d+(\.\d+)+'), ''),
+            nullif(regexp_extract(logged.value_text, '\d+(\.\d+)+'), ''),
+            nullif(regexp_extract(runs.image, ':v?(\d+(\.\d+)+)', 1), '')
+        )                                                   as version
+    from runs
+    left join facts as logged
+        on logged.run_id = runs.run_id and logged.fact = 'engine_version'
+    qualify row_number() over (partition by runs.run_id order by logged.source_file, logged.source_line) = 1
+),
+
+engine_default as (
+    select
+        versions.run_id,
+        caps.cap,
+        caps.per_tp,
+        caps.source
+    from engine_versions as versions
+    inner join int_run_params as run_params on run_params.run_id = versions.run_id
+    inner join param_seq_caps as caps
+        on caps.profile = run_params.params_profile
+       and caps.engine = versions.engine
+       and (caps.version_from is null
+            or list_transform(string_split(versions.version, '.'), lambda p: p::integer) >= caps.version_from)
+       and (caps.version_before is null
+            or list_transform(string_split(versions.version, '.'), lambda p: p::integer) < caps.version_before)
+    where versions.version is not null
+    qualify row_number() over (partition by versions.run_id order by caps.position) = 1
+),
+
 seq_cap_flags as (
     select run_id, source_file, source_line
     from stg_command_flags
@@ -154,8 +191,13 @@ joined as (
         coalesce(
             commands.max_num_seqs,
             fact_values.max_running_requests::integer,
+            engine_default.cap * case when engine_default.per_tp then coalesce(commands.tp, 1) else 1 end,
             rules.default_max_num_seqs
         )                                                   as seq_cap,
+        case
+            when commands.max_num_seqs is null and fact_values.max_running_requests is null
+            then engine_default.source
+        end                                                 as seq_cap_default_source,
         coalesce(commands.dp, 1)                            as engines,
         commands.tp,
         fact_values.moe_backend,
@@ -199,6 +241,7 @@ joined as (
     left join ready_fact   on ready_fact.run_id = runs.run_id
     left join seq_cap_flags on seq_cap_flags.run_id = runs.run_id
     left join seq_cap_fact on seq_cap_fact.run_id = runs.run_id
+    left join engine_default on engine_default.run_id = runs.run_id
     left join first_error  on first_error.run_id = runs.run_id
     left join int_run_params as run_params on run_params.run_id = runs.run_id
     join param_rules as rules on rules.profile is not distinct from run_params.params_profile
@@ -232,6 +275,7 @@ final as (
         ready_source_line,
         seq_cap_source_file,
         seq_cap_source_line,
+        seq_cap_default_source,
         error_source_file,
         error_source_line,
         source_file,

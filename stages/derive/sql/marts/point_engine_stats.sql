@@ -1,9 +1,9 @@
 -- What the engine's own periodic stats lines said while a benchmark point ran: one row per point
 -- that has any. A point ran from its result file's `date` (written when the benchmark finished)
 -- less its `duration`; a stats line covers the interval before it, so lines logged from the start
--- to one stats interval after the end count (vLLM logs every 10 s by default). Log times carry no
--- year: the run's start year is used, and both clocks are taken to be the node's. Each maximum
--- cites the line that holds it.
+-- to one stats interval after the end count (vLLM logs every 10 s by default). vLLM's log times
+-- carry no year: the run's start year is used (SGLang's carry their date), and both clocks are
+-- taken to be the node's. Each maximum cites the line that holds it.
 with points as (
     select
         points.run_id,
@@ -17,8 +17,10 @@ with points as (
 stats as (
     select
         stats.*,
-        try_strptime(year(runs.started_at)::varchar || '-' || stats.log_time, '%Y-%m-%d %H:%M:%S')
-            as logged_at
+        coalesce(
+            try_strptime(stats.log_time, '%Y-%m-%d %H:%M:%S'),
+            try_strptime(year(runs.started_at)::varchar || '-' || stats.log_time, '%Y-%m-%d %H:%M:%S')
+        )   as logged_at
     from stg_log_stats as stats
     inner join stg_runs as runs on runs.run_id = stats.run_id
 ),
