@@ -156,10 +156,10 @@ class Probe:
     prompt_tokens: int
     ok: bool
     latency_s: float
-    timeout_s: float
+    answer: str                     # the text after the reasoning block
     failure: str | None             # why the probe got no answer to judge; None when it got one
     reasoning_tokens: int | None    # length of the reasoning block (model's tokenizer); None: none
-    answer: str                     # the text after the reasoning block
+    timeout_s: float
 
 
 def filler(rng: random.Random, n: int) -> list[str]:
