@@ -53,7 +53,8 @@ create table point_engine_stats (run_id varchar, point_id varchar, stats_lines b
 create table run_events (run_id varchar, event varchar, point_id varchar, detail varchar,
   source_file varchar, source_line integer);
 create table gates (run_id varchar, gate varchar, score double, probes integer,
-  passed_probes integer, provisional boolean, source_file varchar, source_line integer);
+  passed_probes integer, failed_probes integer, provisional boolean, source_file varchar,
+  source_line integer);
 create table gate_probes (run_id varchar, probe_idx integer, depth double, prompt_tokens integer,
   ok boolean, latency_s double, answer varchar, failure varchar, reasoning_tokens bigint,
   source_file varchar, source_line integer);
@@ -243,7 +244,7 @@ def build_campaign(root: Path) -> Path:
                  rel(d / "server.log"), err_line, rel(d / "cmd.sh"), cmd_line])
             continue
         niah = d / "niah.log"
-        con.execute("insert into gates values (?, 'niah', 0.0, 3, 0, true, ?, 4)", [run_id, rel(niah)])
+        con.execute("insert into gates values (?, 'niah', 0.0, 3, 0, 0, true, ?, 4)", [run_id, rel(niah)])
         for i, line in enumerate(niah.read_text().splitlines()[:3]):
             p = json.loads(line)
             con.execute("insert into gate_probes values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

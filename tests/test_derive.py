@@ -317,6 +317,7 @@ def test_gates_count_probes_and_mark_provisional(built):
     rows = {r["run_id"]: r for r in query(out, "select * from gates")}
     assert (rows[BIG]["probes"], rows[BIG]["passed_probes"], rows[BIG]["provisional"]) == (3, 3, False)
     assert (rows[SG]["score"], rows[SG]["passed_probes"], rows[SG]["provisional"]) == (0.0, 0, True)
+    assert (rows[BIG]["failed_probes"], rows[SG]["failed_probes"]) == (0, 1)
     assert DP not in rows
     assert len(query(out, "select * from gate_probes where run_id = $r", {"r": BIG})) == 3
     # a failed probe (it timed out) counts as missed, with its reason and no reasoning length
