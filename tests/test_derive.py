@@ -191,7 +191,8 @@ def raw_rows() -> dict[str, tuple[dict, list[dict]]]:
             for i, d in enumerate([0.1, 0.5, 0.9])
         ] + [
             {"run_id": SG, "probe_idx": 0, "depth": 0.5, "prompt_tokens": 7000, "ok": False,
-             "latency_s": 1.0, "answer": "", "failure": "no answer within the probe's timeout of 9.0 s (ReadTimeout)",
+             "latency_s": 1.0, "answer": "",
+             "failure": "no answer within the probe's timeout of 9.0 s (ReadTimeout)",
              "source_file": raw_path(SG, "niah.log"), "source_line": 1},
         ]),
         "raw_bench_points": ({}, [

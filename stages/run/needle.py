@@ -108,7 +108,8 @@ def settings_problems(layer: Any, where: str, *, complete: bool = False) -> list
     """Problems of one layer of gate settings (every setting present, when `complete`)."""
     if not isinstance(layer, dict):
         return [f"{where} must be a mapping of {', '.join(SETTINGS)}"]
-    problems = [f"{where}.{k} is not a gate setting ({', '.join(SETTINGS)})" for k in layer if k not in SETTINGS]
+    problems = [f"{where}.{k} is not a gate setting ({', '.join(SETTINGS)})"
+                for k in layer if k not in SETTINGS]
     if complete:
         problems += [f"{where} is missing {k}" for k in SETTINGS if k not in layer]
     depths = layer.get("depths", [0.5])
@@ -148,19 +149,6 @@ def check_spec_gate(params: dict[str, Any], spec_name: str, max_model_len: int |
 
 
 # ---------------------------------------------------------------------------------- the prompt
-
-@dataclass(frozen=True)
-class Probe:
-    key: int
-    depth: float
-    prompt_tokens: int
-    ok: bool
-    latency_s: float
-    answer: str                     # the text after the reasoning block
-    failure: str | None             # why the probe got no answer to judge; None when it got one
-    reasoning_tokens: int | None    # length of the reasoning block (model's tokenizer); None: none
-    timeout_s: float
-
 
 def filler(rng: random.Random, n: int) -> list[str]:
     return [" ".join(rng.choice(_WORDS) for _ in range(rng.randint(6, 12))).capitalize() + "."
@@ -207,6 +195,20 @@ def build_prompt(*, tokenizer, target_tokens: int, depth: float, code: str, seed
 
 # ---------------------------------------------------------------------------------- a probe
 
+@dataclass(frozen=True)
+class Probe:
+    """One probe, as a line of niah.log."""
+    key: int
+    depth: float
+    prompt_tokens: int
+    ok: bool
+    latency_s: float
+    answer: str                     # the text after the reasoning block
+    failure: str | None             # why the probe got no answer to judge; None when it got one
+    reasoning_tokens: int | None    # length of the reasoning block (model's tokenizer); None: none
+    timeout_s: float
+
+
 def split_reasoning(text: str) -> tuple[str | None, str | None]:
     """(reasoning, answer) of a completion: the answer is the text after the last `</think>`;
     a reasoning block that never closes leaves no answer; text with no block is all answer."""
@@ -231,8 +233,10 @@ def probe(*, client: httpx.Client, base_url: str, model: str, prompt: str, promp
     t0 = time.perf_counter()
     failure, reasoning, answer, served = None, None, "", prompt_tokens
     try:
-        resp = client.post(f"{base_url}/v1/completions", timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 30.0)),
-                           json={"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0})
+        resp = client.post(f"{base_url}/v1/completions",
+                           timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 30.0)),
+                           json={"model": model, "prompt": prompt, "max_tokens": max_tokens,
+                                 "temperature": 0.0})
         resp.raise_for_status()
         body = resp.json()
         text = body["choices"][0]["text"]
