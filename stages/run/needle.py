@@ -277,6 +277,8 @@ def run_gate(*, base_url: str, model: str, tokenizer_file: Path, max_model_len: 
         for i, depth in enumerate(gate.depths):
             prompt, n = build_prompt(tokenizer=tokenizer, target_tokens=target, depth=depth,
                                      code=code, seed=gate.seed + i)
+            if progress:
+                progress(f"needle at depth {depth:.0%}: sending {n} tokens, timeout {gate.timeout_s(n):.0f} s")
             p = probe(client=client, base_url=base_url, model=model, prompt=prompt, prompt_tokens=n,
                       key=0, depth=depth, code=code, max_tokens=gate.answer_tokens,
                       timeout_s=gate.timeout_s(n), tokenizer=tokenizer)
