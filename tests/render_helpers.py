@@ -53,9 +53,11 @@ create table point_engine_stats (run_id varchar, point_id varchar, stats_lines b
 create table run_events (run_id varchar, event varchar, point_id varchar, detail varchar,
   source_file varchar, source_line integer);
 create table gates (run_id varchar, gate varchar, score double, probes integer,
-  passed_probes integer, provisional boolean, source_file varchar, source_line integer);
+  passed_probes integer, failed_probes integer, provisional boolean, source_file varchar,
+  source_line integer);
 create table gate_probes (run_id varchar, probe_idx integer, depth double, prompt_tokens integer,
-  ok boolean, latency_s double, answer varchar, source_file varchar, source_line integer);
+  ok boolean, latency_s double, answer varchar, failure varchar, reasoning_tokens bigint,
+  source_file varchar, source_line integer);
 create table bench_requests (run_id varchar, point_id varchar, workload varchar,
   concurrency integer, request_idx integer, input_tokens integer, output_tokens integer,
   ttft_s double, latency_s double, tpot_ms double, prefill_tok_s double, error varchar,
@@ -242,12 +244,12 @@ def build_campaign(root: Path) -> Path:
                  rel(d / "server.log"), err_line, rel(d / "cmd.sh"), cmd_line])
             continue
         niah = d / "niah.log"
-        con.execute("insert into gates values (?, 'niah', 0.0, 3, 0, true, ?, 4)", [run_id, rel(niah)])
+        con.execute("insert into gates values (?, 'niah', 0.0, 3, 0, 0, true, ?, 4)", [run_id, rel(niah)])
         for i, line in enumerate(niah.read_text().splitlines()[:3]):
             p = json.loads(line)
-            con.execute("insert into gate_probes values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            con.execute("insert into gate_probes values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         [run_id, i, p["depth"], p["prompt_tokens"], p["ok"], p["latency_s"],
-                         p["answer"], rel(niah), i + 1])
+                         p["answer"], p.get("failure"), p.get("reasoning_tokens"), rel(niah), i + 1])
         for w, (prompt, output) in WORKLOADS.items():
             fit_kv = KV_TOKENS // (prompt + output)
             limit = min(fit_kv, seqs)

@@ -109,6 +109,18 @@ CASES = {
                                            "profiles.h200x8.rules is missing burst_tpot_ms"),
     "a rule that is not a number": (_set("rules.gate_min_score", "high"),
                                     "rules.gate_min_score must be a number, not 'high'"),
+    "a gate answer budget leaving no room for a prompt": (
+        _set("specs.tiny-seqs4.gate", {"answer_tokens": 4000}),
+        "specs.tiny-seqs4: answer_tokens (4,000) and template_margin_tokens (16) leave no room for a "
+        "gate prompt in the server's maximum context of 4,096 tokens (the prompt needs 256)"),
+    "a gate timeout rate of zero": (_set("profiles.h200x8.gate.min_prefill_tok_s", 0),
+                                    "profiles.h200x8.gate.min_prefill_tok_s must be a positive number, not 0"),
+    "an unknown gate setting": (_set("gate.context_fraction", 0.9),
+                                "gate.context_fraction is not a gate setting (depths, seed, answer_tokens"),
+    "a gate without its seed": (_set("gate.seed", None), "gate is missing seed"),
+    "a gate depth beyond the prompt": (_set("specs.glm53-tp8-dcp8.gate", {"depths": [0.5, 1.5]}),
+                                       "specs.glm53-tp8-dcp8.gate.depths must be a list of shares between "
+                                       "0 and 1, not [0.5, 1.5]"),
     "a profile without rules": (_set("profiles.local-cpu.rules", None),
                                 "profiles.local-cpu.rules must be a mapping of prefix_cache_tok_s, "
                                 "default_max_num_seqs, burst_tpot_ms"),

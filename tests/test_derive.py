@@ -186,12 +186,14 @@ def raw_rows() -> dict[str, tuple[dict, list[dict]]]:
         ]),
         "raw_gate_probes": ({}, [
             {"run_id": BIG, "probe_idx": i, "depth": d, "prompt_tokens": 230000, "ok": True,
-             "latency_s": 40.0, "answer": "k", "source_file": raw_path(BIG, "niah.log"),
-             "source_line": i + 1}
+             "latency_s": 40.0, "answer": "k", "reasoning_tokens": 1200,
+             "source_file": raw_path(BIG, "niah.log"), "source_line": i + 1}
             for i, d in enumerate([0.1, 0.5, 0.9])
         ] + [
             {"run_id": SG, "probe_idx": 0, "depth": 0.5, "prompt_tokens": 7000, "ok": False,
-             "latency_s": 1.0, "answer": "no", "source_file": raw_path(SG, "niah.log"), "source_line": 1},
+             "latency_s": 1.0, "answer": "",
+             "failure": "no answer within the probe's timeout of 9.0 s (ReadTimeout)",
+             "source_file": raw_path(SG, "niah.log"), "source_line": 1},
         ]),
         "raw_bench_points": ({}, [
             _point(BIG, "long__c04", "long", 4, 7, 6, 1, 210.5),
@@ -316,8 +318,14 @@ def test_gates_count_probes_and_mark_provisional(built):
     rows = {r["run_id"]: r for r in query(out, "select * from gates")}
     assert (rows[BIG]["probes"], rows[BIG]["passed_probes"], rows[BIG]["provisional"]) == (3, 3, False)
     assert (rows[SG]["score"], rows[SG]["passed_probes"], rows[SG]["provisional"]) == (0.0, 0, True)
+    assert (rows[BIG]["failed_probes"], rows[SG]["failed_probes"]) == (0, 1)
     assert DP not in rows
     assert len(query(out, "select * from gate_probes where run_id = $r", {"r": BIG})) == 3
+    # a failed probe (it timed out) counts as missed, with its reason and no reasoning length
+    assert [(r["ok"], r["failure"], r["reasoning_tokens"]) for r in query(
+        out, "select * from gate_probes where run_id in ($a, $b) order by run_id, probe_idx",
+        {"a": BIG, "b": SG})] == [(True, None, 1200)] * 3 + [
+            (False, "no answer within the probe's timeout of 9.0 s (ReadTimeout)", None)]
 
 
 # ---------------------------------------------------------------------------------------------

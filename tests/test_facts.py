@@ -14,6 +14,7 @@ from stages.core.config import Paths
 from stages.render import escape, facts, queries, trace
 from stages.render.errors import FactError
 from stages.render.facts import FactBook, FactCheckError, PageMacros
+from stages.render.inputs import input_rows
 from stages.render.numbers import table_displays, with_unit
 
 
@@ -130,6 +131,25 @@ def test_table_cells_are_facts_and_text_is_escaped(macros):
     assert lines[0] == "| Depth | Outcome | Answer |" and lines[1] == "| ---: | --- | --- |"
     assert f"({audit_ref(f'probe_depth--0--{RUN4}', RUN4)}" in lines[2]
     assert "<script>" not in out and "&lt;script&gt;alert" in out
+
+
+def test_a_failed_probe_shows_its_reason_in_the_table_and_the_audit(tmp_path):
+    """A probe that timed out is 'failed', its reason where the answer would be, and the gate's
+    audit counts it as missed for that reason."""
+    db = build_campaign(tmp_path)
+    reason = "no answer within the probe's timeout of 74.4 s (ReadTimeout)"
+    with duckdb.connect(str(db)) as con:
+        con.execute("update gate_probes set answer = '', failure = ? where run_id = ? and probe_idx = 0",
+                    [reason, RUN4])
+    with duckdb.connect(str(db), read_only=True) as con:
+        macros = PageMacros(FactBook(con, root=tmp_path, sha="a" * 40), page="part-x.md",
+                            runs_dir=tmp_path / "data" / "runs", root=tmp_path)
+        out = html.unescape(macros.substitute(str(macros.table("probe_rows", run_id=RUN4, columns=[
+            ["Depth", "fact:probe_depth"], ["Outcome", "outcome"], ["Answer", "answer"]]))))
+        _, inputs = input_rows(con, "gate_passed_probes", {"run_id": RUN4})
+    first, second = out.splitlines()[2:4]
+    assert "| failed | " + reason in first and "| missed |" in second
+    assert [r["reason"] for r in inputs][:2] == [reason, "missed the needle"]
 
 
 def test_table_refuses_a_numeric_text_column(macros):

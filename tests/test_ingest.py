@@ -66,7 +66,8 @@ def project(tmp_path: Path) -> Path:
         "started_at": "2026-11-30T05:10:00Z", "finished_at": "2026-11-30T05:20:00Z"}))
     write(d / "niah.log",
           '{"key": "k1", "depth": 0.1, "prompt_tokens": 3500, "ok": false, "latency_s": 1.5, "answer": "x"}\n'
-          '{"key": "k2", "depth": 0.5, "prompt_tokens": 3500, "ok": false, "latency_s": 1.4, "answer": "y"}\n'
+          '{"key": "k2", "depth": 0.5, "prompt_tokens": 3500, "ok": false, "latency_s": 1.4, "answer": "",'
+          ' "failure": "HTTP 500 from the server: boom", "reasoning_tokens": 812, "timeout_s": 74.4}\n'
           "GATE niah score= 0.0\n")
     write(d / "bench" / "long__c04.json", (LOGS / "sample_bench.json").read_bytes())
     write(d / "bench" / "long__c04.metrics.before.txt", METRICS.format(q=100, h=0))
@@ -130,6 +131,8 @@ def test_complete_run(project: Path):
         ("niah", 0.0, 3)]
     assert query(project, "select count(*), bool_or(ok) from raw_gate_probes where run_id = ?", [COMPLETE]) == [
         (2, False)]
+    assert query(project, "select probe_idx, failure, reasoning_tokens from raw_gate_probes where run_id = ? "
+                          "order by probe_idx", [COMPLETE]) == [(0, None, None), (1, "HTTP 500 from the server: boom", 812)]
     assert query(project, "select point_id, workload, concurrency, completed, request_rate, source_file "
                           "from raw_bench_points where run_id = ?", [COMPLETE]) == [
         ("long__c04", "long", 4, 8, float("inf"), f"{folder}/bench/long__c04.json")]

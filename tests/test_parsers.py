@@ -537,6 +537,22 @@ def test_launch_out_and_niah():
         (0, "k1", False, 1), (1, "k2", True, 2)]
     assert gates == [("niah", 0.5, 4)]
     assert [e.line for e in errors] == [3]
+    assert [(p["failure"], p["reasoning_tokens"]) for p in probes] == [(None, None), (None, None)]
+
+
+def test_niah_probes_carry_their_failure_and_reasoning_length():
+    """A probe that timed out names its reason; a reasoning model's probe the length of its thinking."""
+    probes, _, errors = run_files.parse_niah(
+        b'{"key": 0, "depth": 0.1, "prompt_tokens": 1040104, "ok": false, "latency_s": 1569.7, "answer": "",'
+        b' "failure": "no answer within the probe\'s timeout of 1,569.6 s (ReadTimeout)", "reasoning_tokens": null,'
+        b' "timeout_s": 1569.6}\n'
+        b'{"key": 0, "depth": 0.5, "prompt_tokens": 1040104, "ok": true, "latency_s": 812.0, "answer": " 4821937",'
+        b' "failure": null, "reasoning_tokens": 3071, "timeout_s": 1569.6}\n'
+        b'GATE niah score= 0.5\n')
+    assert errors == []
+    assert [(p["ok"], p["failure"], p["reasoning_tokens"], p["answer"]) for p in probes] == [
+        (False, "no answer within the probe's timeout of 1,569.6 s (ReadTimeout)", None, ""),
+        (True, None, 3071, " 4821937")]
 
 
 def test_launch_out_key_given_twice_with_another_value_is_an_error():

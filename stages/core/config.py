@@ -157,7 +157,7 @@ def _check_static_images(kinds: Any) -> list[str]:
 def check_params(params: dict[str, Any], root: Path | str = ".") -> list[str]:
     """Every problem of params: paths that overlap, unknown profiles or specs, unsafe names,
     concurrency that is not a positive integer, workloads longer than a spec's maximum context,
-    rules missing, misplaced or not numbers."""
+    rules missing, misplaced or not numbers, gate settings that are not."""
     problems = _check_paths(params.get("paths"), Path(root))
     profiles = params.get("profiles")
     if not isinstance(profiles, dict) or not profiles:
@@ -197,6 +197,7 @@ def check_params(params: dict[str, Any], root: Path | str = ".") -> list[str]:
         specs = {}
     for name, s in specs.items():
         problems += _check_spec(name, s, profiles, groups, shaped)
+    problems += _check_gate(params, specs)
     arms = params.get("arms") or {}
     if not isinstance(arms, dict):
         problems.append("arms must be a mapping of spec names to labels")
@@ -209,6 +210,20 @@ def check_params(params: dict[str, Any], root: Path | str = ".") -> list[str]:
         run_specs = []
     problems += [f"run_specs: {name!r} is not one of specs" for name in run_specs if name not in specs]
     return problems
+
+
+def _check_gate(params: dict[str, Any], specs: dict[str, Any]) -> list[str]:
+    """The gate settings (`gate`, then each spec's profile's and its own): known settings of the
+    right kind, and an answer budget that leaves room for a prompt in the spec's context."""
+    from stages.run.needle import check_spec_gate, settings_problems   # needle imports this module
+
+    problems = settings_problems(params.get("gate"), "gate", complete=True)
+    if not problems:
+        for name, s in specs.items():
+            if isinstance(s, dict):
+                context = max_context(s)
+                problems += check_spec_gate(params, name, context if _positive_int(context) else None)
+    return list(dict.fromkeys(problems))
 
 
 ARM_LINKS = ("follow_up_of", "superseded_by")   # a spec's labels naming another spec

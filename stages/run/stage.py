@@ -177,6 +177,8 @@ def run(*, spec_name: str, params: dict, paths: Paths,
         raise CampaignError(f"spec {spec_name!r}: args must set --max-model-len (or --context-length)")
     workloads = spec_workloads(params, spec_name, spec)
     sweeps, conversations = split_workloads(workloads, max_model_len)
+    gate_settings = needle.gate_settings(params, spec_name)
+    gate = needle.Gate.from_settings(gate_settings, f"specs.{spec_name}", max_model_len)
     engine_name = spec.get("engine") or prof["engine"]
     model_path = str(spec.get("model_path") or (paths.models / spec["model"]).relative_to(paths.root))
     gpu_set = gpus if gpus is not None else default_gpus(spec)
@@ -209,9 +211,9 @@ def run(*, spec_name: str, params: dict, paths: Paths,
         "container": run_id if executor.name == "docker" else None,
         "model": spec["model"], "model_path": model_path, "layout": spec["layout"],
         "ctx_label": ctx_label(max_model_len), "max_model_len": max_model_len,
-        "workloads": workloads, "gate": params.get("gate"),
+        "workloads": workloads, "gate": gate_settings,
         "git_sha": git_sha(paths.root),
-        "params_hash": params_hash(spec, prof, workloads, params.get("gate")),
+        "params_hash": params_hash(spec, prof, workloads, gate_settings),
         "node": {"cpus": os.cpu_count(), "machine": platform.machine(), "system": platform.system()},
         "started_at": iso(started),
     }
@@ -241,14 +243,10 @@ def run(*, spec_name: str, params: dict, paths: Paths,
             kv = engine_kv_tokens(folder / "server.log", engine_name)
             out.add(status="ready", ready_s=f"{ready_s:.1f}", engine_kv_tokens=kv if kv is not None else "")
             say(f"ready in {ready_s:.1f} s, KV cache {kv} tokens")
-            gate = params["gate"]
             tokenizer_file = paths.root / model_path / "tokenizer.json"
             score = needle.run_gate(
                 base_url=eng.base_url, model=model_path, tokenizer_file=tokenizer_file,
-                max_model_len=max_model_len, depths=gate["depths"],
-                context_fraction=float(gate["context_fraction"]),
-                output_tokens=int(gate["output_tokens"]), seed=int(gate["seed"]),
-                log_path=folder / "niah.log", progress=say)
+                max_model_len=max_model_len, gate=gate, log_path=folder / "niah.log", progress=say)
             out.add(gate_score=score)
             (folder / "bench").mkdir()
             with httpx.Client(timeout=30.0) as client:

@@ -15,13 +15,14 @@ import hashlib
 import json
 import random
 import shlex
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import timedelta
 from pathlib import Path
 
 from stages.core.config import CampaignError, load_params, profile as get_profile
 from stages.core.provenance import RUN_MANIFEST, manifest_text
 from stages.run import bench_client as bench
+from stages.run import needle
 from stages.run.engine import DockerExecutor
 from stages.run.stage import (SCHEMA_VERSION, ctx_label, iso, make_run_id, params_hash, spans_quads,
                               spec_workloads)
@@ -51,7 +52,7 @@ class RunWriter:
         self.spec_used = {**self.spec, "args": self.args, **({"image": a.image} if a.image else {})}
         self.max_len = int(self.args["--max-model-len"])
         self.workloads = spec_workloads(params, a.spec, self.spec)
-        self.gate = params["gate"]
+        self.gate = needle.gate_settings(params, a.spec)
         self.model_path = self.spec["model_path"]
         self.run_id = make_run_id(model=self.spec["model"], layout=self.spec["layout"],
                                   max_model_len=self.max_len, engine="vllm", now=a.started)
@@ -143,20 +144,23 @@ class RunWriter:
     # ---------------------------------------------------------------- the needle gate
 
     def _gate(self, t: float) -> float:
-        code = str(random.Random(int(self.gate["seed"])).randint(1_000_000, 9_999_999))
-        target = int(self.max_len * float(self.gate["context_fraction"])) - int(self.gate["output_tokens"])
+        gate = needle.Gate.from_settings(self.gate, f"specs.{self.a.spec}", self.max_len)
+        code = str(random.Random(gate.seed).randint(1_000_000, 9_999_999))
         lines, passed, reqs = [], 0, []
-        for depth, answer in zip(self.gate["depths"], self.a.gate_answers):
+        for depth, answer in zip(gate.depths, self.a.gate_answers):
             text = answer.replace("{code}", code)
-            prompt = target - self.rng.randrange(3, 40)
+            prompt = gate.prompt_target(self.max_len) - self.rng.randrange(3, 40)
             first = t + prompt / self.a.gate_prefill_tok_s
-            end = first + 0.03 * (int(self.gate["output_tokens"]) - 1)
-            reqs.append(Req(t, t, first, end, prompt, prompt, int(self.gate["output_tokens"]), [0.03], t))
+            out = len(text) // 4 + 1 if code in text else gate.answer_tokens   # a loop fills the budget
+            end = first + 0.03 * (out - 1)
+            reqs.append(Req(t, t, first, end, prompt, prompt, out, [0.03], t))
             self.lines.append((end, slog.access("POST /v1/completions", 200, end)))
             ok = code in text
             passed += ok
-            lines.append(json.dumps({"key": 0, "depth": depth, "prompt_tokens": prompt, "ok": ok,
-                                     "latency_s": round(end - t, 3), "answer": text}, ensure_ascii=False))
+            probe = needle.Probe(key=0, depth=depth, prompt_tokens=prompt, ok=ok, latency_s=round(end - t, 3),
+                                 answer=text, failure=None, reasoning_tokens=None,
+                                 timeout_s=gate.timeout_s(prompt))
+            lines.append(json.dumps(asdict(probe), ensure_ascii=False))
             t = end + 0.2
         self.score = passed / len(lines)
         self.files["niah.log"] = "\n".join(lines + [f"GATE niah score= {self.score}"]) + "\n"

@@ -136,7 +136,8 @@ def _number(value: Any) -> float | None:
 def _probe(obj: dict[str, Any], idx: int, line: int) -> dict[str, Any]:
     ok = obj.get("ok")
     tokens = _number(obj.get("prompt_tokens"))
-    answer = obj.get("answer")
+    reasoning = _number(obj.get("reasoning_tokens"))
+    answer, failure = obj.get("answer"), obj.get("failure")
     key = obj.get("key")
     return {
         "probe_idx": idx,
@@ -146,6 +147,8 @@ def _probe(obj: dict[str, Any], idx: int, line: int) -> dict[str, Any]:
         "ok": ok if isinstance(ok, bool) else None,
         "latency_s": _number(obj.get("latency_s")),
         "answer": None if answer is None else str(answer).replace("\x00", ""),
+        "failure": None if failure is None else str(failure).replace("\x00", ""),
+        "reasoning_tokens": None if reasoning is None else int(reasoning),
         "source_line": line,
     }
 

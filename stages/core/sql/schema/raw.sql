@@ -132,7 +132,9 @@ create table if not exists raw_gate_probes (
     prompt_tokens bigint,
     ok            boolean,
     latency_s     double,
-    answer        varchar,
+    answer        varchar,                 -- the text after the reasoning block
+    failure       varchar,                 -- why the probe got no answer to judge (timeout, HTTP error)
+    reasoning_tokens bigint,               -- length of the model's reasoning block
     source_file   varchar not null,
     source_line   integer not null
 );

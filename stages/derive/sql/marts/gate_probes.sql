@@ -12,6 +12,8 @@ final as (
         ok,
         latency_s,
         answer,
+        failure,
+        reasoning_tokens,
         source_file,
         source_line
     from probes

@@ -13,6 +13,8 @@ final as (
         ok::boolean                   as ok,
         latency_s::double             as latency_s,
         answer::varchar               as answer,
+        failure::varchar              as failure,
+        reasoning_tokens::bigint      as reasoning_tokens,
         source_file::varchar          as source_file,
         source_line::integer          as source_line
     from source
