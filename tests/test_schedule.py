@@ -94,7 +94,8 @@ def node_params() -> dict:
     params["profiles"]["standin-node"] = {
         "executor": "docker", "engine": "vllm", "image": "standin/engine:1", "port": BASE_PORT,
         "docker": {"shm_size": "1g", "mounts": []}, "env": {"STANDIN_ANSWER_DELAY_S": "0.6"},
-        "ready_timeout_s": 60, "gpus_per_node": 8, "rules": SHIPPED["profiles"]["local-cpu"]["rules"]}
+        "ready_timeout_s": 60, "gpus_per_node": 8, "rules": SHIPPED["profiles"]["local-cpu"]["rules"],
+        "gate": SHIPPED["profiles"]["local-cpu"]["gate"]}
     params["workloads"]["standin-node"] = {"agents": {
         "kind": "agents", "description": "two sessions", "sessions": 2, "shared_history_tokens": 256,
         "turn_tokens": 64, "turns": 2, "output_tokens": 8}}
