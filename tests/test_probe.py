@@ -243,3 +243,11 @@ def test_cuda_without_gpu_fails_in_one_line_and_keeps_its_folder(tmp_path):
     meta = json.loads((folder / "meta.json").read_text())
     assert meta["status"] == "failed" and "sees no GPU" in meta["error"]
     assert sorted(p.name for p in folder.iterdir()) == ["meta.json", "probe.log"]
+
+
+def test_a_garbled_link_speed_is_an_error_on_its_line_not_a_crash_or_an_inactive_link():
+    text = (b"GPU 0: NVIDIA H200 (UUID: GPU-0)\n\t Link 0: 26.562 GB/s\n\t Link 1: .26.562 GB/s\n"
+            b"\t Link 2: <inactive>\n")
+    rows, errors = node_smi.parse_nvlink_status(text)
+    assert [(r["link"], r["active"]) for r in rows] == [(0, True), (2, False)]
+    assert [(e.line, "link 1 of GPU 0" in e.reason) for e in errors] == [(3, True)]

@@ -165,8 +165,11 @@ def fault_tests(root: Path, junit: Path) -> tuple[list[dict], dict[str, int]]:
     for tc in ET.parse(junit).getroot().iter("testcase"):
         status = "passed"
         for tag in ("failure", "error", "skipped"):
-            if tc.find(tag) is not None:
+            found = tc.find(tag)
+            if found is not None:
                 status = {"failure": "FAILED", "error": "ERROR", "skipped": "skipped"}[tag]
+                said = " ".join((found.get("message") or "").split())[:300]
+                status += f" ({said})" if said and tag != "skipped" else ""
         cases.append({"test": f"{tc.get('classname', '').split('.')[-1]}::{tc.get('name')}",
                       "seconds": float(tc.get("time", 0)), "outcome": status})
     examples: dict[str, int] = {}
@@ -215,7 +218,7 @@ def run(*, root: Path, out_dir: Path, progress=lambda s: None) -> Path:
         progress("running the fault tests (the real engine is killed once: about a minute)")
         tests, examples = fault_tests(root, Path(tmp) / "junit.xml")
     lost = sum(c.rows_lost for c in cases)
-    failed = [t for t in tests if t["outcome"] in ("FAILED", "ERROR")]
+    failed = [t for t in tests if t["outcome"].startswith(("FAILED", "ERROR"))]
     lines = [
         "# Reliability report", "",
         f"Made {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `make reliability` "

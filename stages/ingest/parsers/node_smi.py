@@ -20,6 +20,7 @@ _LEGEND = re.compile(r"^\s*(\S+)\s+=\s+(.+?)\s*$")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+):\s*(\S+)\s*$")
 _NVLINK_GPU = re.compile(r"^GPU (\d+): (.+?)(?: \(UUID: (\S+)\))?\s*$")
 _NVLINK_LINK = re.compile(r"^\s*Link (\d+): (.+?)\s*$")
+_NVLINK_SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*GB/s")
 _NUMBER = re.compile(r"^[-+]?\d+(?:\.\d+)?")
 # Link kinds of `nvidia-smi topo -m`, from nearest to farthest.
 LINK_KINDS = {"X": "self", "PIX": "pcie", "PXB": "pcie", "PHB": "pcie", "NODE": "pcie", "SYS": "pcie"}
@@ -197,9 +198,11 @@ def nvlink_islands(links: list[dict[str, Any]]) -> list[list[int]]:
 
 # ---------------------------------------------------------------- nvlink.txt
 
+
 def parse_nvlink_status(data: bytes) -> tuple[list[dict[str, Any]], list[ParseError]]:
     """`GPU 0: NAME (UUID: ...)` then `Link 0: 26.562 GB/s` (or `<inactive>`) lines."""
     rows: list[dict[str, Any]] = []
+    errors: list[ParseError] = []
     gpu: int | None = None
     for number, line in enumerate(decode(data).split("\n"), start=1):
         m = _NVLINK_GPU.match(line.strip())
@@ -209,9 +212,13 @@ def parse_nvlink_status(data: bytes) -> tuple[list[dict[str, Any]], list[ParseEr
         m = _NVLINK_LINK.match(line)
         if m and gpu is not None:
             state = m.group(2)
-            speed = re.match(r"^([\d.]+)\s*GB/s", state)
+            speed = _NVLINK_SPEED.match(state)
+            if speed is None and state.strip() != "<inactive>":
+                errors.append(ParseError(number, f"nvlink.txt: link {m.group(1)} of GPU {gpu}: "
+                                                 f"neither a speed nor <inactive>: {state.strip()[:60]!r}"))
+                continue
             rows.append({"gpu_index": gpu, "link": int(m.group(1)),
                          "link_gb_s": float(speed.group(1)) if speed else None,
                          "active": speed is not None, "state": state, "source_line": number})
-    return rows, []
+    return rows, errors
 

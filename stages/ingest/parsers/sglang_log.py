@@ -21,7 +21,7 @@ _PAIR = re.compile(r"\b(max_total_num_tokens|chunked_prefill_size|max_prefill_to
 _ALLOCATED = re.compile(r"KV Cache is allocated\..*?#tokens: (\d+)")
 _WEIGHTS = re.compile(r"mem usage=(-?[\d.]+) ?(GB|GiB)")
 _BATCH = re.compile(r"(Prefill|Decode) batch[.,]?\s*(.*)")
-_FIELD = re.compile(r"(#?[A-Za-z][\w\- ()/#]*?):\s*([^,]+)")
+_FIELD = re.compile(r"(#?[A-Za-z][\w\- ()/#]{0,63}?):\s*([^,]+)")   # a key is short: no scan to the end of a long line
 _DP = re.compile(r"\bDP(\d+)\b")
 _DECODE_COMMON = re.compile(
     r"Decode batch[.,] #running-req: (\d+), #token: (\d+), token usage: (\d+\.?\d*), "
