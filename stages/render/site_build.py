@@ -143,11 +143,17 @@ def site_nav(pages: list[str], config: Path) -> list[str] | None:
     """The navigation in series order (index, then the rest), unless the mkdocs config sets its
     own. The Parts, blog posts under blog.POSTS_DIR, stay out of it: the blog index, archive and
     category pages list them."""
+    return None if "nav" in own_settings(config) else \
+        [p for p in pages if not p.startswith(blog.POSTS_DIR + "/")]
+
+
+def own_settings(config: Path) -> dict[str, Any]:
+    """The mkdocs config's own top-level settings, read as plain text (none when unreadable)."""
     try:
         own = yaml.load(config.read_text(), Loader=yaml.BaseLoader) or {}
     except (OSError, yaml.YAMLError):
         own = {}
-    return None if "nav" in own else [p for p in pages if not p.startswith(blog.POSTS_DIR + "/")]
+    return own if isinstance(own, dict) else {}
 
 
 def build_site(config: Path, docs_dir: Path, site_dir: Path, nav: list[str] | None = None) -> Path:
@@ -158,6 +164,9 @@ def build_site(config: Path, docs_dir: Path, site_dir: Path, nav: list[str] | No
                                     "site_dir": str(site_dir.resolve())}
         if nav:
             settings["nav"] = nav
+        hooks = own_settings(config).get("hooks")
+        if isinstance(hooks, list):   # relative to the config they are named in, not to this one
+            settings["hooks"] = [str((config.parent / h).resolve()) for h in hooks]
         cfg.write_text(yaml.safe_dump(settings))
         proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--clean",
                                "--config-file", str(cfg)], capture_output=True, text=True, check=False)
