@@ -6,23 +6,17 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 from click.testing import CliRunner
 
+from standin_helpers import ROOT, SHIPPED, docker_runs, flag, launch_facts, project_copy, sh, standin_profile
+
 from stages.cli import main
 from stages.run import schedule
 
-ROOT = Path(__file__).resolve().parent.parent
-FAKE = Path(__file__).parent / "fixtures" / "fake_docker"
-SHIPPED = yaml.safe_load((ROOT / "params.yaml").read_text())
 BASE_PORT = 8046
 
 
@@ -91,11 +85,7 @@ def node_params() -> dict:
     """A node of stand-in engines: two quad-sized specs with a small multi-turn workload."""
     params = copy.deepcopy(SHIPPED)
     params["profile"] = "standin-node"
-    params["profiles"]["standin-node"] = {
-        "executor": "docker", "engine": "vllm", "image": "standin/engine:1", "port": BASE_PORT,
-        "docker": {"shm_size": "1g", "mounts": []}, "env": {"STANDIN_ANSWER_DELAY_S": "0.6"},
-        "ready_timeout_s": 60, "gpus_per_node": 8, "rules": SHIPPED["profiles"]["local-cpu"]["rules"],
-        "gate": SHIPPED["profiles"]["local-cpu"]["gate"]}
+    params["profiles"]["standin-node"] = standin_profile(BASE_PORT, {"STANDIN_ANSWER_DELAY_S": "0.6"})
     params["workloads"]["standin-node"] = {"agents": {
         "kind": "agents", "description": "two sessions", "sessions": 2, "shared_history_tokens": 256,
         "turn_tokens": 64, "turns": 2, "output_tokens": 8}}
@@ -107,30 +97,10 @@ def node_params() -> dict:
     return params
 
 
-def sh(root: Path, *args: str, log: Path) -> subprocess.CompletedProcess:
-    """A command in the project copy, with the stand-in docker and this environment's `campaign`
-    and `dvc` first on PATH."""
-    env = {**os.environ, "FAKE_DOCKER_LOG": str(log), "FAKE_DOCKER_PYTHON": sys.executable,
-           "PATH": os.pathsep.join([str(FAKE), str(Path(sys.executable).parent), os.environ["PATH"]]),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run(list(args), cwd=root, env=env, capture_output=True, text=True, timeout=300)
-
-
-def docker_runs(log: Path) -> list[list[str]]:
-    return [c for c in map(json.loads, log.read_text().splitlines()) if c[0] == "run"]
-
-
-def flag(call: list[str], name: str) -> str:
-    return call[call.index(name) + 1]
-
-
 @pytest.fixture(scope="module")
 def node(tmp_path_factory) -> dict:
     """`dvc repro run` in a copy of the project's pipeline on the stand-in node."""
-    root = tmp_path_factory.mktemp("node")
-    shutil.copy2(ROOT / "dvc.yaml", root / "dvc.yaml")
-    shutil.copytree(ROOT / "stages", root / "stages", ignore=shutil.ignore_patterns("__pycache__"))
-    (root / "params.yaml").write_text(yaml.safe_dump(node_params(), sort_keys=False))
+    root = project_copy(tmp_path_factory.mktemp("node"), node_params())
     log = root / "docker.log"
     for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"]):
         assert sh(root, *cmd, log=log).returncode == 0
@@ -157,8 +127,7 @@ def test_dvc_repro_runs_two_standin_engines_side_by_side_on_their_own_gpus_ports
         folder = root / "data" / "runs" / entry["run_id"]
         meta = json.loads((folder / "meta.json").read_text())
         assert (meta["gpus"], meta["port"], meta["container"]) == (gpus, port, entry["run_id"])
-        launch = dict(line.split("=", 1) for line in (folder / "launch.out").read_text().splitlines()
-                      if not line.startswith("point_"))
+        launch = launch_facts(folder)
         assert (launch["gpus"], launch["port"], launch["container"]) == (gpus, str(port), entry["run_id"])
         assert (launch["status"], launch["run_status"], launch["points"]) == ("ready", "complete", "1")
         assert launch["gate_score"] == "1.0"            # the stand-in finds the needle

@@ -1,0 +1,57 @@
+"""Shared by the tests that run stand-in engines through the stand-in docker
+(tests/fixtures/fake_docker): the shipped params, a stand-in profile, a copy of the project's
+pipeline to run in, a command run there, and the docker calls it recorded."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE = Path(__file__).parent / "fixtures" / "fake_docker"
+SHIPPED = yaml.safe_load((ROOT / "params.yaml").read_text())
+
+
+def standin_profile(port: int, env: dict[str, str] | None = None) -> dict:
+    """A docker profile of stand-in engines (image standin/...) on an 8-GPU node, with local-cpu's
+    rules and gate settings."""
+    local = SHIPPED["profiles"]["local-cpu"]
+    return {"executor": "docker", "engine": "vllm", "image": "standin/engine:1", "port": port,
+            "docker": {"shm_size": "1g", "mounts": []}, "env": dict(env or {}),
+            "ready_timeout_s": 60, "gpus_per_node": 8, "rules": local["rules"], "gate": local["gate"]}
+
+
+def project_copy(root: Path, params: dict) -> Path:
+    """The project's pipeline (dvc.yaml, stages/) with `params` as params.yaml, in `root`."""
+    shutil.copy2(ROOT / "dvc.yaml", root / "dvc.yaml")
+    shutil.copytree(ROOT / "stages", root / "stages", ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    return root
+
+
+def sh(root: Path, *args: str, log: Path) -> subprocess.CompletedProcess:
+    """A command in the project copy, with the stand-in docker and this environment's `campaign`
+    and `dvc` first on PATH."""
+    env = {**os.environ, "FAKE_DOCKER_LOG": str(log), "FAKE_DOCKER_PYTHON": sys.executable,
+           "PATH": os.pathsep.join([str(FAKE), str(Path(sys.executable).parent), os.environ["PATH"]]),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    return subprocess.run(list(args), cwd=root, env=env, capture_output=True, text=True, timeout=300)
+
+
+def docker_runs(log: Path) -> list[list[str]]:
+    return [c for c in map(json.loads, log.read_text().splitlines()) if c[0] == "run"]
+
+
+def flag(call: list[str], name: str) -> str:
+    return call[call.index(name) + 1]
+
+
+def launch_facts(folder: Path) -> dict[str, str]:
+    """launch.out of a run folder as key=value, without its per-point lines."""
+    return dict(line.split("=", 1) for line in (folder / "launch.out").read_text().splitlines()
+                if not line.startswith("point_"))
