@@ -23,6 +23,7 @@ import decimal
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from markupsafe import Markup
 
 from stages.core.config import CampaignError
 from stages.core.secrets import redact_text, redact_value
+from stages.render.declared import ColumnFact
 from stages.render.errors import FactError
 from stages.render.escape import (ESCAPED, audit_location, audit_target, code, escape_cell, escape_text, run_anchor,
                                   run_label_link, unlink_missing_runs)
@@ -142,6 +144,8 @@ class FactBook:
         self.rows_sql = rows_sql
         self.facts: dict[str, Fact] = {}
         self._table_columns: dict[str, set[str]] = {}
+        self._excerpts: dict[tuple[str, int], str] = {}   # raw lines read, by (file, line)
+        self._inputs: dict = {}    # inputs queries run (inputs.input_rows)
         macros = rows_sql.parent / MACROS_SQL
         if macros.is_file():
             con.execute(macros.read_text())
@@ -198,10 +202,59 @@ class FactBook:
             raise FactError(f"fact {name!r}: query lacks columns {', '.join(lacking)}")
         if len(rows) != 1:
             raise FactError(f"fact {name!r} with {params}: {len(rows)} rows, expected one")
-        row = dict(zip(columns, rows[0]))
+        return self._fact(fid, name, sql, params, dict(zip(columns, rows[0])))
+
+    def prefetch(self, name: str, param_sets: Iterable[dict[str, Any]]) -> int:
+        """Computes fact `name` for many parameter sets in one query, as evaluate() would, and
+        keeps the facts; returns how many. Only a declared one-column fact has that query; a set
+        it does not settle (no row or several, an error) is left to evaluate(), which says why."""
+        declared = column_facts(self.facts_sql / COLUMN_FACTS).get(name)
+        if not isinstance(declared, ColumnFact) or not declared.keys:
+            return 0
+        try:
+            sql = self.fact_sql(name)
+        except FactError:
+            return 0
+        wanted = sql_params(sql)
+        todo: dict[str, dict[str, Any]] = {}
+        for params in param_sets:
+            if set(params) == set(wanted):
+                plain = {k: _plain(params[k]) for k in wanted}
+                fid = fact_id(name, plain)
+                if fid not in self.facts:
+                    todo.setdefault(fid, plain)
+        if not todo:
+            return 0
+        sets = list(todo.items())
+        try:
+            columns, rows = self._query(declared.batch_sql(), {k: [p[k] for _, p in sets] for k in wanted},
+                                        f"fact {name!r}: batch query failed")
+        except FactError:
+            return 0
+        found: dict[int, list[tuple]] = {}
+        for row in rows:
+            found.setdefault(row[0], []).append(row[1:])
+        made = 0
+        for i, (fid, params) in enumerate(sets):
+            if len(found.get(i, ())) == 1:
+                try:
+                    self.facts[fid] = self._fact(fid, name, sql, params, dict(zip(columns[1:], found[i][0])))
+                except FactError:
+                    continue
+                made += 1
+        return made
+
+    def _excerpt(self, source_file: str, source_line: int) -> str:
+        """The raw line a fact cites (evidence.read_line), read once per file and line."""
+        key = (source_file, source_line)
+        if key not in self._excerpts:
+            self._excerpts[key] = read_line(self.root, source_file, source_line, self.raw_dirs)
+        return self._excerpts[key]
+
+    def _fact(self, fid: str, name: str, sql: str, params: dict[str, Any], row: dict[str, Any]) -> Fact:
+        """The Fact of query `sql`'s one row with `params`."""
         source_file, source_line = row["source_file"], row["source_line"]
-        excerpt = read_line(self.root, source_file, int(source_line), self.raw_dirs) \
-            if source_file else None
+        excerpt = self._excerpt(source_file, int(source_line)) if source_file else None
         value = redact_value(_plain(row["value"]))
         display = row.get("display")
         return Fact(
@@ -212,7 +265,7 @@ class FactBook:
             source_file=source_file, source_line=int(source_line) if source_line else None,
             excerpt=excerpt, stage=STAGE, git_sha=self.sha,
             source_note=None if source_file else row.get("source_note"),
-            **dict(zip(("statistic", "input_rows"), input_rows(self.con, name, params))))
+            **dict(zip(("statistic", "input_rows"), input_rows(self.con, name, params, cache=self._inputs))))
 
     def rows(self, name: str, params: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         """A named row query (stages/render/sql/render/<name>.sql): the SQL and its rows as dicts."""
@@ -321,6 +374,9 @@ class PageMacros:
         if not data:
             return self.hold("*No rows.*")
         specs = [tuple(c) for c in columns]
+        for spec in specs:
+            if spec[1].startswith("fact:"):
+                self._prefetch(spec[1][5:], data)
         head = "| " + " | ".join(escape_text(c[0]) for c in specs) + " |"
         align = "| " + " | ".join("---:" if c[1].startswith("fact:") else "---" for c in specs) + " |"
         cells = [[self._cell(row, c) for c in specs] for row in data]
@@ -332,6 +388,15 @@ class PageMacros:
                     row[j] = self.fact_markup(fact, display=display)
         lines = [head, align] + ["| " + " | ".join(row) + " |" for row in cells]
         return self.hold("\n".join(lines))
+
+    def _prefetch(self, name: str, data: list[dict[str, Any]]) -> None:
+        """A fact column's facts for all rows in one query, where its rows bind all it needs."""
+        try:
+            wanted = sql_params(self.book.fact_sql(name))
+        except FactError:
+            return   # the cells say why
+        self.book.prefetch(name, [{p: row[p] for p in wanted} for row in data
+                                  if all(p in row for p in wanted)])
 
     def _cell(self, row: dict[str, Any], spec: tuple) -> str | Fact:
         """One cell: its text, or for a fact column the Fact (printed by table())."""
