@@ -14,17 +14,14 @@ Macros return placeholders while the template renders. `check_digits` then scans
 itself typed: a digit there, outside the allow-list, is a number nobody can trace, and fails the
 build. The placeholders are swapped for their real output afterwards.
 
-The queries are found by queries.py, raw files read by evidence.py, data text escaped by escape.py.
+The queries are found by queries.py, raw files read by evidence.py, data text escaped by escape.py;
+the Fact record is fact_record.py's.
 """
 from __future__ import annotations
 
-import datetime as dt
 import decimal
-import hashlib
-import json
 import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +32,10 @@ from stages.core.config import CampaignError
 from stages.core.secrets import redact_text, redact_value
 from stages.render.declared import ColumnFact
 from stages.render.errors import FactError
-from stages.render.escape import (ESCAPED, audit_location, audit_target, code, escape_cell, escape_text, run_anchor,
+from stages.render.escape import (ESCAPED, audit_target, code, escape_cell, escape_text, run_anchor,
                                   run_label_link, unlink_missing_runs)
 from stages.render.evidence import read_line, render_evidence
+from stages.render.fact_record import Fact, fact_id, plain, run_ids
 from stages.render.inputs import input_rows
 from stages.render.numbers import format_value, table_displays, with_unit
 from stages.render.queries import (COLUMN_FACTS, FACTS_SQL, ROWS_SQL, column_facts, fact_sql,
@@ -57,75 +55,10 @@ ALLOWED_PATTERNS = (
 )
 PLACEHOLDER = re.compile(r"@@M[A-Z]+@@")
 MACROS_SQL = "macros.sql"   # table macros the row queries share, beside the rows folder
-SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 class FactCheckError(CampaignError):
     """A rendered page prints a number that did not come from a fact."""
-
-
-@dataclass
-class Fact:
-    id: str
-    name: str
-    params: dict[str, Any]
-    value: Any
-    unit: str | None
-    display: str
-    sql: str
-    run_ids: list[str]
-    source_file: str | None
-    source_line: int | None
-    excerpt: str | None
-    stage: str
-    git_sha: str | None
-    pages: list[str] = field(default_factory=list)
-    inputs: list[str] = field(default_factory=list)   # a derived fact's two facts (derived.py)
-    source_note: str | None = None
-    audit_page: str = ""       # where its audit entry is (escape.audit_location), set when made
-    audit_anchor: str = ""
-    statistic: str | None = None      # for a fact computed from many rows (inputs.py): how,
-    input_rows: list[dict] = field(default_factory=list)   # and from which
-
-    def __post_init__(self) -> None:
-        if not self.audit_page:
-            self.audit_page, self.audit_anchor = audit_location(
-                self.id, self.name, self.run_ids, self.params)
-
-    def record(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def at_decimals(self, decimals: int | None) -> "Fact":
-        """The fact printed with `decimals` (itself when none are asked for)."""
-        if decimals is None:
-            return self
-        return Fact(**{**asdict(self), "display": format_value(self.value, decimals)})
-
-
-# ---------------------------------------------------------------- small pure helpers
-
-def fact_id(name: str, params: dict[str, Any]) -> str:
-    values = [str(params[k]) for k in sorted(params)]
-    if all(SAFE_ID.match(v) for v in values) and len("--".join(values)) <= 140:
-        return "--".join([name, *values])
-    digest = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()
-    return f"{name}--{digest[:12]}"
-
-
-def _run_ids(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, (list, tuple)):
-        return [str(v) for v in value if v is not None]
-    return [s for s in str(value).split(",") if s]
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, decimal.Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, (dt.date, dt.datetime)):
-        return value.isoformat()
-    return value
 
 
 # ---------------------------------------------------------------- the fact book
@@ -175,7 +108,7 @@ class FactBook:
         extra = [p for p in params if p not in wanted]
         if missing or extra:
             raise FactError(f"fact {name!r} binds {wanted or 'nothing'}; got {sorted(params)}")
-        params = {k: _plain(params[k]) for k in wanted}
+        params = {k: plain(params[k]) for k in wanted}
         fid = fact_id(name, params)
         if fid in self.facts:
             fact = self.facts[fid]
@@ -219,10 +152,10 @@ class FactBook:
         todo: dict[str, dict[str, Any]] = {}
         for params in param_sets:
             if set(params) == set(wanted):
-                plain = {k: _plain(params[k]) for k in wanted}
-                fid = fact_id(name, plain)
+                bound = {k: plain(params[k]) for k in wanted}
+                fid = fact_id(name, bound)
                 if fid not in self.facts:
-                    todo.setdefault(fid, plain)
+                    todo.setdefault(fid, bound)
         if not todo:
             return 0
         sets = list(todo.items())
@@ -255,13 +188,13 @@ class FactBook:
         """The Fact of query `sql`'s one row with `params`."""
         source_file, source_line = row["source_file"], row["source_line"]
         excerpt = self._excerpt(source_file, int(source_line)) if source_file else None
-        value = redact_value(_plain(row["value"]))
+        value = redact_value(plain(row["value"]))
         display = row.get("display")
         return Fact(
             id=fid, name=name, params={k: redact_value(v) for k, v in params.items()}, value=value,
             unit=row.get("unit"),
             display=redact_text(format_value(value) if display is None else str(display)), sql=sql,
-            run_ids=_run_ids(row["run_id"]),
+            run_ids=run_ids(row["run_id"]),
             source_file=source_file, source_line=int(source_line) if source_line else None,
             excerpt=excerpt, stage=STAGE, git_sha=self.sha,
             source_note=None if source_file else row.get("source_note"),
