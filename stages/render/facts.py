@@ -77,6 +77,7 @@ class FactBook:
         self.rows_sql = rows_sql
         self.facts: dict[str, Fact] = {}
         self._table_columns: dict[str, set[str]] = {}
+        self._sql: dict[str, str] = {}     # fact queries found, by name
         self._excerpts: dict[tuple[str, int], str] = {}   # raw lines read, by (file, line)
         self._inputs: dict = {}    # inputs queries run (inputs.input_rows)
         macros = rows_sql.parent / MACROS_SQL
@@ -84,12 +85,15 @@ class FactBook:
             con.execute(macros.read_text())
 
     def fact_sql(self, name: str) -> str:
-        declared = column_facts(self.facts_sql / COLUMN_FACTS).get(name)
-        for table, named in (declared.named_columns() if declared else {}).items():
-            lacking = sorted(named - self._columns(table))
-            if lacking:
-                raise FactError(f"fact {name!r}: {table} has no column(s) {', '.join(lacking)}")
-        return fact_sql(name, self.facts_sql)
+        """Fact `name`'s query (found once per book), checked against the tables' columns."""
+        if name not in self._sql:
+            declared = column_facts(self.facts_sql / COLUMN_FACTS).get(name)
+            for table, named in (declared.named_columns() if declared else {}).items():
+                lacking = sorted(named - self._columns(table))
+                if lacking:
+                    raise FactError(f"fact {name!r}: {table} has no column(s) {', '.join(lacking)}")
+            self._sql[name] = fact_sql(name, self.facts_sql)
+        return self._sql[name]
 
     def _columns(self, table: str) -> set[str]:
         """The columns of a public table in the campaign database (looked up once)."""
