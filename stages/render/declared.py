@@ -63,12 +63,14 @@ class ColumnFact:
         """The columns the query names, by table."""
         return {self.table: self.columns()}
 
-    def sql(self) -> str:
-        """The query, in the shape of a fact's SQL file."""
-        conditions = [f"{k} = ${k}" for k in self.keys] + [f"{c} = '{v}'" for c, v in self.where]
-        if self.order:
-            conditions.append(f"{self.order[0].split()[0]} is not null")
-        ordered = f"    order by {', '.join(self.order)}\n    limit 1\n" if self.order else ""
+    def _filters(self) -> list[str]:
+        """The fixed conditions: the declared `where`, and with `order` a first column not null."""
+        fixed = [f"{c} = '{v}'" for c, v in self.where]
+        return fixed + ([f"{self.order[0].split()[0]} is not null"] if self.order else [])
+
+    def _final(self) -> str:
+        """The select list of the final query over `source` (value, display, unit, run_id,
+        source_note, source_file, source_line)."""
         shown = self.value if IDENTIFIER.fullmatch(self.value) else f"({self.value})"
         display = f"        {DISPLAYS[self.display].format(v=shown)} as display,\n" \
             if self.display else ""
@@ -82,6 +84,19 @@ class ColumnFact:
         source = (("cast(null as varchar)", "cast(null as integer)") if self.line is None
                   else (f"{self.line}_file", f"{self.line}_line"))
         return (
+            f"        {self.value} as value,\n"
+            f"{display}"
+            f"        {unit_sql(self.unit)} as unit,\n"
+            f"        {run_id} as run_id,\n"
+            f"{note}"
+            f"        {source[0]} as source_file,\n"
+            f"        {source[1]} as source_line\n")
+
+    def sql(self) -> str:
+        """The query, in the shape of a fact's SQL file."""
+        conditions = [f"{k} = ${k}" for k in self.keys] + self._filters()
+        ordered = f"    order by {', '.join(self.order)}\n    limit 1\n" if self.order else ""
+        return (
             f"-- {self.description}\n"
             "with source as (\n"
             "    select *\n"
@@ -92,17 +107,52 @@ class ColumnFact:
             "\n"
             "final as (\n"
             "    select\n"
-            f"        {self.value} as value,\n"
-            f"{display}"
-            f"        {unit_sql(self.unit)} as unit,\n"
-            f"        {run_id} as run_id,\n"
-            f"{note}"
-            f"        {source[0]} as source_file,\n"
-            f"        {source[1]} as source_line\n"
+            f"{self._final()}"
             "    from source\n"
             ")\n"
             "\n"
             "select * from final\n")
+
+    def batch_sql(self) -> str:
+        """sql() for many parameter sets at once: each key is bound as a list (`$run_id`, ...), the
+        lists zipped into numbered sets, and each row comes with its set's number, BATCH_INDEX.
+        With `order`, a set keeps the rows that rank first (several when tied: not settled)."""
+        if not self.keys:
+            raise ValueError(f"{self.name}: a fact without keys has one parameter set")
+        keys = ",\n".join(f"        unnest(${k}) as {BATCH_KEY}{i}" for i, k in enumerate(self.keys))
+        joined = " and ".join(f"t.{k} = keys.{BATCH_KEY}{i}" for i, k in enumerate(self.keys))
+        ranked = (f"    qualify rank() over (partition by keys.{BATCH_INDEX}\n"
+                  f"        order by {', '.join(f't.{o}' for o in self.order)}) = 1\n"
+                  if self.order else "")
+        filters = " and ".join(self._filters()) or "true"
+        return (
+            f"-- {self.description} (many parameter sets)\n"
+            "with keys as (\n"
+            "    select\n"
+            f"        unnest(range(len(${self.keys[0]}))) as {BATCH_INDEX},\n"
+            f"{keys}\n"
+            "),\n"
+            "\n"
+            "source as (\n"
+            f"    select keys.{BATCH_INDEX}, t.*\n"
+            "    from keys\n"
+            f"    inner join {self.table} as t on {joined}\n"
+            f"    where {filters}\n"
+            f"{ranked}"
+            "),\n"
+            "\n"
+            "final as (\n"
+            "    select\n"
+            f"        {BATCH_INDEX},\n"
+            f"{self._final()}"
+            "    from source\n"
+            ")\n"
+            "\n"
+            "select * from final\n")
+
+
+BATCH_INDEX = "batch_set__"   # batch_sql's column numbering the parameter sets
+BATCH_KEY = "batch_key__"     # batch_sql's key columns: batch_key__0, batch_key__1, ...
 
 
 @dataclass(frozen=True)

@@ -14,16 +14,14 @@ Macros return placeholders while the template renders. `check_digits` then scans
 itself typed: a digit there, outside the allow-list, is a number nobody can trace, and fails the
 build. The placeholders are swapped for their real output afterwards.
 
-The queries are found by queries.py, raw files read by evidence.py, data text escaped by escape.py.
+The queries are found by queries.py, raw files read by evidence.py, data text escaped by escape.py;
+the Fact record is fact_record.py's.
 """
 from __future__ import annotations
 
-import datetime as dt
 import decimal
-import hashlib
-import json
 import re
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +30,12 @@ from markupsafe import Markup
 
 from stages.core.config import CampaignError
 from stages.core.secrets import redact_text, redact_value
+from stages.render.declared import ColumnFact
 from stages.render.errors import FactError
-from stages.render.escape import (ESCAPED, audit_location, audit_target, code, escape_cell, escape_text, run_anchor,
+from stages.render.escape import (ESCAPED, audit_target, code, escape_cell, escape_text, run_anchor,
                                   run_label_link, unlink_missing_runs)
 from stages.render.evidence import read_line, render_evidence
+from stages.render.fact_record import Fact, fact_id, plain, run_ids
 from stages.render.inputs import input_rows
 from stages.render.numbers import format_value, table_displays, with_unit
 from stages.render.queries import (COLUMN_FACTS, FACTS_SQL, ROWS_SQL, column_facts, fact_sql,
@@ -55,75 +55,10 @@ ALLOWED_PATTERNS = (
 )
 PLACEHOLDER = re.compile(r"@@M[A-Z]+@@")
 MACROS_SQL = "macros.sql"   # table macros the row queries share, beside the rows folder
-SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 class FactCheckError(CampaignError):
     """A rendered page prints a number that did not come from a fact."""
-
-
-@dataclass
-class Fact:
-    id: str
-    name: str
-    params: dict[str, Any]
-    value: Any
-    unit: str | None
-    display: str
-    sql: str
-    run_ids: list[str]
-    source_file: str | None
-    source_line: int | None
-    excerpt: str | None
-    stage: str
-    git_sha: str | None
-    pages: list[str] = field(default_factory=list)
-    inputs: list[str] = field(default_factory=list)   # a derived fact's two facts (derived.py)
-    source_note: str | None = None
-    audit_page: str = ""       # where its audit entry is (escape.audit_location), set when made
-    audit_anchor: str = ""
-    statistic: str | None = None      # for a fact computed from many rows (inputs.py): how,
-    input_rows: list[dict] = field(default_factory=list)   # and from which
-
-    def __post_init__(self) -> None:
-        if not self.audit_page:
-            self.audit_page, self.audit_anchor = audit_location(
-                self.id, self.name, self.run_ids, self.params)
-
-    def record(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def at_decimals(self, decimals: int | None) -> "Fact":
-        """The fact printed with `decimals` (itself when none are asked for)."""
-        if decimals is None:
-            return self
-        return Fact(**{**asdict(self), "display": format_value(self.value, decimals)})
-
-
-# ---------------------------------------------------------------- small pure helpers
-
-def fact_id(name: str, params: dict[str, Any]) -> str:
-    values = [str(params[k]) for k in sorted(params)]
-    if all(SAFE_ID.match(v) for v in values) and len("--".join(values)) <= 140:
-        return "--".join([name, *values])
-    digest = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()
-    return f"{name}--{digest[:12]}"
-
-
-def _run_ids(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, (list, tuple)):
-        return [str(v) for v in value if v is not None]
-    return [s for s in str(value).split(",") if s]
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, decimal.Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, (dt.date, dt.datetime)):
-        return value.isoformat()
-    return value
 
 
 # ---------------------------------------------------------------- the fact book
@@ -142,17 +77,23 @@ class FactBook:
         self.rows_sql = rows_sql
         self.facts: dict[str, Fact] = {}
         self._table_columns: dict[str, set[str]] = {}
+        self._sql: dict[str, str] = {}     # fact queries found, by name
+        self._excerpts: dict[tuple[str, int], str] = {}   # raw lines read, by (file, line)
+        self._inputs: dict = {}    # inputs queries run (inputs.input_rows)
         macros = rows_sql.parent / MACROS_SQL
         if macros.is_file():
             con.execute(macros.read_text())
 
     def fact_sql(self, name: str) -> str:
-        declared = column_facts(self.facts_sql / COLUMN_FACTS).get(name)
-        for table, named in (declared.named_columns() if declared else {}).items():
-            lacking = sorted(named - self._columns(table))
-            if lacking:
-                raise FactError(f"fact {name!r}: {table} has no column(s) {', '.join(lacking)}")
-        return fact_sql(name, self.facts_sql)
+        """Fact `name`'s query (found once per book), checked against the tables' columns."""
+        if name not in self._sql:
+            declared = column_facts(self.facts_sql / COLUMN_FACTS).get(name)
+            for table, named in (declared.named_columns() if declared else {}).items():
+                lacking = sorted(named - self._columns(table))
+                if lacking:
+                    raise FactError(f"fact {name!r}: {table} has no column(s) {', '.join(lacking)}")
+            self._sql[name] = fact_sql(name, self.facts_sql)
+        return self._sql[name]
 
     def _columns(self, table: str) -> set[str]:
         """The columns of a public table in the campaign database (looked up once)."""
@@ -171,7 +112,7 @@ class FactBook:
         extra = [p for p in params if p not in wanted]
         if missing or extra:
             raise FactError(f"fact {name!r} binds {wanted or 'nothing'}; got {sorted(params)}")
-        params = {k: _plain(params[k]) for k in wanted}
+        params = {k: plain(params[k]) for k in wanted}
         fid = fact_id(name, params)
         if fid in self.facts:
             fact = self.facts[fid]
@@ -198,21 +139,70 @@ class FactBook:
             raise FactError(f"fact {name!r}: query lacks columns {', '.join(lacking)}")
         if len(rows) != 1:
             raise FactError(f"fact {name!r} with {params}: {len(rows)} rows, expected one")
-        row = dict(zip(columns, rows[0]))
+        return self._fact(fid, name, sql, params, dict(zip(columns, rows[0])))
+
+    def prefetch(self, name: str, param_sets: Iterable[dict[str, Any]]) -> int:
+        """Computes fact `name` for many parameter sets in one query, as evaluate() would, and
+        keeps the facts; returns how many. Only a declared one-column fact has that query; a set
+        it does not settle (no row or several, an error) is left to evaluate(), which says why."""
+        declared = column_facts(self.facts_sql / COLUMN_FACTS).get(name)
+        if not isinstance(declared, ColumnFact) or not declared.keys:
+            return 0
+        try:
+            sql = self.fact_sql(name)
+        except FactError:
+            return 0
+        wanted = sql_params(sql)
+        todo: dict[str, dict[str, Any]] = {}
+        for params in param_sets:
+            if set(params) == set(wanted):
+                bound = {k: plain(params[k]) for k in wanted}
+                fid = fact_id(name, bound)
+                if fid not in self.facts:
+                    todo.setdefault(fid, bound)
+        if not todo:
+            return 0
+        sets = list(todo.items())
+        try:
+            columns, rows = self._query(declared.batch_sql(), {k: [p[k] for _, p in sets] for k in wanted},
+                                        f"fact {name!r}: batch query failed")
+        except FactError:
+            return 0
+        found: dict[int, list[tuple]] = {}
+        for row in rows:
+            found.setdefault(row[0], []).append(row[1:])
+        made = 0
+        for i, (fid, params) in enumerate(sets):
+            if len(found.get(i, ())) == 1:
+                try:
+                    self.facts[fid] = self._fact(fid, name, sql, params, dict(zip(columns[1:], found[i][0])))
+                except FactError:
+                    continue
+                made += 1
+        return made
+
+    def _excerpt(self, source_file: str, source_line: int) -> str:
+        """The raw line a fact cites (evidence.read_line), read once per file and line."""
+        key = (source_file, source_line)
+        if key not in self._excerpts:
+            self._excerpts[key] = read_line(self.root, source_file, source_line, self.raw_dirs)
+        return self._excerpts[key]
+
+    def _fact(self, fid: str, name: str, sql: str, params: dict[str, Any], row: dict[str, Any]) -> Fact:
+        """The Fact of query `sql`'s one row with `params`."""
         source_file, source_line = row["source_file"], row["source_line"]
-        excerpt = read_line(self.root, source_file, int(source_line), self.raw_dirs) \
-            if source_file else None
-        value = redact_value(_plain(row["value"]))
+        excerpt = self._excerpt(source_file, int(source_line)) if source_file else None
+        value = redact_value(plain(row["value"]))
         display = row.get("display")
         return Fact(
             id=fid, name=name, params={k: redact_value(v) for k, v in params.items()}, value=value,
             unit=row.get("unit"),
             display=redact_text(format_value(value) if display is None else str(display)), sql=sql,
-            run_ids=_run_ids(row["run_id"]),
+            run_ids=run_ids(row["run_id"]),
             source_file=source_file, source_line=int(source_line) if source_line else None,
             excerpt=excerpt, stage=STAGE, git_sha=self.sha,
             source_note=None if source_file else row.get("source_note"),
-            **dict(zip(("statistic", "input_rows"), input_rows(self.con, name, params))))
+            **dict(zip(("statistic", "input_rows"), input_rows(self.con, name, params, cache=self._inputs))))
 
     def rows(self, name: str, params: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         """A named row query (stages/render/sql/render/<name>.sql): the SQL and its rows as dicts."""
@@ -321,6 +311,9 @@ class PageMacros:
         if not data:
             return self.hold("*No rows.*")
         specs = [tuple(c) for c in columns]
+        for spec in specs:
+            if spec[1].startswith("fact:"):
+                self._prefetch(spec[1][5:], data)
         head = "| " + " | ".join(escape_text(c[0]) for c in specs) + " |"
         align = "| " + " | ".join("---:" if c[1].startswith("fact:") else "---" for c in specs) + " |"
         cells = [[self._cell(row, c) for c in specs] for row in data]
@@ -332,6 +325,15 @@ class PageMacros:
                     row[j] = self.fact_markup(fact, display=display)
         lines = [head, align] + ["| " + " | ".join(row) + " |" for row in cells]
         return self.hold("\n".join(lines))
+
+    def _prefetch(self, name: str, data: list[dict[str, Any]]) -> None:
+        """A fact column's facts for all rows in one query, where its rows bind all it needs."""
+        try:
+            wanted = sql_params(self.book.fact_sql(name))
+        except FactError:
+            return   # the cells say why
+        self.book.prefetch(name, [{p: row[p] for p in wanted} for row in data
+                                  if all(p in row for p in wanted)])
 
     def _cell(self, row: dict[str, Any], spec: tuple) -> str | Fact:
         """One cell: its text, or for a fact column the Fact (printed by table())."""

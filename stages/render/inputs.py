@@ -5,6 +5,7 @@ out. Declared in stages/render/sql/inputs/inputs.yaml; each fact's audit entry l
 """
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from dataclasses import dataclass
@@ -48,19 +49,27 @@ def declared(directory: Path = INPUTS_SQL) -> dict[str, Inputs]:
 
 
 def input_rows(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any],
-               directory: Path = INPUTS_SQL) -> tuple[str | None, list[dict[str, Any]]]:
+               directory: Path = INPUTS_SQL, cache: dict | None = None
+               ) -> tuple[str | None, list[dict[str, Any]]]:
     """(statistic, rows) of fact `name` with `params`; (None, []) for a fact without inputs.
-    Each row: file, path, value, used, reason."""
+    Each row: file, path, value, used, reason. `cache` keeps each inputs query's result by its
+    parameters, for the facts that share one (a point's median, p90 and rates)."""
     spec = declared(directory).get(name)
     if spec is None:
         return None, []
-    sql = load_query(directory, spec.rows, "inputs query")
-    try:
-        cur = con.execute(sql, params)
-        data = cur.fetchall()
-    except duckdb.Error as exc:
-        raise FactError(f"inputs of {name!r}: query failed: {exc}".splitlines()[0]) from None
-    columns = [d[0] for d in cur.description]
+    key = (directory, spec.rows, json.dumps(params, sort_keys=True, default=repr))
+    if cache is not None and key in cache:
+        columns, data = cache[key]
+    else:
+        sql = load_query(directory, spec.rows, "inputs query")
+        try:
+            cur = con.execute(sql, params)
+            data = cur.fetchall()
+        except duckdb.Error as exc:
+            raise FactError(f"inputs of {name!r}: query failed: {exc}".splitlines()[0]) from None
+        columns = [d[0] for d in cur.description]
+        if cache is not None:
+            cache[key] = columns, data
     rows = []
     for values in data:
         row = dict(zip(columns, values))

@@ -4,6 +4,7 @@ of the render folder. Also the parameters a query binds and the public tables it
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import Path
 
 from stages.derive.stage import PUBLIC_TABLES
@@ -20,17 +21,28 @@ ROWS_SQL = SQL_DIR / "render"
 
 def sql_params(sql: str) -> list[str]:
     """Named parameters ($name) a query binds, in order of first use."""
+    return list(_sql_params(sql))
+
+
+@lru_cache(maxsize=1024)
+def _sql_params(sql: str) -> tuple[str, ...]:
     stripped = re.sub(r"--[^\n]*", "", sql)
     stripped = re.sub(r"'(?:[^']|'')*'", "''", stripped)
     seen: list[str] = []
     for name in re.findall(r"\$([a-z_][a-z0-9_]*)", stripped):
         if name not in seen:
             seen.append(name)
-    return seen
+    return tuple(seen)
 
 
 def tables_in(sql: str) -> list[str]:
-    return [t for t in PUBLIC_TABLES if re.search(rf"\b{t}\b", sql)]
+    """The public tables a query names."""
+    return list(_tables_in(sql))
+
+
+@lru_cache(maxsize=1024)
+def _tables_in(sql: str) -> tuple[str, ...]:
+    return tuple(t for t in PUBLIC_TABLES if re.search(rf"\b{t}\b", sql))
 
 
 def load_query(directory: Path, name: str, kind: str) -> str:
