@@ -107,22 +107,22 @@ def test_a_set_with_no_row_is_left_to_evaluate_and_fails_as_alone(rendered):
     assert str(batch_error.value) == str(alone_error.value) and "0 rows, expected one" in str(alone_error.value)
 
 
-def test_a_batch_that_fails_leaves_every_set_to_evaluate(rendered):
+def test_a_set_the_batch_does_not_hold_is_left_to_evaluate(rendered):
     book = book_on(rendered)
     mixed = [{"run_id": RUN4, "probe_idx": 0}, {"run_id": RUN4, "probe_idx": "first"}]
-    assert book.prefetch("probe_depth", mixed) == 0 and not book.facts
+    assert book.prefetch("probe_depth", mixed) == 1 and len(book.facts) == 1
     assert outcome(book, "probe_depth", mixed[1]) == outcome(book_on(rendered), "probe_depth", mixed[1])
     point = {"run_id": RUN4, "workload": "long", "concurrency": 1}
-    assert book.prefetch("point_prefill_tok_s", [point]) == 0 and not book.facts   # a .sql file's fact
+    assert book.prefetch("point_prefill_tok_s", [point]) == 0   # a .sql file's fact: no batch form
     assert book.prefetch("no_such_fact", [point]) == 0
 
 
-def test_a_table_runs_one_query_per_fact_column(rendered, monkeypatch):
+def test_a_fact_column_costs_one_batch_per_render_however_many_tables_print_it(rendered, monkeypatch):
     root, con = rendered
     printed, counted = {}, {}
     for how in ("batch", "alone"):
         if how == "alone":
-            monkeypatch.setattr(FactBook, "prefetch", lambda self, name, sets: 0)
+            monkeypatch.setattr(FactBook, "_batched", lambda self, name: None)
         counting = Counting(con)
         macros = PageMacros(book_on(rendered, counting), page="p.md", runs_dir=root / "data" / "runs",
                             root=root)
@@ -133,10 +133,9 @@ def test_a_table_runs_one_query_per_fact_column(rendered, monkeypatch):
                          {"a": RUN4, "b": RUN16}).fetchone()[0]
     assert printed["batch"] == printed["alone"] and probes >= 4
     described = [f"-- {DECLARED[c[1][5:]].description}" for c in PROBE_COLUMNS if c[1].startswith("fact:")]
-    assert sum(counted["batch"][f"{d} (many parameter sets)"] for d in described) == 3 * 2   # columns, tables
+    assert sum(counted["batch"][f"{d} (many parameter sets)"] for d in described) == 3   # one per column
     assert sum(counted["batch"][d] for d in described) == 0
     assert sum(counted["alone"][d] for d in described) == 3 * probes
-    assert sum(counted["batch"].values()) == sum(counted["alone"].values()) - 3 * probes + 3 * 2
 
 
 def test_facts_that_share_their_inputs_and_raw_line_read_them_once(rendered, monkeypatch):

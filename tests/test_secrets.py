@@ -89,3 +89,18 @@ def test_names_about_a_secret_and_empty_values_are_kept():
             "hf_token='abcd1234')")
     assert redact_text(line) == ("Namespace(api_key=None, allow_credentials=False, mask_token_id=12, "
                                  "HF_TOKEN_PATH=/x, hf_token=***)")
+
+
+def test_an_excerpt_of_a_long_line_is_redacted_and_cut_whatever_its_secrets_size():
+    from stages.render.evidence import EXCERPT_MAX, excerpt
+
+    token = "hf_" + "a" * 40
+    line = '{"api_key": "' + token + '", "ttfts": [' + ", ".join(["0.25"] * 2000) + "]}"
+    shown = excerpt(line)
+    assert token not in shown and shown.startswith('{"api_key": "***"') and shown.endswith(" …")
+    assert len(shown) == EXCERPT_MAX + 2
+    # a secret so long that redacting it pulls text from far along the line into view
+    huge = "hf_" + "b" * 5000
+    line = '{"hf_token": "' + huge + '", "x": "sk-' + "c" * 30 + '"}'
+    shown = excerpt(line)
+    assert "b" * 20 not in shown and "c" * 20 not in shown

@@ -179,12 +179,18 @@ class ChartWriter:
             self._domain = [r["spec"] for r in rows]
         return self._domain
 
-    def query_rows(self, query: str, params: dict[str, Any]) -> tuple[str, pd.DataFrame]:
-        """A row query's SQL and redacted rows, run once per set of params."""
-        key = json.dumps([query, sorted(params.items())], default=str)
+    def query_rows(self, query: str, params: dict[str, Any], scaling: bool = False
+                   ) -> tuple[str, pd.DataFrame]:
+        """A row query's SQL and redacted rows, run once per set of params; `scaling`: as the
+        scaling charts prepare them (charts.prepare), also once."""
+        key = json.dumps([query, sorted(params.items()), scaling], default=str)
         if key not in self._rows:
-            sql, rows = self.book.rows(query, params)
-            self._rows[key] = sql, _redacted(pd.DataFrame(rows))
+            if scaling:
+                sql, df = self.query_rows(query, params)
+                self._rows[key] = sql, chart_lib.prepare(df) if not df.empty else df
+            else:
+                sql, rows = self.book.rows(query, params)
+                self._rows[key] = sql, _redacted(pd.DataFrame(rows))
         sql, df = self._rows[key]
         return sql, df.copy()
 
@@ -218,7 +224,7 @@ class ChartWriter:
         if query:
             if profile:
                 params.setdefault("profile", profile)
-            sql, df = self.query_rows(query, params)
+            sql, df = self.query_rows(query, params, scaling=name in chart_lib.LAYOUTS)
             params = {k: v for k, v in params.items() if k in sql_params(sql)}   # names the files
             if df.empty:
                 return "*No measurements for this chart yet.*"

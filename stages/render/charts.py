@@ -47,6 +47,7 @@ LIMIT_TITLES = {"cap_users": "sequence cap", "kv_users": "sequences that fit the
 LIMIT_NOTE = "Dashed rule: the sequence cap; dotted rule: the sequences that fit the KV pool."
 # The whole chart (axis, facets, legends below) fits the article column of the site: the column
 # is about 690 px wide on a desktop screen and vega-embed adds its action menu on the right.
+PREPARED = "prepared"   # the attrs key prepare() marks its rows with
 CHART_WIDTH = 600
 Y_AXIS_ALLOWANCE = 70
 FACET_SPACING = 16
@@ -55,7 +56,10 @@ FACET_HEIGHT = 190
 
 
 def prepare(points: pd.DataFrame) -> pd.DataFrame:
-    """Bench points with the helper columns the charts encode (run_kind, note)."""
+    """Bench points with the helper columns the charts encode (run_kind, note); rows already
+    prepared (marked so in their attrs) are copied as they are: a model's four charts share them."""
+    if points.attrs.get(PREPARED):
+        return points.copy()
     df = _with_run_kind(_checked(points, REQUIRED, "bench points"))
     df["capacity_limited"] = df["capacity_limited"].fillna(False).astype(bool)
     summary = df["figures_from"] == SUMMARY if "figures_from" in df.columns else [False] * len(df)
@@ -70,6 +74,7 @@ def prepare(points: pd.DataFrame) -> pd.DataFrame:
             low, high = df["workload"].map(span["min"]), df["workload"].map(span["max"])
             value = pd.to_numeric(df[column], errors="coerce")
             df[limit] = value.where((value >= low) & (value <= high))
+    df.attrs[PREPARED] = True
     return df
 
 

@@ -113,6 +113,12 @@ class ColumnFact:
             "\n"
             "select * from final\n")
 
+    def key_sets_sql(self) -> str:
+        """The parameter sets the table holds rows for: its distinct keys (batch_sql's input when
+        every printed set of the fact is wanted at once)."""
+        filters = " and ".join(self._filters()) or "true"
+        return f"select distinct {', '.join(self.keys)} from {self.table} where {filters}\n"
+
     def batch_sql(self) -> str:
         """sql() for many parameter sets at once: each key is bound as a list (`$run_id`, ...), the
         lists zipped into numbered sets, and each row comes with its set's number, BATCH_INDEX.

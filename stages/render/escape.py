@@ -16,6 +16,7 @@ RUN_LINK = re.compile(r'<a class="run-ref" href="#([^"]+)" title="([^"]*)">([^<]
 # images, code spans, emphasis, attr_list braces, table cells), written as character references.
 MD_SPECIALS = frozenset("\\`*_[](){}!|~$")
 ESCAPED = re.compile("|".join([*(f"&#{ord(ch)};" for ch in sorted(MD_SPECIALS)), "&#x27;"]))
+_MD_REFERENCES = str.maketrans({ch: f"&#{ord(ch)};" for ch in MD_SPECIALS})
 
 
 def escape_text(text: Any, *, redact: bool = True) -> str:
@@ -24,7 +25,7 @@ def escape_text(text: Any, *, redact: bool = True) -> str:
     result is also safe inside a double-quoted HTML attribute (see escape_attr). redact=False
     only for the project's own prose (schema comments), where `key=value` is not a secret."""
     out = html.escape(redact_text(str(text)) if redact else str(text), quote=True)
-    return "".join(f"&#{ord(ch)};" if ch in MD_SPECIALS else ch for ch in out)
+    return out.translate(_MD_REFERENCES)
 
 
 def escape_cell(text: Any, max_chars: int | None = None, *, redact: bool = True) -> str:

@@ -45,6 +45,17 @@ def read_raw(path: Path, within: tuple[Path, ...], limit: int = RAW_MAX) -> tupl
     return data[:limit], len(data) > limit
 
 
+def excerpt(text: str) -> str:
+    """A raw line redacted and cut to EXCERPT_MAX characters. A long line (a result file's one
+    line of JSON) is redacted over a window four times the cut, unless redaction shrank the window
+    so far that text from beyond it could come into view; then over the whole line."""
+    window = EXCERPT_MAX * 4
+    shown = redact_text(text[:window]) if len(text) > window else None
+    if shown is None or len(shown) < window - EXCERPT_MAX:
+        shown = redact_text(text)
+    return shown if len(shown) <= EXCERPT_MAX else shown[:EXCERPT_MAX] + " …"
+
+
 def read_line(root: Path, source_file: str, line: int, within: tuple[Path, ...] | None = None) -> str:
     """Line `line` of a raw file (relative to root, inside one of `within`), redacted and cut; a
     short note in its place when the file is refused (a link, a FIFO, outside the raw folders)."""
@@ -55,8 +66,7 @@ def read_line(root: Path, source_file: str, line: int, within: tuple[Path, ...] 
             for i, raw in enumerate(fh, start=1):
                 seen += len(raw)
                 if i == line:
-                    text = redact_text(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
-                    return text if len(text) <= EXCERPT_MAX else text[:EXCERPT_MAX] + " …"
+                    return excerpt(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
                 if seen > RAW_MAX:
                     break
     except RawFileRefused as exc:

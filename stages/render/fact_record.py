@@ -7,7 +7,7 @@ import decimal
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from stages.render.escape import audit_location
@@ -45,13 +45,14 @@ class Fact:
                 self.id, self.name, self.run_ids, self.params)
 
     def record(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fact as facts.json holds it (its lists shared, not copied: it is only written)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def at_decimals(self, decimals: int | None) -> "Fact":
         """The fact printed with `decimals` (itself when none are asked for)."""
         if decimals is None:
             return self
-        return Fact(**{**asdict(self), "display": format_value(self.value, decimals)})
+        return replace(self, display=format_value(self.value, decimals))
 
 
 def fact_id(name: str, params: dict[str, Any]) -> str:

@@ -80,6 +80,9 @@ class FactBook:
         self._sql: dict[str, str] = {}     # fact queries found, by name
         self._excerpts: dict[tuple[str, int], str] = {}   # raw lines read, by (file, line)
         self._inputs: dict = {}    # inputs queries run (inputs.input_rows)
+        self._rows: dict[str, tuple[list[str], list[tuple]]] = {}   # row queries run, by name and params
+        # a declared fact's rows for every parameter set its table holds, by fact id (_batched)
+        self._batches: dict[str, dict[str, tuple[list[str], tuple]] | None] = {}
         macros = rows_sql.parent / MACROS_SQL
         if macros.is_file():
             con.execute(macros.read_text())
@@ -117,7 +120,12 @@ class FactBook:
         if fid in self.facts:
             fact = self.facts[fid]
         else:
-            fact = self._compute(fid, name, sql, params)
+            batch = self._batched(name)
+            if batch and fid in batch:
+                columns, row = batch[fid]
+                fact = self._fact(fid, name, sql, params, dict(zip(columns, row)))
+            else:   # not settled by the batch: the fact's own query, which says why
+                fact = self._compute(fid, name, sql, params)
             self.facts[fid] = fact
         if page and page not in fact.pages:
             fact.pages.append(page)
@@ -142,44 +150,48 @@ class FactBook:
         return self._fact(fid, name, sql, params, dict(zip(columns, rows[0])))
 
     def prefetch(self, name: str, param_sets: Iterable[dict[str, Any]]) -> int:
-        """Computes fact `name` for many parameter sets in one query, as evaluate() would, and
-        keeps the facts; returns how many. Only a declared one-column fact has that query; a set
-        it does not settle (no row or several, an error) is left to evaluate(), which says why."""
+        """Computes fact `name` for many parameter sets (rows holding them, other columns ignored)
+        from its batch (_batched), as evaluate() would, and keeps the facts; returns how many. A
+        set the batch does not settle is left to evaluate(), which says why."""
+        batch, made = self._batched(name) or {}, 0
+        sql = self.fact_sql(name) if batch else ""
+        wanted = sql_params(sql)
+        for params in param_sets:
+            bound = {k: plain(params[k]) for k in wanted} if set(wanted) <= set(params) else None
+            fid = fact_id(name, bound) if bound else None
+            if fid and fid not in self.facts and fid in batch:
+                columns, row = batch[fid]
+                self.facts[fid] = self._fact(fid, name, sql, bound, dict(zip(columns, row)))
+                made += 1
+        return made
+
+    def _batched(self, name: str) -> dict[str, tuple[list[str], tuple]] | None:
+        """A declared one-column fact's one row for every parameter set its table holds, by fact
+        id: two queries a render (its key sets, then ColumnFact.batch_sql), sets of several rows
+        left out. None without a batch form or when it fails (evaluate() then goes one by one)."""
+        if name in self._batches:
+            return self._batches[name]
+        self._batches[name] = None
         declared = column_facts(self.facts_sql / COLUMN_FACTS).get(name)
         if not isinstance(declared, ColumnFact) or not declared.keys:
-            return 0
+            return None
         try:
-            sql = self.fact_sql(name)
-        except FactError:
-            return 0
-        wanted = sql_params(sql)
-        todo: dict[str, dict[str, Any]] = {}
-        for params in param_sets:
-            if set(params) == set(wanted):
-                bound = {k: plain(params[k]) for k in wanted}
-                fid = fact_id(name, bound)
-                if fid not in self.facts:
-                    todo.setdefault(fid, bound)
-        if not todo:
-            return 0
-        sets = list(todo.items())
-        try:
-            columns, rows = self._query(declared.batch_sql(), {k: [p[k] for _, p in sets] for k in wanted},
+            wanted = sql_params(self.fact_sql(name))
+            _, key_rows = self._query(declared.key_sets_sql(), {}, f"fact {name!r}: key sets")
+            sets = [dict(zip(declared.keys, r)) for r in key_rows]
+            if not sets or set(declared.keys) != set(wanted):
+                return None
+            columns, rows = self._query(declared.batch_sql(), {k: [s[k] for s in sets] for k in wanted},
                                         f"fact {name!r}: batch query failed")
         except FactError:
-            return 0
+            return None
         found: dict[int, list[tuple]] = {}
         for row in rows:
             found.setdefault(row[0], []).append(row[1:])
-        made = 0
-        for i, (fid, params) in enumerate(sets):
-            if len(found.get(i, ())) == 1:
-                try:
-                    self.facts[fid] = self._fact(fid, name, sql, params, dict(zip(columns[1:], found[i][0])))
-                except FactError:
-                    continue
-                made += 1
-        return made
+        self._batches[name] = {
+            fact_id(name, {k: plain(s[k]) for k in wanted}): (columns[1:], found[i][0])
+            for i, s in enumerate(sets) if len(found.get(i, ())) == 1}
+        return self._batches[name]
 
     def _excerpt(self, source_file: str, source_line: int) -> str:
         """The raw line a fact cites (evidence.read_line), read once per file and line."""
@@ -205,13 +217,18 @@ class FactBook:
             **dict(zip(("statistic", "input_rows"), input_rows(self.con, name, params, cache=self._inputs))))
 
     def rows(self, name: str, params: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-        """A named row query (stages/render/sql/render/<name>.sql): the SQL and its rows as dicts."""
+        """A named row query (stages/render/sql/render/<name>.sql): the SQL and its rows as dicts,
+        run once per set of parameters (a Part asks for some twice)."""
         sql = load_query(self.rows_sql, name, "row query")
         wanted = sql_params(sql)
         missing = [p for p in wanted if p not in params]
         if missing:
             raise FactError(f"row query {name!r} needs {', '.join(missing)}")
-        columns, data = self._query(sql, {k: params[k] for k in wanted}, f"row query {name!r}")
+        bound = {k: params[k] for k in wanted}
+        key = repr((name, sorted(bound.items())))
+        if key not in self._rows:
+            self._rows[key] = self._query(sql, bound, f"row query {name!r}")
+        columns, data = self._rows[key]
         return sql, [dict(zip(columns, r)) for r in data]
 
     def records(self) -> list[dict[str, Any]]:
@@ -313,7 +330,7 @@ class PageMacros:
         specs = [tuple(c) for c in columns]
         for spec in specs:
             if spec[1].startswith("fact:"):
-                self._prefetch(spec[1][5:], data)
+                self.book.prefetch(spec[1][5:], data)   # the column's facts at once
         head = "| " + " | ".join(escape_text(c[0]) for c in specs) + " |"
         align = "| " + " | ".join("---:" if c[1].startswith("fact:") else "---" for c in specs) + " |"
         cells = [[self._cell(row, c) for c in specs] for row in data]
@@ -325,15 +342,6 @@ class PageMacros:
                     row[j] = self.fact_markup(fact, display=display)
         lines = [head, align] + ["| " + " | ".join(row) + " |" for row in cells]
         return self.hold("\n".join(lines))
-
-    def _prefetch(self, name: str, data: list[dict[str, Any]]) -> None:
-        """A fact column's facts for all rows in one query, where its rows bind all it needs."""
-        try:
-            wanted = sql_params(self.book.fact_sql(name))
-        except FactError:
-            return   # the cells say why
-        self.book.prefetch(name, [{p: row[p] for p in wanted} for row in data
-                                  if all(p in row for p in wanted)])
 
     def _cell(self, row: dict[str, Any], spec: tuple) -> str | Fact:
         """One cell: its text, or for a fact column the Fact (printed by table())."""
