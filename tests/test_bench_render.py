@@ -20,6 +20,6 @@ def test_render_section_writes_its_rows(tmp_path):
     md = (tmp_path / "report.md").read_text()
     assert "## Render at campaign scale" in md
     assert "| 2 | 1 |" in md and "| 3 | 1 |" in md
-    assert "render time's growth over the runs' growth" in md
+    assert "render time's growth over the runs' growth, largest step" in md
     assert json.loads((tmp_path / "report.json").read_text())["render"]["sizes"][1]["runs"] == 3
     assert not (tmp_path / "render" / "root-3").exists()

@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import altair as alt
@@ -106,15 +106,22 @@ def _with_run_kind(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def series_names(domain: Sequence[str] | None, df: pd.DataFrame) -> tuple[str, ...]:
-    """The run specs that get a colour: the campaign-wide domain (so colours agree across pages),
-    or the rows' own specs without one."""
-    return tuple(domain) if domain else tuple(sorted(df["series"].dropna().unique()))
+def series_colors(domain: Sequence[str] | None, df: pd.DataFrame) -> tuple[tuple[str, str], ...]:
+    """The run specs the rows draw, each with its colour. A spec's place in the campaign-wide
+    domain fixes its colour, so colours agree across pages; a chart names only its own specs, so
+    its spec does not grow with the campaign. Specs outside the domain follow it, by name."""
+    order = list(domain or [])
+    present = sorted(df["series"].dropna().unique())
+    place = {n: i for i, n in enumerate(order)}
+    for name in present:
+        place.setdefault(name, len(place))
+    names = sorted(present, key=place.__getitem__)
+    return tuple((n, PALETTE[place[n] % len(PALETTE)]) for n in names)
 
 
-def color_scale(names: Sequence[str]) -> alt.Scale:
-    """One colour per run spec, in the order of `names`."""
-    return alt.Scale(domain=list(names), range=[PALETTE[i % len(PALETTE)] for i in range(len(names))])
+def color_scale(colors: Sequence[tuple[str, str]]) -> alt.Scale:
+    """The colour scale of (run spec, colour) pairs."""
+    return alt.Scale(domain=[n for n, _ in colors], range=[c for _, c in colors])
 
 
 def _tooltip(value_field: str, value_title: str, fmt: str) -> list[alt.Tooltip]:
@@ -185,12 +192,12 @@ class Shape:
     workloads: int
     limits: tuple[str, ...]
     note: tuple[str, ...]
-    colors: tuple[str, ...]
+    colors: tuple[tuple[str, str], ...]
 
 
 def _shape(df: pd.DataFrame, note: Sequence[str], domain: Sequence[str] | None) -> Shape:
     limits = tuple(k for k in LIMITS if k in df.columns and df[k].notna().any())
-    return Shape(int(df["workload"].nunique()), limits, tuple(note), series_names(domain, df))
+    return Shape(int(df["workload"].nunique()), limits, tuple(note), series_colors(domain, df))
 
 
 def _facet(layers: list[alt.Chart], shape: Shape, title: str, data) -> alt.FacetChart:
@@ -223,7 +230,7 @@ def ttft_rows(points: pd.DataFrame, color_domain: Sequence[str] | None = None
     long["stat"] = long["stat"].map({"ttft_median_s": "median", "ttft_p90_s": "p90"})
     long = long[long["ttft_s"].notna() & (long["ttft_s"] > 0)]
     long["line_key"] = long["run_id"] + "/" + long["stat"]
-    return long, _shape(long, note, series_names(color_domain, df))
+    return long, _shape(long, note, color_domain)
 
 
 def ttft_layout(shape: Shape, data) -> alt.FacetChart:
@@ -411,7 +418,7 @@ def ramp_chart(turns: pd.DataFrame, color_domain: Sequence[str] | None = None) -
     ]
     x = alt.X("context_tokens:Q", title="Conversation length (tokens)", axis=alt.Axis(format="~s"))
     y = alt.Y("longest_wait_s:Q", title="Longest wait for the first token (s)")
-    layers = _layers(y, color_scale(series_names(color_domain, df)), tooltip, shape=shape, x=x,
+    layers = _layers(y, color_scale(series_colors(color_domain, df)), tooltip, shape=shape, x=x,
                      capacity=False)
     return (
         alt.layer(*layers, data=df)
@@ -467,9 +474,24 @@ def spec(name: str, rows: pd.DataFrame, color_domain: Sequence[str] | None = Non
     if name not in LAYOUTS:
         return chart_by_name(name)(rows, color_domain).to_dict(validate=False)
     data, shape = LAYOUTS[name][0](rows, color_domain)
-    out = json.loads(_layout_json(name, shape))
-    out["datasets"] = {ROWS: records(data)}
-    return out
+    out = json.loads(_layout_json(name, replace(shape, colors=SERIES_STANDIN)))
+    return {**_with_colors(out, shape.colors), "datasets": {ROWS: records(data)}}
+
+
+# the colours a shared layout is built with, replaced in its spec by the chart's own (_with_colors):
+# charts of one shape but other specs share the layout
+SERIES_STANDIN = (("series standing in", "#000000"),)
+
+
+def _with_colors(node: Any, colors: tuple[tuple[str, str], ...]) -> Any:
+    """The spec with the stand-in colour scale replaced by `colors`."""
+    if isinstance(node, dict):
+        if node.get("domain") == [SERIES_STANDIN[0][0]]:
+            return {**node, "domain": [n for n, _ in colors], "range": [c for _, c in colors]}
+        return {k: _with_colors(v, colors) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_with_colors(v, colors) for v in node]
+    return node
 
 
 def records(rows: pd.DataFrame) -> list[dict[str, Any]]:
