@@ -178,10 +178,8 @@ def test_the_part_in_a_browser_draws_its_charts_and_quotes_failed_launches(built
                       ".map(a => a.getAttribute('href')).find(h => h.includes('#point_ttft_median_s-'))")
         tab.goto(server.base + "audit/" + href.split("audit/", 1)[1])
         entry = tab.js(f"""(() => {{
-          const h = document.getElementById({json.dumps(href.split('#', 1)[1])});
-          let text = '', e = h && h.nextElementSibling;
-          while (e && e.tagName !== 'H2') {{ text += e.innerText + '\\n'; e = e.nextElementSibling; }}
-          return text; }})()""")
+          const entry = document.getElementById({json.dumps(href.split('#', 1)[1])});
+          return entry ? entry.innerText : ''; }})()""")
     assert "Computed from" in entry and re.search(r"ttfts\[\d+\]", entry), entry[:500]
     assert drawn and state["charts"] == state["drawn"] == 12, state      # four per model
     quoted = [e for e in state["evidence"] if e.startswith("$ sed -n")]

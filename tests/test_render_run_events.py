@@ -35,8 +35,8 @@ def test_events_are_counted_quoted_and_tabled(tmp_path):
     assert "| launch failed | - | the engine did not become ready (status=failed) |" in html.unescape(table)
     page, anchor = failed_ref.split("#")
     # a count: no raw line holds it, so the entry cites none and names the run
-    audit_text = html.unescape((tmp_path / "data" / "docs" / page).read_text().split(f"{{#{anchor}}}")[1]
-                               .split("\n## ")[0])
+    audit_text = html.unescape((tmp_path / "data" / "docs" / page).read_text()
+                               .split(f'id="{anchor}"')[1].split("</section>")[0])
     assert "no single raw line" in audit_text and f"<code>{RUN4}</code>" in audit_text
 
 
