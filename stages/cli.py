@@ -231,7 +231,8 @@ def render(no_build: bool, root: str) -> None:
                                    warehouse_file=paths.table_docs, mkdocs_config=paths.mkdocs,
                                    compare=params.get("compare"), run_sets=params.get("run_sets"),
                                    arms=params.get("arms"), chart_cache=paths.chart_cache,
-                                   static_images=tuple((params.get("charts") or {}).get("static_images") or ()))
+                                   static_images=tuple((params.get("charts") or {})
+                                                       .get("static_images") or ()))
     for notice in summary.pop("notices"):
         progress(f"render: {notice}")
     _echo_summary(summary)

@@ -2,8 +2,8 @@
 
 The browser draws every chart from its spec (vega-embed, whose menu also saves it as SVG or PNG).
 Static images (params.yaml `charts.static_images`) are for readers without script and for slides;
-at about 0.2 s an image they cost more than the rest of a large campaign's render. They are drawn in a pool of threads (vl_convert releases the GIL) and kept in a chart
-cache keyed by the hash of the spec they were drawn from: a render whose chart data did not change
+at about 0.2 s an image they cost more than the rest of a large campaign's render. They are drawn
+in a pool of threads (vl_convert releases the GIL) and kept in a chart cache keyed by the hash of the spec they were drawn from: a render whose chart data did not change
 copies them from there instead of drawing them again. The spec itself is cached under the hash of
 what makes it (the chart functions' source, Altair's version, the chart's name, rows and series
 domain). An entry is written whole (temporary file, then rename), so a cache entry is either
@@ -29,6 +29,7 @@ from stages.render.escape import escape_cell
 from stages.render.facts import FactBook
 from stages.render.queries import sql_params
 from stages.core.config import STATIC_IMAGES as STATIC
+from stages.core.files import write_atomic
 from stages.core.secrets import redact_value
 
 PNG_SCALE = 2  # pixels per chart unit: sharp on high-density screens and in slides
@@ -102,12 +103,6 @@ def draw(spec: dict[str, Any], kind: str) -> bytes:
     return vlc.vegalite_to_png(spec, scale=PNG_SCALE)
 
 
-def _write_whole(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 class ChartWriter:
     """Writes a chart's Vega-Lite spec, and its static images of the kinds in `static` (of
     STATIC), under assets/charts/<page>/. `cache_dir` (optional) keeps the static images between
@@ -164,8 +159,7 @@ class ChartWriter:
             data = draw(spec, kind)
             targets[kind].write_bytes(data)
             if entry is not None:
-                entry[kind].parent.mkdir(parents=True, exist_ok=True)
-                _write_whole(entry[kind], data)
+                write_atomic(entry[kind], data)
 
     def points(self, profile: str) -> pd.DataFrame:
         if profile not in self._points:
@@ -205,9 +199,9 @@ class ChartWriter:
                 return json.loads(path.read_text())
         spec = chart_lib.spec(name, df.copy(), self.domain())   # checked in tests/test_charts.py
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            spec = json.loads(json.dumps(spec, default=str))   # as it is read back on a hit
-            _write_whole(path, json.dumps(spec).encode())
+            text = json.dumps(spec, default=str)
+            spec = json.loads(text)   # as it is read back on a hit
+            write_atomic(path, text)
         return spec
 
     def write(self, page_stem: str, name: str, profile: str | None = None,

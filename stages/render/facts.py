@@ -150,19 +150,18 @@ class FactBook:
         return self._fact(fid, name, sql, params, dict(zip(columns, rows[0])))
 
     def prefetch(self, name: str, param_sets: Iterable[dict[str, Any]]) -> int:
-        """Computes fact `name` for many parameter sets (rows holding them, other columns ignored)
-        from its batch (_batched), as evaluate() would, and keeps the facts; returns how many. A
-        set the batch does not settle is left to evaluate(), which says why."""
+        """Evaluates fact `name` for the parameter sets (rows holding them, other columns ignored)
+        that its batch (_batched) settles, and keeps the facts; returns how many were new. A set
+        the batch does not settle is left to evaluate(), which says why."""
         batch, made = self._batched(name) or {}, 0
-        sql = self.fact_sql(name) if batch else ""
-        wanted = sql_params(sql)
+        wanted = sql_params(self.fact_sql(name)) if batch else []
         for params in param_sets:
-            bound = {k: plain(params[k]) for k in wanted} if set(wanted) <= set(params) else None
-            fid = fact_id(name, bound) if bound else None
-            if fid and fid not in self.facts and fid in batch:
-                columns, row = batch[fid]
-                self.facts[fid] = self._fact(fid, name, sql, bound, dict(zip(columns, row)))
-                made += 1
+            if batch and set(wanted) <= set(params):
+                bound = {k: plain(params[k]) for k in wanted}
+                fid = fact_id(name, bound)
+                if fid in batch and fid not in self.facts:
+                    self.evaluate(name, bound)
+                    made += 1
         return made
 
     def _batched(self, name: str) -> dict[str, tuple[list[str], tuple]] | None:
@@ -177,9 +176,11 @@ class FactBook:
             return None
         try:
             wanted = sql_params(self.fact_sql(name))
+            if set(declared.keys) != set(wanted):
+                return None
             _, key_rows = self._query(declared.key_sets_sql(), {}, f"fact {name!r}: key sets")
             sets = [dict(zip(declared.keys, r)) for r in key_rows]
-            if not sets or set(declared.keys) != set(wanted):
+            if not sets:
                 return None
             columns, rows = self._query(declared.batch_sql(), {k: [s[k] for s in sets] for k in wanted},
                                         f"fact {name!r}: batch query failed")

@@ -96,19 +96,6 @@ def swap_in(new: Path, target: Path) -> None:
             old.rmdir()     # check_ours let it through empty
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write a file through a temporary file beside it, renamed into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def external_loads(site_dir: Path) -> list[str]:
     """Resources a built page would fetch from another host (should be none)."""
     found = []

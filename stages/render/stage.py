@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -42,9 +41,10 @@ from stages.render.escape import escape_text
 from stages.render.facts import FactBook
 from stages.render.pages import (PageSpec, arm_labels, load_page, load_series, page_shown,
                                  render_page)
-from stages.render.site_build import build_site, check_ours, fresh_dir, mark, site_nav, swap_in, write_atomic
+from stages.render.site_build import build_site, check_ours, fresh_dir, mark, site_nav, swap_in
 from stages.render.sources import load_sources, sources_page
 from stages.core.secrets import redact_text
+from stages.core.files import write_atomic
 from stages.core.provenance import git_sha
 
 ASSET_FILES = {"charts.js": "assets/javascripts/charts.js",
@@ -93,10 +93,7 @@ def write_assets(assets_dir: Path, docs_dir: Path, cache_dir: Path | None = None
     # A function scope keeps the bundle's top-level names private; it sets window.vegaEmbed.
     bundle.write_text("(function () {\n" + vlc.javascript_bundle() + "\n})();\n")
     if kept is not None:
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        tmp = kept.with_name(f".{kept.name}.{os.getpid()}.tmp")
-        shutil.copyfile(bundle, tmp)
-        os.replace(tmp, kept)
+        write_atomic(kept, bundle.read_bytes())
     return True
 
 

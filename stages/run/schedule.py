@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stages.core.config import CampaignError, profile as get_profile, profile_workloads
+from stages.core.files import write_atomic
 from stages.run import needle
 
 QUADS: tuple[tuple[int, ...], ...] = ((0, 1, 2, 3), (4, 5, 6, 7))
@@ -145,14 +146,16 @@ def run_command(spec: str, gpus: tuple[int, ...], port: int) -> list[str]:
 
 def fingerprint(params: dict, spec_name: str) -> str:
     """What decides what a spec's run measures, hashed: the spec, its workloads, its gate settings
-    (the campaign's, its profile's and its own, resolved), the
-    image, its profile's engine settings and the run protocol's version."""
+    (the campaign's, its profile's and its own, resolved), the image, its profile's engine
+    settings and the run protocol's version."""
     spec = (params.get("specs") or {})[spec_name]
     prof = get_profile(params, spec.get("profile"))
     group = profile_workloads(params, spec.get("profile"))
     parts = {
-        "spec": {k: v for k, v in spec.items() if k not in UNMEASURED_SPEC_KEYS}, "workloads": {w: group.get(w) for w in spec.get("workloads") or []},
-        "gate": needle.gate_settings(params, spec_name), "image": spec.get("image") or prof.get("image"),
+        "spec": {k: v for k, v in spec.items() if k not in UNMEASURED_SPEC_KEYS},
+        "workloads": {w: group.get(w) for w in spec.get("workloads") or []},
+        "gate": needle.gate_settings(params, spec_name),
+        "image": spec.get("image") or prof.get("image"),
         "profile": {k: prof.get(k) for k in MEASURED_PROFILE_KEYS},
         "protocol": params.get("protocol"),
     }
@@ -171,10 +174,7 @@ def read_ledger(path: Path) -> dict[str, dict]:
 
 def write_ledger(path: Path, entries: dict[str, dict]) -> None:
     """Write the ledger (sorted, no times: an unchanged ledger leaves ingest up to date)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"specs": entries}, indent=2, sort_keys=True) + "\n")
-    tmp.replace(path)
+    write_atomic(path, json.dumps({"specs": entries}, indent=2, sort_keys=True) + "\n")
 
 
 def finished(entry: dict | None, fp: str) -> bool:
