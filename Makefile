@@ -8,6 +8,8 @@ STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 # Chromium for the browser test of the built site (Debian package).
 CHROMIUM ?= /usr/bin/chromium
+# Slurm and munge for the slurm executor's tests, which start a one-node cluster (Debian packages).
+SLURMCTLD ?= /usr/sbin/slurmctld
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup repro test bench reliability serve publish help
@@ -38,7 +40,7 @@ repro: $(STAMP)
 	@echo ""
 	@echo "Site built: $(CURDIR)/data/site/index.html  (browse it with: make serve)"
 
-test: $(STAMP) $(CHROMIUM)
+test: $(STAMP) $(CHROMIUM) $(SLURMCTLD)
 	$(BIN)/python -m pytest -q
 
 # Debian's chromium, for the browser test of the built site.
@@ -46,6 +48,13 @@ $(CHROMIUM):
 	@echo "installing chromium (Debian package) for the browser test"
 	$(SUDO) apt-get update -qq
 	$(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
+
+# Debian's Slurm daemons and client and munge, for the test cluster (tests/slurm_cluster.py).
+$(SLURMCTLD):
+	@echo "installing slurmctld, slurmd, slurm-client and munge (Debian packages) for the Slurm tests"
+	$(SUDO) apt-get update -qq
+	$(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		slurmctld slurmd slurm-client munge
 
 bench: $(STAMP)
 	$(BIN)/campaign bench

@@ -2,6 +2,7 @@
 
     campaign model                 generate the tiny local model (local-cpu profile)
     campaign run tiny-seqs4        launch, gate and benchmark one spec
+    campaign schedule              the run_specs over the node's GPU sets (--executor slurm: as jobs)
     campaign ingest                raw run folders -> data/warehouse.duckdb
     campaign seal [RUN_ID ...]     make run folders write-once (manifest, read-only)
     campaign derive                SQL models, data tests, CSV exports
@@ -53,6 +54,19 @@ def parse_gpus(text: str) -> list[int]:
     return out
 
 
+def parse_port(text: str | None) -> int | str | None:
+    """'8001' -> 8001; 'auto' stays 'auto'; None stays None."""
+    if text is None or text == "auto":
+        return text
+    try:
+        port = int(text)
+    except ValueError:
+        port = 0
+    if not 0 < port < 65536:
+        raise CampaignError(f"--port {text!r}: expected a port number or 'auto'")
+    return port
+
+
 def _load(root: str) -> tuple[dict, Paths]:
     params = load_params(root)
     return params, Paths.from_params(params, root)
@@ -94,10 +108,16 @@ def model(root: str) -> None:
 @click.argument("spec")
 @click.option("--dry-run", is_flag=True, help="Print the engine command and exit.")
 @click.option("--gpus", default=None, help="GPU set, e.g. 0-3 or 4,5,6,7 (default: the spec's).")
-@click.option("--port", type=int, default=None, help="The engine's port (default: the profile's).")
+@click.option("--port", default=None,
+              help="The engine's port, or 'auto' for the first free one from the profile's "
+                   "(default: the profile's).")
+@click.option("--executor", type=click.Choice(["local", "docker", "slurm"]), default=None,
+              help="Override the profile's executor ('slurm': this process is a Slurm job).")
+@click.option("--run-id", default=None, help="The run's id, chosen by the scheduler that submitted it.")
 @root_option
 @user_errors
-def run_cmd(spec: str, dry_run: bool, gpus: str | None, port: int | None, root: str) -> None:
+def run_cmd(spec: str, dry_run: bool, gpus: str | None, port: str | None, executor: str | None,
+            run_id: str | None, root: str) -> None:
     """Launch SPEC's engine, gate it with the needle, run its benchmarks, stop it.
 
     Example: campaign run qwen3-235b-tp4 --gpus 4-7 --port 8001
@@ -107,15 +127,16 @@ def run_cmd(spec: str, dry_run: bool, gpus: str | None, port: int | None, root: 
 
     params, paths = _load(root)
     gpu_set = parse_gpus(gpus) if gpus else None
+    port_arg = parse_port(port)
     if dry_run:         # writes nothing; the command is printed with its secrets redacted
         launch = run_stage.run(spec_name=spec, params=params, paths=paths, dry_run=True, gpus=gpu_set,
-                               port=port)
+                               port=port_arg, executor=executor)
         click.echo(launch.shell())
         return
     ledger = sched.spec_ledger(paths.ledger, spec)
     with locks.writing(paths.root, [ledger], f"campaign run {spec}"):
         result = run_stage.run(spec_name=spec, params=params, paths=paths, progress=progress,
-                               gpus=gpu_set, port=port)
+                               gpus=gpu_set, port=port_arg, run_id=run_id, executor=executor)
         run_stage.write_ledger(ledger, result, spec)
     click.echo(f"{result.run_id} {result.status} {result.run_status} points={result.points}")
 
@@ -123,14 +144,21 @@ def run_cmd(spec: str, dry_run: bool, gpus: str | None, port: int | None, root: 
 @main.command()
 @click.argument("specs", nargs=-1)
 @click.option("--dry-run", is_flag=True, help="Print the timeline and the commands; run nothing.")
+@click.option("--executor", type=click.Choice(["local", "docker", "slurm"]), default=None,
+              help="Override the profile's executor; slurm: each spec one Slurm job.")
 @root_option
 @user_errors
-def schedule(specs: tuple[str, ...], dry_run: bool, root: str) -> None:
+def schedule(specs: tuple[str, ...], dry_run: bool, executor: str | None, root: str) -> None:
     """Run specs over GPU sets: quad-sized ones two at a time, 8-GPU ones on the whole node (one at
     a time without GPUs), each engine on its own port. A spec whose entry in the schedule's ledger
     records a finished run with the same settings and protocol is not launched again.
 
+    With the slurm executor each spec is one Slurm job (sbatch), placed by the cluster; the
+    command waits, showing the jobs' queue state, ingests each run as its job ends, and on an
+    interrupt cancels the jobs it submitted.
+
     Example: campaign schedule --dry-run qwen3-235b-tp4 qwen3-235b-sglang-tp4 glm53-tp8-dcp8
+             campaign schedule --executor slurm
     (no SPECS: the run_specs of params.yaml, as the run stage does)
     """
     from stages.run import schedule as sched
@@ -138,11 +166,15 @@ def schedule(specs: tuple[str, ...], dry_run: bool, root: str) -> None:
     params, paths = _load(root)
     names = list(specs) or list(params.get("run_specs") or [])
     if dry_run:         # on the node of the specs' profile, as `run --dry-run` shows their commands
-        click.echo(sched.dry_run(params, names))
+        click.echo(sched.dry_run(params, names, executor=executor, root=paths.root,
+                                 ledger_dir=paths.ledger, runs=paths.runs))
         return
     with locks.writing(paths.root, [paths.ledger / sched.LEDGER_FILE], "campaign schedule"):
-        failed = sched.run_specs(params, names, root=paths.root, ledger_dir=paths.ledger,
-                                 progress=progress)
+        try:
+            failed = sched.run_specs(params, names, root=paths.root, ledger_dir=paths.ledger,
+                                     progress=progress, executor=executor, runs=paths.runs)
+        except KeyboardInterrupt as exc:
+            raise CampaignError(f"interrupted ({exc}): the jobs submitted were cancelled") from None
     if failed:
         raise CampaignError(f"runs that did not finish: {', '.join(failed)}")
 
@@ -230,6 +262,7 @@ def render(no_build: bool, root: str) -> None:
                                    sources_file=paths.sources,
                                    warehouse_file=paths.table_docs, mkdocs_config=paths.mkdocs,
                                    compare=params.get("compare"), run_sets=params.get("run_sets"),
+                                   diff_settings=params.get("diff"),
                                    arms=params.get("arms"), chart_cache=paths.chart_cache,
                                    static_images=tuple((params.get("charts") or {})
                                                        .get("static_images") or ()))
@@ -372,7 +405,10 @@ def archive(no_push: bool, root: str) -> None:
 @root_option
 @user_errors
 def diff(base: str, head: str, fmt: str, tolerance: float, facts_mode: bool, root: str) -> None:
-    """Compare two run sets point by point: better, worse, new failure, fixed, not comparable.
+    """Compare two run sets point by point: better, worse, same or unclear from each change's
+    confidence interval (params.yaml diff:), new failure, fixed, not comparable. With --facts,
+    the published numbers that differ between two revisions, and whether each median or p90
+    moved outside its own interval.
 
     Example: campaign diff --base tiny-seqs4 --head tiny-seqs16
               campaign diff --base v0.31.0 --head nightly --format markdown
@@ -383,16 +419,22 @@ def diff(base: str, head: str, fmt: str, tolerance: float, facts_mode: bool, roo
 
     from stages.render import diff as diff_mod
 
+    from stages.render import diff_stats
+
     params, paths = _load(root)
+    try:
+        stats = diff_stats.Settings.from_params(params.get("diff"))
+    except (TypeError, ValueError) as exc:
+        raise CampaignError(f"params.yaml diff: {exc}") from None
     if facts_mode:
-        rows = diff_mod.diff_facts(diff_mod.facts_at(paths, base), diff_mod.facts_at(paths, head))
+        rows = diff_mod.diff_facts(diff_mod.facts_at(paths, base), diff_mod.facts_at(paths, head), stats)
         click.echo(diff_mod.render_facts(rows, fmt, base, head), nl=False)
         return
     if not paths.campaign_db.exists():
         raise CampaignError(f"{paths.campaign_db}: not found (run `dvc repro derive` first)")
     with duckdb.connect(str(paths.campaign_db), read_only=True) as current:
         sides = [diff_mod.resolve(t, params=params, paths=paths, current=current) for t in (base, head)]
-        result = diff_mod.compare(*sides, tolerance_pct=tolerance)
+        result = diff_mod.compare(*sides, tolerance_pct=tolerance, stats=stats)
     click.echo(diff_mod.render(result, fmt), nl=False)
 
 

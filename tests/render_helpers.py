@@ -31,7 +31,7 @@ PUBLIC_DDL = """
 create table runs (run_id varchar, spec varchar, profile varchar, model varchar, layout varchar,
   ctx_label varchar, engine varchar, engine_version varchar, image varchar, image_digest varchar,
   executor varchar, started_at timestamptz, finished_at timestamptz, git_sha varchar,
-  attempt integer, is_latest boolean, run_status varchar, is_current boolean, recovered boolean,
+  attempt_group varchar, attempt integer, is_latest boolean, run_status varchar, is_current boolean, recovered boolean,
   tampered boolean, tampered_files varchar, tampered_rows_kept boolean, sealed_by varchar,
   sealed_at timestamptz, source_file varchar, source_line integer);
 create table launches (run_id varchar, status varchar, ready_s double, kv_tokens bigint,
@@ -59,15 +59,31 @@ create table gate_probes (run_id varchar, probe_idx integer, depth double, promp
   ok boolean, latency_s double, answer varchar, failure varchar, reasoning_tokens bigint,
   source_file varchar, source_line integer);
 create table bench_requests (run_id varchar, point_id varchar, workload varchar,
-  concurrency integer, request_idx integer, input_tokens integer, output_tokens integer,
-  ttft_s double, latency_s double, tpot_ms double, prefill_tok_s double, error varchar,
-  ok boolean, valid boolean, generated_text varchar, source_file varchar, source_line integer);
+  concurrency integer, repeat integer, request_idx integer, input_tokens integer, output_tokens integer,
+  ttft_s double, latency_s double, start_time_s double, tpot_ms double, prefill_tok_s double,
+  error varchar, ok boolean, valid boolean, generated_text varchar, source_file varchar,
+  source_line integer);
 create table bench_points (run_id varchar, point_id varchar, workload varchar,
-  concurrency integer, prompt_tokens integer, output_tokens integer, sent integer,
+  concurrency integer, repeat integer, prompt_tokens integer, output_tokens integer, sent integer,
   completed integer, failed integer, ttft_requests integer, ttft_median_s double, ttft_p90_s double,
-  tpot_median_ms double, figures_from varchar, decode_tok_s_per_user double, output_tok_s double,
+  ttft_p99_s double, tpot_median_ms double, tpot_p90_ms double, tpot_p99_ms double, figures_from varchar, decode_tok_s_per_user double, output_tok_s double,
   cache_hit_pct double, invalid_requests integer, seq_limit integer, capacity_limited boolean,
   provisional boolean, source_file varchar, source_line integer);
+create table point_repeats (run_id varchar, workload varchar, concurrency integer, repeats integer,
+  first_point_id varchar, ttft_median_s double, ttft_median_min_s double, ttft_median_max_s double,
+  tpot_median_ms double, tpot_median_min_ms double, tpot_median_max_ms double, output_tok_s double,
+  output_tok_min_s double, output_tok_max_s double, completed integer, sent integer);
+create table point_gpu_energy (run_id varchar, point_id varchar, gpu_index integer,
+  source_file varchar, samples bigint, samples_in_window bigint, avg_power_w double, max_gap_s double,
+  start_miss_s double, end_miss_s double, problem varchar, energy_j double, source_line integer,
+  last_sample_line integer);
+create table point_energy (run_id varchar, point_id varchar, workload varchar, concurrency integer,
+  repeat integer, gpus varchar, gpus_in_set bigint, gpus_sampled bigint, samples bigint,
+  window_start timestamptz, window_end timestamptz, window_s double, avg_power_per_gpu_w double,
+  avg_power_total_w double, max_gap_s double, energy_valid boolean, energy_j double,
+  output_tokens bigint, j_per_output_token double, energy_problem varchar, sampler_error varchar,
+  source_file varchar, source_line integer, last_sample_line integer, window_start_line integer,
+  window_end_line integer, result_file varchar, result_line integer);
 create table invalid_rows (run_id varchar, point_id varchar, workload varchar,
   concurrency integer, request_idx integer, reason varchar, detail varchar, value double,
   threshold double, source_file varchar, source_line integer);
@@ -86,9 +102,9 @@ create table ramp_turns (run_id varchar, workload varchar, turn integer, session
   source_file varchar, source_line integer);
 create table agent_runs (run_id varchar, workload varchar, sessions integer, turns integer,
   planned integer, sent integer, completed integer, failed integer, history_tokens_max bigint,
-  ttft_median_s double, ttft_p90_s double, tpot_median_ms double, decode_tok_s_per_user double,
-  output_tok_s double, cache_hit_pct double, provisional boolean, source_file varchar,
-  source_line integer);
+  ttft_median_s double, ttft_p90_s double, ttft_p99_s double, tpot_median_ms double,
+  decode_tok_s_per_user double, output_tok_s double, cache_hit_pct double, provisional boolean,
+  source_file varchar, source_line integer);
 create table ingest_errors (run_id varchar, source_file varchar, source_line integer, reason varchar);
 create table quarantine (table_name varchar, test varchar, run_id varchar, node_id varchar,
   row_key varchar, source_file varchar, source_line bigint, reason varchar);
@@ -115,6 +131,32 @@ create table node_allreduce (node_id varchar, gpu_group varchar, gpus varchar, r
 create table node_allreduce_peak (node_id varchar, gpu_group varchar, gpus varchar, ranks integer,
   spans_islands boolean, busbw_gbs double, algbw_gbs double, message_bytes bigint, time_us double,
   sizes_measured integer, min_message_bytes bigint, max_message_bytes bigint, all_correct boolean,
+  source_file varchar, source_line integer);
+create table point_slo (run_id varchar, point_id varchar, workload varchar, concurrency integer,
+  repeat integer, percentile double, ttft_target_s double, tpot_target_ms double,
+  slo_judged_requests integer, slo_met_requests integer, slo_share_pct double, duration_s double,
+  goodput_req_s double, meets_slo boolean, source_file varchar, source_line integer);
+create table slo_concurrency (run_id varchar, workload varchar, percentile double,
+  ttft_target_s double, tpot_target_ms double, levels integer, met_concurrency integer,
+  met_share_pct double, failed_concurrency integer, failed_share_pct double,
+  slo_concurrency double, bracket varchar, goodput_max_req_s double);
+create table pareto_points (run_id varchar, point_id varchar, workload varchar, concurrency integer,
+  repeat integer, spec varchar, profile varchar, model varchar, layout varchar, engine varchar,
+  image varchar, setup varchar, gpu_set varchar, gpus integer, output_tok_s double,
+  output_tok_s_per_gpu double, tpot_median_ms double, decode_tok_s_per_user double,
+  on_frontier boolean, capacity_limited boolean, provisional boolean, source_file varchar,
+  source_line integer);
+create table pareto_compare (setup varchar, workload varchar, model varchar, layout varchar,
+  engine varchar, image varchar, gpus integer, compare_user_tok_s double, frontier_points integer,
+  frontier_min_decode_tok_s_per_user double, frontier_max_decode_tok_s_per_user double,
+  bracketed boolean, reach varchar, output_tok_s_per_gpu double, lower_run_id varchar,
+  lower_point_id varchar, lower_decode_tok_s_per_user double, lower_output_tok_s_per_gpu double,
+  upper_run_id varchar, upper_point_id varchar, upper_decode_tok_s_per_user double,
+  upper_output_tok_s_per_gpu double, source_file varchar, source_line integer, upper_file varchar,
+  upper_line integer);
+create table point_cost (run_id varchar, point_id varchar, workload varchar, concurrency integer,
+  setup varchar, price_set varchar, price_source varchar, usd_per_gpu_hour double, gpus integer,
+  output_tok_s double, output_tokens_per_hour double, usd_per_million_output_tokens double,
   source_file varchar, source_line integer);
 """
 
@@ -220,9 +262,10 @@ def build_campaign(root: Path) -> Path:
         started = f"2026-11-30T{hhmmss[:2]}:{hhmmss[2:4]}:{hhmmss[4:]}Z"
         con.execute(
             "insert into runs values (?, ?, 'local-cpu', 'tiny-llama', ?, '4k', 'vllm', '0.32.0', "
-            "null, null, 'local', ?, ?, null, ?, ?, 'complete', ?, true, false, null, null, 'run', null,"
+            "null, null, 'local', ?, ?, null, ?, ?, ?, 'complete', ?, true, false, null, null, 'run', null,"
             " ?, 1)",
-            [run_id, spec, layout, started, started, attempt, latest, latest, rel(d / "cmd.sh")])
+            [run_id, spec, layout, started, started, f"{spec} | no image | 0.32.0", attempt, latest, latest,
+             rel(d / "cmd.sh")])
         cmd_line = _line_of(d / "cmd.sh", "--max-num-seqs")
         if status == "ready":
             kv_line = _line_of(d / "server.log", "CPU KV cache size")
@@ -261,20 +304,26 @@ def build_campaign(root: Path) -> Path:
                 ttft = (0.2 if w == "chat" else 1.1) * (1 + max(0, c - limit))
                 tpot = tpot_ms(c, seqs)
                 con.execute(
-                    "insert into bench_points values (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, 'requests', ?, ?,"
-                    " 0.0, 0, ?, ?, true, ?, 1)",
+                    "insert into bench_points values (?, ?, ?, ?, 1, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, 'requests',"
+                    " ?, ?, 0.0, 0, ?, ?, true, ?, 1)",
                     [run_id, f"{w}__c{c:02d}", w, c, prompt, output, 2 * c, 2 * c, 2 * c, ttft, ttft * 1.4,
-                     tpot, 1000 / tpot, output_tok_s(c, limit, seqs), limit, c > limit, rel(f)])
+                     ttft * 1.5, tpot, tpot * 1.05, tpot * 1.1, 1000 / tpot, output_tok_s(c, limit, seqs),
+                     limit, c > limit, rel(f)])
         for t in (1, 2):
             con.execute("insert into ramp_turns values (?, 'ramp', ?, 1, 1, ?, ?, ?, 0, 1, ?, true, ?, ?)",
                         [run_id, t, 1500 * t, 0.05 * t * (2 if seqs == 4 else 1), 0.2 * t,
                          None if t == 1 else 80.0, rel(d / "ramp.log"), t + 1])
         agents = (0.371, 568.5) if seqs == 4 else (0.147, 792.0)
-        con.execute("insert into agent_runs values (?, 'agents', 4, 4, 16, 16, 16, 0, 3017, ?, ?, 3.0,"
+        con.execute("insert into agent_runs values (?, 'agents', 4, 4, 16, 16, 16, 0, 3017, ?, ?, ?, 3.0,"
                     " 333.3, ?, 78.8, true, ?, 1)",
-                    [run_id, agents[0], agents[0] * 1.2, agents[1], rel(d / "agents.agents.jsonl")])
+                    [run_id, agents[0], agents[0] * 1.2, agents[0] * 1.3, agents[1],
+                     rel(d / "agents.agents.jsonl")])
         con.execute("insert into sequences_fit values (?, 'long8k', 8192, 64, 8256, ?, 1, ?, 0, null,"
                     " true, ?, ?)", [run_id, KV_TOKENS, seqs, rel(d / "server.log"), kv_line])
+    # every point ran once: its repeats taken together are its own figures
+    con.execute("insert into point_repeats select run_id, workload, concurrency, 1, point_id, ttft_median_s,"
+                " ttft_median_s, ttft_median_s, tpot_median_ms, tpot_median_ms, tpot_median_ms, output_tok_s,"
+                " output_tok_s, output_tok_s, completed, sent from bench_points")
     con.close()
     return db
 

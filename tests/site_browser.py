@@ -64,6 +64,22 @@ PROVOKE = r"""
 })()
 """
 
+# Each chart of the page: its spec's element id (it names the chart: spec-<page>-<chart>-...), how
+# many drawn SVG views it holds and how many marks (paths, lines, rects) those draw.
+CHART_MARKS = """
+JSON.stringify([...document.querySelectorAll('div.vega-chart')].map(c => ({
+  spec: c.dataset.spec,
+  svg: c.querySelectorAll('svg.marks').length,
+  marks: c.querySelectorAll('svg.marks path, svg.marks line, svg.marks rect').length,
+})))
+"""
+
+
+def charts_named(charts: list[dict], name: str) -> list[dict]:
+    """The entries of CHART_MARKS for one chart function (its name as the element id spells it)."""
+    return [c for c in charts if f"-{name.replace('_', '-')}-" in (c.get("spec") or "")]
+
+
 WIRE_FDS = ("import os, sys; r, w = int(sys.argv[1]), int(sys.argv[2]); "
             "os.dup2(r, 3); os.dup2(w, 4); os.execv(sys.argv[3], sys.argv[3:])")
 

@@ -23,7 +23,8 @@ def standin_profile(port: int, env: dict[str, str] | None = None) -> dict:
     local = SHIPPED["profiles"]["local-cpu"]
     return {"executor": "docker", "engine": "vllm", "image": "standin/engine:1", "port": port,
             "docker": {"shm_size": "1g", "mounts": []}, "env": dict(env or {}),
-            "ready_timeout_s": 60, "gpus_per_node": 8, "rules": local["rules"], "gate": local["gate"]}
+            "ready_timeout_s": 60, "gpus_per_node": 8, "gpu_sampler": None,
+            "rules": local["rules"], "gate": local["gate"]}
 
 
 def project_copy(root: Path, params: dict) -> Path:

@@ -1,6 +1,7 @@
 """The chart cache: static images drawn once per spec, served again only for the same spec."""
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -118,15 +119,21 @@ def test_spec_cache_skips_altair_for_the_same_rows_and_redraws_for_new_rows(tmp_
     assert changed["ttft_chart-m.vl.json"] != files["ttft_chart-m.vl.json"]
 
 
-def test_without_static_images_only_the_spec_is_written_and_the_page_describes_the_chart(tmp_path):
+def test_without_static_images_only_the_spec_and_its_rows_are_written_and_the_page_describes_the_chart(tmp_path):
     docs = tmp_path / "docs"
     writer = ChartWriter(docs, Book(point_rows()), cache_dir=tmp_path / "cache", workers=1)
     markup = writer.write("page", "ttft_chart", query="model_points", params={"model": "m"})
     writer.close()
-    assert sorted(p.name for p in (docs / "assets" / "charts" / "page").iterdir()) == ["ttft_chart-m.vl.json"]
+    folder = docs / "assets" / "charts" / "page"
+    assert sorted(p.name for p in folder.iterdir()) == ["ttft_chart-m.csv", "ttft_chart-m.vl.json"]
+    spec = json.loads((folder / "ttft_chart-m.vl.json").read_text())
+    drawn = {(r["run_id"], r["concurrency"]) for r in next(iter(spec["datasets"].values()))}
+    csv_rows = list(csv.DictReader((folder / "ttft_chart-m.csv").open()))
+    assert {(r["run_id"], int(r["concurrency"])) for r in csv_rows} == drawn   # the rows it draws
     assert writer.drawn == 0 and not (tmp_path / "cache").exists() or not any((tmp_path / "cache").glob("??/*.svg"))
     assert '<p class="chart-fallback">Chart: Time to first token' in markup
-    assert "Download: [Vega-Lite spec](assets/charts/page/ttft_chart-m.vl.json)" in markup
+    assert ("Download: [Vega-Lite spec](assets/charts/page/ttft_chart-m.vl.json) · "
+            "[CSV](assets/charts/page/ttft_chart-m.csv)") in markup
     assert ".svg" not in markup and ".png" not in markup
 
 

@@ -1,9 +1,14 @@
 """campaign diff on two image tags: every matched point with both values and a mark."""
 from __future__ import annotations
 
+import csv
+import io
+import json
+import re
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -14,6 +19,12 @@ from stages.core.config import CampaignError, Paths
 
 ROOT = Path(__file__).resolve().parent.parent
 OLD, NEW = "vllm/vllm-openai:v0.31.0", "vllm/vllm-openai:nightly-1a001d58"
+
+
+SPREAD = np.linspace(-1.0, 1.0, 40)
+GLM_LONG_1 = [("glm_old", 148.0 + 2 * SPREAD, 29.0 + 0.2 * SPREAD),
+              ("glm_new", np.concatenate([120.0 + 2 * np.linspace(-1, 1, 28), 165.0 + 5 * np.linspace(-1, 1, 12)]),
+               29.5 + 0.2 * SPREAD)]
 
 
 def run_row(run_id, model, layout, image, spec):
@@ -52,8 +63,8 @@ def build(db_file: Path) -> None:
                        [("glm_old", 1.0), ("glm_new", 1.0), ("dsv_old", 1.0), ("dsv_new", 1.0),
                         ("mm_new", 0.67)])
         db.executemany("insert into bench_points values (?, ?, ?, ?, ?, ?, ?, ?, ?, false, false)", [
-            ("glm_old", "long", 1, 4, 4, 148.0, 150.0, 29.0, 30.0),
-            ("glm_new", "long", 1, 4, 4, 120.0, 160.0, 29.5, 30.1),   # better, worse, same, same
+            ("glm_old", "long", 1, 40, 40, 148.0, 149.6, 29.0, 30.0),
+            ("glm_new", "long", 1, 40, 40, 120.9, 166.5, 29.5, 30.1),  # better, worse, same, unclear
             ("glm_old", "long", 4, 8, 8, 300.0, 320.0, 31.0, 80.0),
             ("glm_new", "long", 4, 8, 6, 310.0, 330.0, 31.0, 70.0),   # new failure
             ("glm_old", "chat", 8, 16, 12, 1.0, 2.0, 10.0, 500.0),
@@ -66,6 +77,13 @@ def build(db_file: Path) -> None:
         # concurrency is above what fits
         db.executemany("insert into bench_points values (?, 'long', 16, 16, 16, ?, ?, 30.0, 90.0, ?,"
                        " false, ?)", [("glm_old", 40.0, 44.0, False, 16), ("glm_new", None, None, True, 0)])
+        # the requests of glm53 long at one user, 40 a side: the head's TTFT median lies well
+        # below the base's, its p90 well above (a slow tail of 12 requests), its TPOT 1.7% higher
+        db.execute("""create table bench_requests (run_id varchar, workload varchar, concurrency integer,
+            request_idx integer, ttft_s double, tpot_ms double, ok boolean, valid boolean)""")
+        db.executemany("insert into bench_requests values (?, 'long', 1, ?, ?, ?, true, true)",
+                       [(run, i, float(t), float(p)) for run, ttft, tpot in GLM_LONG_1
+                        for i, (t, p) in enumerate(zip(ttft, tpot))])
 
 
 @pytest.fixture()
@@ -95,10 +113,19 @@ def test_images_resolve_by_tag_and_match_on_model_and_layout(result):
 
 def test_every_matched_point_has_both_values_and_a_mark(result):
     row = mark(result, "glm53", "long", 1, "ttft_median_s")
-    assert (row["base_value"], row["head_value"], row["mark"]) == (148.0, 120.0, "better")
-    assert round(row["change_pct"], 1) == -18.9
-    assert mark(result, "glm53", "long", 1, "ttft_p90_s")["mark"] == "worse"
-    assert mark(result, "glm53", "long", 1, "tpot_median_ms")["mark"] == "same"
+    assert (row["base_value"], row["head_value"], row["mark"]) == (148.0, 120.9, "better")
+    assert round(row["change_pct"], 1) == -18.3
+    # the interval of the change lies wholly below -5% and holds the change of the medians
+    assert row["ci_low_pct"] < row["change_pct"] < row["ci_high_pct"] < -5.0
+    assert (row["n_base"], row["n_head"]) == (40, 40)
+    p90 = mark(result, "glm53", "long", 1, "ttft_p90_s")
+    assert p90["mark"] == "worse" and 5.0 < p90["ci_low_pct"]
+    tpot = mark(result, "glm53", "long", 1, "tpot_median_ms")
+    assert tpot["mark"] == "same" and -5.0 <= tpot["ci_low_pct"] < tpot["ci_high_pct"] <= 5.0
+    # one throughput a side (no repeats): nothing to tell its noise by
+    tput = mark(result, "glm53", "long", 1, "output_tok_s")
+    assert (tput["mark"], tput["ci_low_pct"], tput["n_base"], tput["n_head"]) == ("unclear", None, 1, 1)
+    assert tput["note"] == "too few repeats (base 1, head 1; 2 a side needed)"
     assert mark(result, "glm53", "long", 4, "completed_pct")["mark"] == "new failure"
     assert mark(result, "glm53", "chat", 8, "completed_pct")["mark"] == "fixed"
     assert mark(result, "dsv4", "long", 1, "ttft_median_s")["mark"] == "not comparable"
@@ -113,17 +140,24 @@ def test_a_point_without_ttft_is_not_compared_and_the_note_names_the_side(result
                                                                       None, "no TTFT")
         assert row["note"] == ("capacity-limited (head), no TTFT (head): every request failed or came "
                                "from the prefix cache")
+    # no requests recorded for this point: its TPOT cannot be told from noise, and the note says
+    # how many requests each side had
     tpot = mark(result, "glm53", "long", 16, "tpot_median_ms")
-    assert (tpot["mark"], tpot["note"]) == ("same", "capacity-limited (head)")
+    assert (tpot["mark"], tpot["note"]) == ("unclear", "capacity-limited (head), too few requests "
+                                                       "(base 0, head 0; 5 a side needed)")
     assert mark(result, "glm53", "long", 1, "ttft_median_s")["note"] is None
     text = diff.render(result, "table")
     assert "no TTFT (head): every request failed" in text and "2 no TTFT" in text
+    assert "too few requests (base 0, head 0" in text
 
 
 def test_launch_outcomes_and_gates_are_compared(result):
     rows = {(r["match_key"].split(" /")[0], r["item"]): r for r in result.launches}
     assert rows[("minimax", "status")]["mark"] == "fixed"
-    assert rows[("glm53", "ready_s")]["mark"] == "better"
+    ready = rows[("glm53", "ready_s")]                  # one start-up a side: not told from noise
+    assert (ready["mark"], ready["note"]) == ("unclear", "one launch a side")
+    assert ready["change_pct"] < -5                     # a change beyond the tolerance all the same
+    assert rows[("glm53", "kv_tokens")]["note"] is None
     assert rows[("glm53", "gate_score")]["mark"] == "same"
 
 
@@ -131,6 +165,31 @@ def test_launch_outcomes_and_gates_are_compared(result):
                                          ("csv", "table,"), ("json", '"mark": "fixed"')])
 def test_output_formats(result, fmt, needle):
     assert needle in diff.render(result, fmt)
+
+
+def test_outputs_open_with_the_summary_and_show_the_interval_and_n(result):
+    counts = {r["workload"]: r for r in diff.summary(result)}
+    # long: better (glm53 TTFT median at one user), worse (its p90), same (its TPOT, and the
+    # completed share at one and at 16 users); unclear: the throughputs (one repeat a side) and the
+    # latencies of the points without requests (7); other: new failure, no TTFT, only in head, ...
+    assert (counts["long"]["better"], counts["long"]["worse"], counts["long"]["same"]) == (1, 1, 3)
+    assert counts["long"]["unclear"] == 7
+    assert sum(counts["long"][m] for m in (*diff.SUMMARY_MARKS, "other")) == \
+        len([r for r in result.points if r["workload"] == "long"])
+    text = diff.render(result, "table")
+    assert text.startswith("Summary: 1 better, 1 worse, 11 unclear, 3 same (of ")
+    assert "95% intervals" in text.splitlines()[0]
+    row = next(l for l in text.splitlines() if "ttft_median_s" in l and "better" in l)
+    assert "40 / 40" in row and re.search(r"\[-\d+\.\d%, -\d+\.\d%\]", row)
+    markdown = diff.render(result, "markdown")
+    assert markdown.startswith("### Summary: ") and "| n base / head |" in markdown
+    data = json.loads(diff.render(result, "json"))
+    assert data["confidence"] == 0.95 and {r["workload"] for r in data["summary"]} == {"long", "chat"}
+    [better] = [r for r in data["points"] if r["mark"] == "better" and r["metric"] == "ttft_median_s"]
+    assert better["base_samples"]["n"] == 40 and better["head_samples"]["median"] == pytest.approx(120.889, abs=1e-3)
+    rows = list(csv.DictReader(io.StringIO(diff.render(result, "csv"))))
+    assert rows[0]["table"] == "summary" and "1 better" in rows[0]["mark"] + rows[1]["mark"]
+    assert any(r["table"] == "points" and r["ci_low_pct"] and r["n_base"] == "40" for r in rows)
 
 
 def test_two_local_specs_differ_in_layout_so_layout_is_not_matched():
@@ -181,6 +240,15 @@ def test_agents_workloads_are_compared_like_points_where_a_side_has_them(tmp_pat
         db.executemany("insert into agent_runs values (?, 'agents-200k', 8, 32, ?, ?, ?, 30.0, ?, false)", [
             ("glm_old", 32, 5.7, 9.0, 75.5),
             ("glm_new", 32, 4.0, 8.0, 60.0)])
+        db.execute("""create table turn_requests (run_id varchar, workload varchar, kind varchar,
+            request_idx integer, ttft_s double, tpot_ms double, ok boolean, burst boolean)""")
+        spread = np.linspace(-0.3, 0.3, 32)
+        db.executemany("insert into turn_requests values (?, 'agents-200k', 'agents', ?, ?, 30.0, true, false)",
+                       [(run, i, float(centre + d)) for run, centre in (("glm_old", 5.7), ("glm_new", 4.0))
+                        for i, d in enumerate(spread)])
+        # a ramp's requests are not the agents workload's samples
+        db.executemany("insert into turn_requests values ('glm_new', 'agents-200k', 'ramp', ?, 50.0, 30.0, true, false)",
+                       [(100 + i,) for i in range(64)])
     params = {"specs": {}, "run_sets": {}}
     paths = Paths.from_params(yaml.safe_load((ROOT / "params.yaml").read_text()), ROOT)
     with duckdb.connect(str(db_file), read_only=True) as db:
@@ -189,6 +257,104 @@ def test_agents_workloads_are_compared_like_points_where_a_side_has_them(tmp_pat
         result = diff.compare(base, head, tolerance_pct=5.0)
     ttft = mark(result, "glm53", "agents-200k", 8, "ttft_median_s")
     assert (ttft["base_value"], ttft["head_value"], ttft["mark"]) == (5.7, 4.0, "better")
-    assert mark(result, "glm53", "agents-200k", 8, "output_tok_s")["mark"] == "worse"
+    assert (ttft["n_base"], ttft["n_head"]) == (32, 32) and ttft["ci_high_pct"] < -25.0
+    assert mark(result, "glm53", "agents-200k", 8, "tpot_median_ms")["mark"] == "same"
+    # 75.5 against 60 tok/s, but one run a side: unclear, not worse
+    tput = mark(result, "glm53", "agents-200k", 8, "output_tok_s")
+    assert (tput["mark"], tput["n_base"], tput["n_head"]) == ("unclear", 1, 1)
     assert mark(result, "glm53", "agents-200k", 8, "completed_pct")["mark"] == "same"
     assert mark(result, "glm53", "long", 1, "ttft_median_s")["mark"] == "better"   # points unchanged
+
+
+def test_repeats_of_a_point_are_pooled_and_throughput_is_compared_across_them(tmp_path):
+    db_file = tmp_path / "campaign.duckdb"
+    build(db_file)
+    with duckdb.connect(str(db_file)) as db:
+        # glm53 long at one user ran three times a side: the repeats' requests pool into one sample,
+        # their throughputs (one a repeat) are the samples of the throughput's change
+        db.execute("alter table bench_points add column repeat integer default 1")
+        db.execute("alter table bench_requests add column repeat integer default 1")
+        tput = {"glm_old": (30.0, 30.4, 29.7), "glm_new": (36.2, 35.8, 36.5)}
+        db.execute("update bench_points set output_tok_s = 30.0 where run_id = 'glm_old' and workload = 'long' "
+                   "and concurrency = 1")
+        db.execute("update bench_points set output_tok_s = 36.2 where run_id = 'glm_new' and workload = 'long' "
+                   "and concurrency = 1")
+        for run, values in tput.items():
+            for rep, value in ((2, values[1]), (3, values[2])):
+                db.execute("insert into bench_points select run_id, workload, concurrency, sent, completed, "
+                           "ttft_median_s, ttft_p90_s, tpot_median_ms, ? as output_tok_s, capacity_limited, "
+                           "provisional, ttft_requests, ? as repeat from bench_points where run_id = ? "
+                           "and workload = 'long' and concurrency = 1 and repeat = 1", [value, rep, run])
+                db.execute("insert into bench_requests select run_id, workload, concurrency, request_idx, "
+                           "ttft_s * 1.001, tpot_ms, ok, valid, ? from bench_requests where run_id = ? "
+                           "and repeat = 1", [rep, run])
+    params = {"specs": {}, "run_sets": {}}
+    paths = Paths.from_params(yaml.safe_load((ROOT / "params.yaml").read_text()), ROOT)
+    with duckdb.connect(str(db_file), read_only=True) as db:
+        base = diff.resolve("v0.31.0", params=params, paths=paths, current=db)
+        head = diff.resolve(NEW, params=params, paths=paths, current=db)
+        result = diff.compare(base, head, tolerance_pct=5.0)
+    out = mark(result, "glm53", "long", 1, "output_tok_s")
+    assert (out["n_base"], out["n_head"], out["mark"]) == (3, 3, "better")
+    assert out["base_value"] == pytest.approx(sum(tput["glm_old"]) / 3)
+    assert out["ci_low_pct"] > 5.0 and out["note"] is None
+    assert out["base_samples"]["values"] == sorted(tput["glm_old"])
+    ttft = mark(result, "glm53", "long", 1, "ttft_median_s")
+    assert (ttft["n_base"], ttft["n_head"], ttft["mark"]) == (120, 120, "better")
+    # one row per point however many repeats it has
+    assert len([r for r in result.points if r["match_key"].startswith("glm53") and r["workload"] == "long"
+                and r["concurrency"] == 1]) == 5
+    # a point with one repeat a side keeps its throughput unclear
+    assert mark(result, "glm53", "long", 4, "output_tok_s")["mark"] == "unclear"
+
+
+def test_request_samples_leave_out_what_the_point_figures_leave_out(tmp_path):
+    db_file = tmp_path / "campaign.duckdb"
+    build(db_file)
+    with duckdb.connect(str(db_file)) as db:
+        db.execute("alter table bench_requests add column point_id varchar default 'long__c01'")
+        db.execute("create table invalid_rows (run_id varchar, point_id varchar, request_idx integer, "
+                   "reason varchar)")
+        # of the head's 40 requests: 10 from the prefix cache (no TTFT), 5 whose output came in one
+        # burst (no TPOT), 3 with a short output (kept in both, as bench_points keeps them)
+        db.executemany("insert into invalid_rows values ('glm_new', 'long__c01', ?, ?)",
+                       [(i, "prefix_cache") for i in range(10)] + [(i, "burst_output") for i in range(10, 15)]
+                       + [(i, "short_output") for i in range(15, 18)])
+        db.execute("update bench_requests set valid = false where run_id = 'glm_new' and request_idx < 18")
+    params = {"specs": {}, "run_sets": {}}
+    paths = Paths.from_params(yaml.safe_load((ROOT / "params.yaml").read_text()), ROOT)
+    with duckdb.connect(str(db_file), read_only=True) as db:
+        base = diff.resolve("v0.31.0", params=params, paths=paths, current=db)
+        head = diff.resolve(NEW, params=params, paths=paths, current=db)
+        result = diff.compare(base, head, tolerance_pct=5.0)
+    ttft = mark(result, "glm53", "long", 1, "ttft_median_s")
+    tpot = mark(result, "glm53", "long", 1, "tpot_median_ms")
+    assert (ttft["n_base"], ttft["n_head"]) == (40, 30)
+    assert (tpot["n_base"], tpot["n_head"]) == (40, 35)
+
+
+def test_facts_diff_says_which_changed_medians_moved_outside_their_interval():
+    def fact(fid, value, values, statistic="median"):
+        return {"id": fid, "value": value, "display": f"{value:.3g}", "run_ids": ["r"], "pages": ["p.md"],
+                "statistic": statistic, "input_rows": [{"value": v, "used": True} for v in values]
+                + [{"value": 99.0, "used": False}]}       # left out of the statistic: not a sample
+    rng = np.random.default_rng(1)
+    same = rng.normal(1.0, 0.1, 40)
+    base = {"moved": fact("moved", 1.0, same), "noise": fact("noise", 1.0, same),
+            "few": fact("few", 1.0, [1.0, 1.1]), "count": fact("count", 4, [1, 2, 3, 4], "count")}
+    head = {"moved": fact("moved", 1.5, same * 1.5),
+            "noise": fact("noise", 1.01, rng.normal(1.0, 0.1, 40)),
+            "few": fact("few", 2.0, [2.0, 2.2]), "count": fact("count", 5, [1, 2, 3, 4, 5], "count")}
+    rows = {r["fact"]: r for r in diff.diff_facts(base, head)}
+    assert rows["moved"]["outside"] is True and rows["moved"]["ci_low_pct"] > 40
+    assert (rows["moved"]["n_base"], rows["moved"]["n_head"]) == (40, 40)
+    assert rows["noise"]["outside"] is False and rows["noise"]["ci_low_pct"] < 0 < rows["noise"]["ci_high_pct"]
+    # too few inputs a side, or a fact that is no median or p90: no interval, nothing said
+    assert rows["few"]["outside"] is None and (rows["few"]["n_base"], rows["few"]["n_head"]) == (2, 2)
+    assert rows["count"]["outside"] is None and rows["count"]["n_base"] is None
+    text = diff.render_facts(list(rows.values()), "table", "v1", "v2")
+    assert "4 published numbers differ between v1 and v2; 1 of the 2 with an interval moved outside it" in text
+    line = next(l for l in text.splitlines() if l.startswith("moved "))
+    assert " yes " in line and "40 / 40" in line
+    assert json.loads(diff.render_facts(list(rows.values()), "json", "v1", "v2"))["facts"][0]["fact"] == "count"
+    assert "ci_low_pct" in diff.render_facts(list(rows.values()), "csv", "v1", "v2").splitlines()[0]

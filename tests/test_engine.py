@@ -58,6 +58,26 @@ def test_engine_that_exits_is_reported_fast(tmp_path):
     assert "RuntimeError: no memory" in (tmp_path / "server.log").read_text()
 
 
+def test_an_engine_that_stops_answering_and_then_exits_is_not_still_up(tmp_path):
+    """A killed engine drops its connections a moment before its process can be reaped: after a
+    failed request the run waits for one or the other instead of trusting the process alone."""
+    port = free_port()
+    (tmp_path / "www").mkdir()
+    (tmp_path / "www" / "health").write_text("ok")
+    script = (f"{sys.executable} -m http.server {port} --bind 127.0.0.1 --directory www & srv=$!; "
+              "while [ ! -e stop ]; do sleep 0.1; done; kill $srv; sleep 1.5; exit 9")
+    with Engine(Launch(argv=["sh", "-c", script], cwd=tmp_path, port=port), tmp_path / "server.log") as eng:
+        eng.wait_ready(timeout_s=30)
+        t0 = time.monotonic()
+        assert eng.still_up()                       # answers /health: at once
+        assert time.monotonic() - t0 < 1.0
+        (tmp_path / "stop").touch()
+        time.sleep(0.5)
+        assert eng.alive()                          # no server, but the process is not gone yet
+        assert not eng.still_up()
+        assert not eng.alive()
+
+
 def test_readiness_timeout(tmp_path):
     launch = Launch(argv=["sleep", "30"], cwd=tmp_path, port=free_port())
     with pytest.raises(EngineDied, match="not ready after"):

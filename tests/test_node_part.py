@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from site_browser import Browser, SiteServer, find_chromium
+from site_browser import CHART_MARKS, Browser, SiteServer, charts_named, find_chromium
 
 PROJECT = Path(__file__).resolve().parent.parent
 NODE_RUNS = Path(__file__).parent / "fixtures" / "node_campaign" / "runs"
@@ -172,6 +172,7 @@ def test_the_part_in_a_browser_draws_its_charts_and_quotes_failed_launches(built
           drawn: document.querySelectorAll('div.vega-chart svg.marks').length,
           evidence: [...document.querySelectorAll('pre.evidence')].map(e => e.innerText),
         })"""))
+        marks = json.loads(tab.js(CHART_MARKS))
         errors = tab.console_errors()
         # follow a first-token figure of a table to its audit entry: the requests it rests on
         href = tab.js("[...document.querySelectorAll('table a.fact')]"
@@ -181,7 +182,11 @@ def test_the_part_in_a_browser_draws_its_charts_and_quotes_failed_launches(built
           const entry = document.getElementById({json.dumps(href.split('#', 1)[1])});
           return entry ? entry.innerText : ''; }})()""")
     assert "Computed from" in entry and re.search(r"ttfts\[\d+\]", entry), entry[:500]
-    assert drawn and state["charts"] == state["drawn"] == 12, state      # four per model
+    assert drawn and state["charts"] == state["drawn"] == 18, state      # six per model
+    # the latency CDF and the request timeline of each model, drawn with their marks
+    for kind in ("latency_cdf_chart", "request_timeline_chart"):
+        ours = charts_named(marks, kind)
+        assert len(ours) == 3 and all(c["svg"] == 1 and c["marks"] > 10 for c in ours), (kind, ours)
     quoted = [e for e in state["evidence"] if e.startswith("$ sed -n")]
     assert len(quoted) == 3 and any("NotImplementedError" in q for q in quoted)
     assert errors == []
@@ -226,9 +231,86 @@ def test_recomputed_statistics_agree_with_duckdb(values):
     import duckdb
     from stages.render.inputs import recompute
     rows = [{"value": v, "used": True} for v in values] + [{"value": 99.0, "used": False}]
-    median, p90 = duckdb.connect().execute(
-        "select median(v), quantile_cont(v, 0.9) from unnest($v) as t(v)", {"v": values}).fetchone()
+    median, p90, p99 = duckdb.connect().execute(
+        "select median(v), quantile_cont(v, 0.9), quantile_cont(v, 0.99) from unnest($v) as t(v)",
+        {"v": values}).fetchone()
     assert recompute("median", rows) == pytest.approx(median)
     assert recompute("p90", rows) == pytest.approx(p90)
+    assert recompute("p99", rows) == pytest.approx(p99)
     assert recompute("per_second", rows) == pytest.approx(1000 / median)
     assert recompute("count", rows) == len(values)
+
+
+def section(markdown: str, heading: str) -> list[str]:
+    """The text of each section under `heading` (### level), up to the next heading of its level."""
+    return re.findall(rf"(?ms)^### {re.escape(heading)}\n(.*?)(?=^##+ |\Z)", plain(markdown))
+
+
+def test_goodput_tables_give_each_model_its_most_users_within_the_targets(built):
+    giants = section(built["giants"], "Within the latency targets")
+    assert len(giants) == 3 and len(section(built["quad"], "Within the latency targets")) == 1
+    facts = built["facts"].values()
+    most = {f["params"]["run_id"].split("__")[0] + "/" + f["params"]["workload"]: f
+            for f in facts if f["name"] == "slo_concurrency"}
+    assert {"glm53/doc-256k", "minimax_m3/short-1k", "dsv4_pro/doc-256k", "qwen3_235b/short-1k"} <= set(most)
+
+    def of(name, fact):
+        return next(f["value"] for f in facts if f["name"] == name and f["params"] == fact["params"])
+    # minimax at short-1k met the p99 targets at 8 users and missed at 64: interpolated between them
+    m = most["minimax_m3/short-1k"]
+    met, failed = of("slo_met_concurrency", m), of("slo_failed_concurrency", m)
+    share_met, share_failed, p = of("slo_met_share_pct", m), of("slo_failed_share_pct", m), of("slo_percentile", m)
+    assert (met, failed, p) == (8, 64, 99.0) and share_failed < p <= share_met
+    assert m["value"] == pytest.approx(met + (share_met - p) * (failed - met) / (share_met - share_failed))
+    assert "Interpolated" in m["source_note"]
+    # qwen met them at every level measured: the highest measured, said to be a lower bound
+    q = most["qwen3_235b/short-1k"]
+    assert q["value"] == 8 and "lower bound" in q["source_note"]
+    assert re.search(r"\| short-1k \| 99\.0 \| 2\.00 \| 50\.0 \| 8 \| 100\.0 \| 64 \| 25\.0 \| 8\.75 \| interpolated \|",
+                     "\n".join(giants)), giants
+    # each point's share met and goodput are facts; the share recomputes from the requests listed
+    shares = [f for f in facts if f["name"] == "point_slo_share_pct"]
+    assert len(shares) >= 15
+    for f in shares:
+        judged = [r for r in f["input_rows"] if r["used"]]
+        assert f["value"] == pytest.approx(100.0 * sum(r["value"] for r in judged) / len(judged))
+        goodput = next(g for g in facts if g["name"] == "point_goodput_req_s" and g["params"] == f["params"])
+        met = next(g for g in facts if g["name"] == "point_slo_met_requests" and g["params"] == f["params"])
+        assert met["value"] == sum(r["value"] for r in judged)
+        assert (goodput["value"] > 0) == (met["value"] > 0)
+
+
+def test_tails_print_p99_beside_median_and_p90_with_their_inputs(built):
+    tails = section(built["giants"], "The tails")
+    assert len(tails) == 3
+    assert all("| First token, median (s) | p90 | p99 | Per token, median (ms) | p90 | p99 |" in t for t in tails)
+    facts = built["facts"]
+    p99s = [f for f in facts.values() if f["name"] == "point_ttft_p99_s"]
+    assert len(p99s) >= 15
+    for f in p99s:
+        p90 = facts[f["id"].replace("point_ttft_p99_s", "point_ttft_p90_s")]
+        assert f["value"] >= p90["value"] and f["statistic"] == "p99" and f["input_rows"]
+    tpot = [f for f in facts.values() if f["name"] == "point_tpot_p99_ms"]
+    assert tpot and all(f["value"] >= facts[f["id"].replace("p99", "p90")]["value"] for f in tpot)
+
+
+def test_latency_cdf_and_request_timeline_come_with_their_rows_as_csv(built):
+    import csv
+    charts = built["docs"] / "assets" / "charts" / GIANTS
+    for kind in ("latency_cdf_chart", "request_timeline_chart"):
+        files = sorted(charts.glob(f"{kind}-*.csv"))
+        assert len(files) == 3, kind
+        for path in files:
+            rows = list(csv.DictReader(path.open()))
+            spec = json.loads(path.with_suffix(".vl.json").read_text())
+            assert len(rows) == len(next(iter(spec["datasets"].values()))) > 0
+            assert f"[CSV](../assets/charts/{GIANTS}/{path.name})" in built["giants"]
+    # the CDF of a point climbs to every request: its last share is one
+    cdf = list(csv.DictReader(sorted(charts.glob("latency_cdf_chart-minimax_m3*.csv"))[0].open()))
+    at64 = [r for r in cdf if r["concurrency"] == "64"]
+    assert len(at64) == 64 and max(float(r["share"]) for r in at64) == 1.0
+    # the timeline: each request sent, then its first token, then its last
+    timeline = list(csv.DictReader(sorted(charts.glob("request_timeline_chart-minimax_m3*.csv"))[0].open()))
+    assert timeline and all(float(r["sent_s"]) <= float(r["first_token_s"]) <= float(r["last_token_s"])
+                            for r in timeline)
+    assert min(float(r["sent_s"]) for r in timeline) == 0.0

@@ -112,8 +112,8 @@ def test_duplicate_rows_are_both_held_back_one_line_per_problem_when_strict(tmp_
     summary, out = derive_into(tmp_path / "lenient", rows, strict=False)
     held = query(out, "select row_key from quarantine where table_name = 'runs' and test = 'unique(run_id)'")
     assert held == [{"row_key": f"run_id={run_id}"}] * 2
-    # its spec is left without a latest attempt: said once, and nothing more is held back for it
-    noted = query(out, "select reason from quarantine where test = 'one_latest_attempt_per_spec'")
+    # its attempt group is left without a latest attempt: said once, and nothing more is held back for it
+    noted = query(out, "select reason from quarantine where test = 'one_latest_attempt_per_group'")
     assert len(noted) == 1 and "nothing is held back" in noted[0]["reason"]
     assert summary["runs"] == 3
     assert query(out, "select * from runs where run_id = $r", {"r": run_id}) == []

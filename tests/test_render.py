@@ -243,6 +243,6 @@ def test_warehouse_page_documents_every_public_column(rendered):
     assert "| <code>decode_tok_s_per_user</code> | <code>double</code> | Decode speed" in shown(text)
     assert "Download: [bench_requests.csv](downloads/bench_requests.csv)" in text
     assert (root / "data" / "docs" / "downloads" / "bench_requests.csv").is_file()
-    assert '??? note "one&#95;latest&#95;attempt&#95;per&#95;spec"' in text
+    assert '??? note "one&#95;latest&#95;attempt&#95;per&#95;group"' in text
     assert "- Unique key: <code>run_id</code>" in shown(text) and "where finished_at < started_at" in text
     assert "### `raw_log_facts`" in text and "### `stg_runs`" in text

@@ -7,10 +7,12 @@ import re
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pytest
+import yaml
 
 from fact_lines import line_problems
-from render_helpers import RUN4, RUN16, audit_entry, audit_ref, build_campaign, render_kwargs
+from render_helpers import PROJECT, RUN4, RUN16, audit_entry, audit_ref, build_campaign, render_kwargs
 from stages.render import compare_page
 from stages.render import stage as render
 from stages.core.config import CampaignError
@@ -25,11 +27,48 @@ def docs(root: Path, name: str) -> str:
     return (root / "data" / "docs" / name).read_text()
 
 
+def spread(centre: float, n: int, p90: float) -> list[float]:
+    """n values whose median is `centre` and whose p90 is about `p90` (lowest first)."""
+    u = (np.arange(n) + 0.5) / n
+    return list(np.interp(u, [0.0, 0.5, 0.9, 1.0], [0.95 * centre, centre, p90, 1.05 * p90]))
+
+
+def add_requests(root: Path) -> None:
+    """The per-request times the intervals rest on: each point's requests (twice its users, as
+    it sent) in its result file (ttfts, latencies, lengths) and in bench_requests, spread about
+    the point's figures; the agents workload's requests in turn_requests."""
+    con = duckdb.connect(str(root / "data" / "campaign.duckdb"))
+    points = con.execute("select run_id, point_id, workload, concurrency, sent, ttft_median_s, ttft_p90_s, "
+                         "tpot_median_ms, prompt_tokens, output_tokens, source_file from bench_points").fetchall()
+    for run_id, point_id, workload, conc, sent, ttft, p90, tpot, prompt, output, source in points:
+        ttfts = spread(ttft, sent, p90)
+        tpots = spread(tpot, sent, tpot * 1.02)[::-1]
+        latencies = [t + q * (output - 1) / 1000 for t, q in zip(ttfts, tpots)]
+        f = root / source
+        result = json.loads(f.read_text())
+        result.update(ttfts=ttfts, latencies=latencies, output_lens=[output] * sent, input_lens=[prompt] * sent)
+        f.write_text(json.dumps(result))
+        con.executemany("insert into bench_requests values (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, null, ?, ?, null, true, true,"
+                        " '', ?, 1)",
+                        [(run_id, point_id, workload, conc, i, prompt, output, t, lat, q, prompt / t, source)
+                         for i, (t, lat, q) in enumerate(zip(ttfts, latencies, tpots))])
+    for run_id, ttft, p90, tpot, source in con.execute(
+            "select run_id, ttft_median_s, ttft_p90_s, tpot_median_ms, source_file from agent_runs").fetchall():
+        con.executemany("insert into turn_requests values (?, 'agents', 'agents', 'agents', ?, 1, ?, 3000,"
+                        " 3000, 64, ?, ?, null, 0, ?, null, null, null, true, false, ?, ?)",
+                        [(run_id, i % 4, i, t, t + tpot * 63 / 1000, tpot, source, i + 1)
+                         for i, t in enumerate(spread(ttft, 16, p90))])
+    con.close()
+
+
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory):
     root = tmp_path_factory.mktemp("compare")
     build_campaign(root)
-    summary = render.run(**render_kwargs(root, compare=[PAIR, {"base": "HEAD", "head": "tiny-seqs16"}]))
+    add_requests(root)
+    settings = yaml.safe_load((PROJECT / "params.yaml").read_text())["diff"]
+    summary = render.run(**render_kwargs(root, compare=[PAIR, {"base": "HEAD", "head": "tiny-seqs16"}],
+                                         diff_settings=settings))
     return root, summary
 
 
@@ -46,11 +85,54 @@ def test_pair_is_drawn_with_facts_marks_and_both_runs(compared):
     # seqs4 queues at 16 chat users (12 over its cap): 0.2 s * 13 = 2.6 s against 0.2 s
     assert "[2.600](" in row and "[0.200](" in row and "[-92.3%](" in row
     assert "| better |" in row and "capacity-limited (base), provisional" in html.unescape(row)
+    # the mark rests on the interval of the change from 32 requests a side, wholly below -5%
+    low, high = map(float, re.search(r"\| \[(-[\d.]+)%, (-[\d.]+)%\] \| 32 / 32 \|", html.unescape(row)).groups())
+    assert low <= -92.3 <= high < -5.0
     assert "| Ready (s) |" in html.unescape(text) and f"[71.3](audit/{RUN4}.html#launch_ready_s-" in text
     assert "[-3.4%](audit/compare_launch_change_pct.html#compare_launch_change_pct-" in text
+    [ready] = [l for l in html.unescape(text).splitlines() if l.startswith("| Ready (s) |")]
+    assert ready.endswith("| unclear | one launch a side |")     # one start-up time a side
     assert "every row below is tiny-llama / 4k" in text
     for target, anchor in set(re.findall(r"\]\((audit/[^ )#]+\.html)#([^ )]+)", text)):
         assert f'id="{anchor}"' in (root / "data" / "docs" / target).read_text(), target
+
+
+def test_a_comparison_opens_with_its_marks_by_workload_from_the_intervals(compared):
+    root, _ = compared
+    text = html.unescape(docs(root, "compare.md"))
+    section = text.split("## Sequence cap 4 against 16 on the CPU rehearsal", 1)[1]
+    assert "(95% intervals;" in section.split("### Launches", 1)[0]
+    counts = {}
+    for line in section.split("### Launches", 1)[0].splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 6 and cells[0] in ("chat", "long", "agents"):
+            counts[cells[0]] = dict(zip(("better", "worse", "unclear", "same", "other"), map(int, cells[1:])))
+    assert set(counts) == {"chat", "long", "agents"}
+    # each count is the marks of that workload's table below
+    for workload, c in counts.items():
+        table = section.split(f"### Workload `{workload}`", 1)[1].split("\n### ", 1)[0]
+        for mark in ("better", "worse", "unclear", "same"):
+            assert table.count(f"| {mark} |") == c[mark], (workload, mark)
+    # chat at 16 users: seqs4 queues, a clear gain for seqs16; at one user, two requests a side
+    assert counts["chat"]["better"] >= 1 and counts["chat"]["unclear"] >= 1
+    [one] = [l for l in section.splitlines() if audit_ref(f"point_ttft_median_s--1--{RUN4}--chat", RUN4) in l]
+    assert "| - | 2 / 2 | unclear |" in one and "too few requests (base 2, head 2; 5 a side needed)" in one
+    assert "[S17]" in text and "[S18]" in text and "#source-s17" in docs(root, "compare.md")
+
+
+def test_a_change_audit_entry_shows_each_sides_samples(compared):
+    root, _ = compared
+    fid = f"compare_point_change_pct--{RUN4}--16--{RUN16}--ttft_median_s--chat"
+    records = {r["id"]: r for r in json.loads((root / "data" / "facts.json").read_text())}
+    note = records[fid]["source_note"]
+    assert "95% interval of the change [-" in note and "marked better" in note
+    # the base's 32 requests about 2.6 s (p90 about 3.6 s), the head's about 0.2 s
+    assert "Base: n = 32, median 2.618, p90 3.6" in note and "Head: n = 32, median 0.2" in note
+    assert "and 20 more" in note      # twelve values shown of 32, lowest first
+    anchor = audit_ref(fid, "compare_point_change_pct").split("#")[1]
+    entry = docs(root, "audit/compare_point_change_pct.html").split(f'id="{anchor}"', 1)[1].split("</section>", 1)[0]
+    entry = html.unescape(entry)
+    assert "Base: n = 32, median 2.618" in entry and "values (lowest first) 2.474, 2.482" in entry
 
 
 def test_a_change_audit_page_prints_its_unit_once(compared):
@@ -174,7 +256,22 @@ def test_a_point_without_ttft_is_marked_and_its_ttft_not_compared(tmp_path):
         cells = row.split(" | ")
         assert cells[3].startswith("[-](audit/") and "#point_ttft_" in cells[3]
         assert cells[4].startswith("[-](audit/compare_")
-        assert cells[5] == "no TTFT"
-        assert "no TTFT (head): every request failed or came from the prefix cache" in cells[6]
+        # no interval is drawn for a point without TTFT, nor its samples counted
+        assert (cells[5], cells[6], cells[7]) == ("-", "-", "no TTFT")
+        assert "no TTFT (head): every request failed or came from the prefix cache" in cells[8]
     [tpot] = [l for l in text.splitlines() if audit_ref(f"point_tpot_median_ms--4--{RUN16}--chat", RUN16) in l]
     assert "no TTFT" not in tpot
+
+
+def test_a_pair_with_repeated_points_is_named_with_its_reason_not_drawn(tmp_path):
+    """The page prints each value as its point's fact (the first repeat's); with a point run twice
+    the pair is not drawn, and says why, while the build goes on."""
+    db = build_campaign(tmp_path)
+    con = duckdb.connect(str(db))
+    con.execute("insert into bench_points select * replace (2 as repeat, point_id || '__r2' as point_id) "
+                "from bench_points where run_id = $r and workload = 'chat' and concurrency = 16", {"r": RUN4})
+    con.close()
+    render.run(**render_kwargs(tmp_path, build=True, compare=[PAIR]))
+    text = html.unescape(docs(tmp_path, "compare.md"))
+    assert "Not drawn: 1 of its points ran more than once (repeats)" in text
+    assert "`campaign diff`" in text and "None of the comparisons" in text

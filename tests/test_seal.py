@@ -163,7 +163,6 @@ def test_a_manifest_rewritten_to_match_the_edit_is_still_seen(project: Path):
 def test_a_removed_manifest_is_seen_and_not_written_again(project: Path):
     ingest_project(project)
     folder = project / "data" / "runs" / RUN
-    folder.chmod(0o755)
     (folder / RUN_MANIFEST).unlink()
     ingest_project(project)
     assert not (folder / RUN_MANIFEST).exists()
@@ -284,3 +283,20 @@ def test_a_folder_a_run_may_still_be_writing_is_not_sealed(tmp_path: Path):
     assert at_rest(folder)
     assert ingest_project(tmp_path)["runs_sealed"] == 1
     assert (folder / RUN_MANIFEST).is_file()
+
+
+def test_a_run_in_a_slurm_job_is_not_sealed_before_the_submitter_records_the_job(tmp_path: Path):
+    """The job's run records its end, then the submitter adds Slurm's record (slurm.json) and seals:
+    an ingest in between (another job ended) leaves the folder to it."""
+    runs = tmp_path / "data" / "runs"
+    folder = write_run(runs, OTHER, launch="slurm_job_id=41\nstatus=ready\nrun_status=complete\n")
+    assert not at_rest(folder)
+    assert ingest_project(tmp_path)["runs_sealed"] == 0
+    assert not (folder / RUN_MANIFEST).exists()
+
+    (folder / "slurm.json").write_text("{}\n")
+    with (folder / "launch.out").open("a") as f:
+        f.write("slurm_state=COMPLETED\n")
+    assert at_rest(folder)
+    assert ingest_project(tmp_path)["runs_sealed"] == 1
+    assert "slurm.json" in (folder / RUN_MANIFEST).read_text()

@@ -212,3 +212,61 @@ def test_a_point_params_no_longer_plans_is_a_user_error(tmp_path: Path):
     (tmp_path / "params.yaml").write_text(text.replace(plan, plan.replace("[1, 8, 64]", "[1, 8]")))
     with pytest.raises(CampaignError, match="short-1k at concurrency 64"):
         synth_node.run(out_dir=tmp_path / "runs", root=tmp_path)
+
+
+def test_each_point_has_its_gpu_energy_and_the_silent_gpu_is_flagged(campaign):
+    energy = {(r["run_id"], r["point_id"]): r for r in rows(campaign, "select * from point_energy")}
+    points = rows(campaign, "select run_id, point_id from bench_points")
+    assert {(p["run_id"], p["point_id"]) for p in points} <= set(energy)
+    assert (GLM, "ramp-1m") in energy and (MINIMAX, "agents-200k") in energy   # multi-turn steps too
+    silent = energy.pop((GLM, "decode-32k__c04"))
+    assert silent["energy_valid"] is False and silent["energy_j"] is None
+    assert silent["j_per_output_token"] is None and silent["energy_problem"] == "GPU 5 has no samples"
+    assert silent["gpus_in_set"] == 8 and silent["gpus_sampled"] == 7
+    assert all(r["energy_valid"] for r in energy.values()), [r["energy_problem"] for r in energy.values()]
+    for r in energy.values():
+        assert 100 < r["avg_power_per_gpu_w"] < 700
+        assert r["energy_j"] == pytest.approx(r["avg_power_per_gpu_w"] * r["gpus_in_set"] * r["window_s"],
+                                              rel=0.1)
+    qwen = energy[(QWEN_STABLE, "short-1k__c08")]
+    assert qwen["gpus"] == "0,1,2,3" and qwen["gpus_in_set"] == 4
+    # more users, more power: the node draws more per GPU at eight users than at one
+    glm = {p: energy[(GLM, p)]["avg_power_per_gpu_w"] for p in ("short-1k__c01", "short-1k__c08")}
+    assert glm["short-1k__c08"] > glm["short-1k__c01"] + 50
+    sweep = [r for r in energy.values() if r["output_tokens"]]
+    assert all(r["j_per_output_token"] == pytest.approx(r["energy_j"] / r["output_tokens"]) for r in sweep)
+
+
+def test_energy_facts_cite_their_gpus_and_result_file(project, campaign):
+    from stages.render import inputs
+    from stages.render.facts import FactBook
+
+    book = FactBook(campaign, root=project.parent, sha=None)
+    point = {"run_id": GLM, "workload": "short-1k", "concurrency": 8}
+    row = rows(campaign, "select * from point_energy where run_id = ? and point_id = 'short-1k__c08'",
+               [GLM])[0]
+    energy = book.evaluate("point_energy_j", point)
+    power = book.evaluate("point_avg_power_per_gpu_w", point)
+    total = book.evaluate("point_avg_power_total_w", point)
+    tokens = book.evaluate("point_energy_output_tokens", point)
+    per_token = book.evaluate("point_j_per_output_token", point)
+    assert (energy.unit, power.unit, per_token.unit) == ("J", "W", "J/token")
+    assert energy.value == pytest.approx(row["energy_j"])
+    assert total.value == pytest.approx(row["avg_power_total_w"])
+    assert energy.statistic == "sum" and len(energy.input_rows) == 8 and power.statistic == "mean"
+    assert all(r["file"] == f"data/runs/{GLM}/gpu/short-1k__c08.csv" for r in energy.input_rows)
+    assert inputs.recompute("sum", energy.input_rows) == pytest.approx(energy.value)
+    assert inputs.recompute("mean", power.input_rows) == pytest.approx(power.value)
+    assert tokens.value == row["output_tokens"]
+    assert tokens.source_file == f"data/runs/{GLM}/bench/short-1k__c08.json"
+    assert per_token.value == pytest.approx(energy.value / tokens.value) and per_token.run_ids == [GLM]
+    silent = book.evaluate("point_energy_j", {"run_id": GLM, "workload": "decode-32k", "concurrency": 4})
+    assert silent.value is None and inputs.recompute("sum", silent.input_rows) is None
+    assert [r["reason"] for r in silent.input_rows if r["reason"]] == ["GPU 5 has no samples"]
+    assert book.evaluate("point_j_per_output_token",
+                         {"run_id": GLM, "workload": "decode-32k", "concurrency": 4}).value is None
+    # their audit entries list the GPUs they rest on, saying how the value follows from them
+    from stages.render import audit
+    assert "the sum of the values used" in "".join(audit.inputs_table(energy))
+    assert "the mean of the values used" in "".join(audit.inputs_table(power))
+    assert set(inputs.STATISTICS) <= set(audit.STATISTIC_WORDS)

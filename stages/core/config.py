@@ -84,7 +84,12 @@ class Paths:
         missing = [k for k in cls.__dataclass_fields__ if k != "root" and k not in p]
         if missing:
             raise CampaignError(f"params.yaml: paths is missing {', '.join(missing)}")
-        return cls(root=root, **{k: root / v for k, v in p.items() if k in cls.__dataclass_fields__})
+        paths = {k: root / v for k, v in p.items() if k in cls.__dataclass_fields__}
+        # A profile may keep its run folders elsewhere: on a cluster, storage the compute nodes share.
+        runs = ((params.get("profiles") or {}).get(params.get("profile")) or {}).get("runs")
+        if isinstance(runs, str) and runs:
+            paths["runs"] = root / runs
+        return cls(root=root, **paths)
 
 
 def spec(params: dict[str, Any], name: str, *, check_profile: bool = True) -> dict[str, Any]:
@@ -132,11 +137,17 @@ def profile_rules(params: dict[str, Any], name: str | None = None) -> dict[str, 
 
 def derive_settings(params: dict[str, Any]) -> dict[str, Any]:
     """What the derive stage reads from params, as `derive.run` takes it: the active profile's
-    rules and workloads, and every profile's, by name."""
+    rules, workloads and service level objectives (`slo.<profile>`), and every profile's, by name;
+    the energy settings."""
+    slo = params.get("slo") or {}
     return {"rules": profile_rules(params), "workloads": profile_workloads(params),
+            "slo": slo.get(params.get("profile")),
             "profiles": {name: {"rules": profile_rules(params, name),
-                                "workloads": profile_workloads(params, name)}
-                         for name in params.get("profiles") or {}}}
+                                "workloads": profile_workloads(params, name),
+                                "slo": slo.get(name)}
+                         for name in params.get("profiles") or {}},
+            "energy": params.get("energy"), "prices": params.get("prices"),
+            "pareto": params.get("pareto")}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -294,6 +305,8 @@ def _check_workload(name: Any, w: Any, where: str) -> list[str]:
             problems.append(f"{where}.{key} must be a positive integer, not {w.get(key)!r}")
     if "prompts_per_user" in w and not _positive_int(w["prompts_per_user"]):
         problems.append(f"{where}.prompts_per_user must be a positive integer, not {w['prompts_per_user']!r}")
+    if "repeats" in w and not _positive_int(w["repeats"]):
+        problems.append(f"{where}.repeats must be a positive integer, not {w['repeats']!r}")
     levels = w.get("concurrency")
     if not isinstance(levels, list) or not levels:
         problems.append(f"{where}.concurrency must be a list of positive integers, not {levels!r}")

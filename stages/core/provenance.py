@@ -42,18 +42,24 @@ def file_sha256(path: Path) -> str:
 # taken as finished once nothing in it has changed for this long (a running engine logs far more
 # often, and a run stage appends to launch.out at every step).
 AT_REST_S = 3600
+# A run inside a Slurm job names its job in launch.out; it is not finished when the job's run
+# records its end, but once the submitter has added Slurm's record of the job (and sealed it).
+SLURM_JOB_KEY, SLURM_STATE_KEY = "slurm_job_id", "slurm_state"
 
 
 def at_rest(folder: Path, now: float | None = None) -> bool:
     """Whether no run stage is writing `folder` any more: its launch.out records the run's end
-    (`run_status=`), or no file in it changed for AT_REST_S. Links are not followed."""
+    (`run_status=`, and for a run in a Slurm job also Slurm's state, which the submitter adds), or
+    no file in it changed for AT_REST_S. Links are not followed."""
     folder = Path(folder)
     launch_out = folder / "launch.out"
     try:
         if stat.S_ISREG(os.lstat(launch_out).st_mode):
             with launch_out.open("rb") as f:
-                if any(line.startswith(b"run_status=") for line in f.read(1 << 20).splitlines()):
-                    return True
+                keys = {line.split(b"=", 1)[0] for line in f.read(1 << 20).splitlines()}
+            in_slurm = SLURM_JOB_KEY.encode() in keys
+            if b"run_status" in keys and (not in_slurm or SLURM_STATE_KEY.encode() in keys):
+                return True
     except OSError:
         pass
     newest = max((os.lstat(os.path.join(d, n)).st_mtime for d, _, names in os.walk(folder)

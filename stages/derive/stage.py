@@ -33,6 +33,7 @@ import duckdb
 import yaml
 
 from stages.derive import tables
+from stages.derive.costs import create_cost_tables
 from stages.derive.quarantine import QUARANTINE, DataTestError, Tester, columns_of  # noqa: F401 (DataTestError: raised here for callers)
 from stages.core.config import PROFILE_RULES, SHARED_RULES, CampaignError
 
@@ -71,6 +72,18 @@ def rule_values(rules: dict[str, Any] | None) -> dict[str, float]:
             raise CampaignError(f"params.yaml: rules.{key} must be a number, not {value!r}")
         values[key] = value
     return values
+
+
+def energy_values(energy: dict[str, Any] | None) -> dict[str, float | None]:
+    """params' `energy` settings as derive binds them: $energy_max_gap_s (None: none given)."""
+    if energy is None:
+        return {"energy_max_gap_s": None}
+    if not isinstance(energy, dict):
+        raise CampaignError("params.yaml: energy must be a mapping with max_gap_s")
+    value = energy.get("max_gap_s")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise CampaignError(f"params.yaml: energy.max_gap_s must be a positive number, not {value!r}")
+    return {"energy_max_gap_s": float(value)}
 
 
 def workload_rows(workloads: dict[str, Any] | None) -> list[tuple[str, int, int]]:
@@ -132,6 +145,32 @@ def attach_warehouse(con: duckdb.DuckDBPyConnection, warehouse: Path,
             f"{warehouse}: missing table(s) {', '.join(missing)} (run `campaign ingest` again)")
 
 
+SLO_TARGETS = ("ttft_s", "tpot_ms")
+
+
+def slo_rows(slo: dict[str, Any] | None, profile: str | None = None) -> list[tuple]:
+    """param_slo rows (profile, workload, percentile, ttft_s, tpot_ms) of one profile's service
+    level objectives (params.yaml `slo.<profile>`), checked: a percentile in (0, 100] and at least
+    one target, each a positive number (a target left out does not apply)."""
+    where = f"slo.{profile}" if profile else "slo"
+    if slo is None:
+        return []
+    if not isinstance(slo, dict):
+        raise CampaignError(f"params.yaml: {where} must map workloads to their objectives")
+    rows = []
+    for workload, entry in sorted(slo.items()):
+        if not isinstance(entry, dict) or set(entry) - {"percentile", *SLO_TARGETS}:
+            raise CampaignError(f"params.yaml: {where}.{workload} takes percentile, ttft_s and tpot_ms")
+        values = [entry.get(k) for k in ("percentile", *SLO_TARGETS)]
+        bad = [k for k, v in zip(("percentile", *SLO_TARGETS), values) if v is not None and (
+            isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0)]
+        if bad or values[0] is None or values[0] > 100 or all(v is None for v in values[1:]):
+            raise CampaignError(f"params.yaml: {where}.{workload} needs a percentile in (0, 100] and "
+                                f"ttft_s or tpot_ms, each a positive number")
+        rows.append((profile, str(workload), *values))
+    return rows
+
+
 def param_rows(rules: dict[str, Any], workloads: dict[str, Any],
                profiles: dict[str, dict] | None) -> tuple[list[tuple], list[tuple]]:
     """(param_rules rows, param_workloads rows), checked: one per profile in `profiles`, and one
@@ -178,9 +217,10 @@ def engine_default_rows(profiles: dict[str, dict] | None, path: Path = ENGINE_DE
 
 
 def create_param_tables(con: duckdb.DuckDBPyConnection, rule_rows: list[tuple],
-                        workload_rows_: list[tuple], seq_cap_rows: list[tuple] = ()) -> None:
-    """param_rules and param_workloads, keyed by profile (null: the active profile's, for runs of
-    a profile params does not know)."""
+                        workload_rows_: list[tuple], seq_cap_rows: list[tuple] = (),
+                        slo_rows_: list[tuple] = ()) -> None:
+    """param_rules, param_workloads and param_slo, keyed by profile (null: the active profile's,
+    for runs of a profile params does not know)."""
     con.execute(
         "create table param_rules (profile varchar unique, prefix_cache_tok_s double not null, "
         "default_max_num_seqs integer not null, burst_tpot_ms double not null)")
@@ -197,6 +237,12 @@ def create_param_tables(con: duckdb.DuckDBPyConnection, rule_rows: list[tuple],
     if seq_cap_rows:
         con.executemany("insert into param_seq_caps values ($1, $2, $3, $4, $5, $6, $7, $8)",
                         list(seq_cap_rows))
+    con.execute(
+        "create table param_slo (profile varchar, workload varchar not null, percentile double not null, "
+        "ttft_s double, tpot_ms double, unique (profile, workload))")
+    if slo_rows_:
+        con.executemany("insert into param_slo values ($1, $2, $3::double, $4::double, $5::double)",
+                        list(slo_rows_))
 
 
 def build_models(con: duckdb.DuckDBPyConnection, values: dict[str, Any],
@@ -326,7 +372,8 @@ def _alive(pid: int) -> bool:
 
 def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: Path,
         rules: dict, workloads: dict, profiles: dict[str, dict] | None = None,
-        strict: bool = True) -> dict:
+        energy: dict | None = None, prices: dict | None = None, pareto: dict | None = None,
+        strict: bool = True, slo: dict | None = None) -> dict:
     """Rebuild campaign_db from the warehouse, test it, export CSVs and headline metrics.
 
     Rows that break an invariant are held back in the `quarantine` table, and the rest published;
@@ -334,11 +381,14 @@ def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: 
     first broken invariant raises DataTestError instead, one line per offending row.
 
     `rules` (every rule) and `workloads` are the active profile's; `profiles` gives each
-    profile's own, {name: {"rules": ..., "workloads": ...}} (config.derive_settings). A run is
-    judged by its profile's; a run whose profile is not in `profiles`, by the active one's.
+    profile's own, {name: {"rules": ..., "workloads": ..., "slo": ...}} (config.derive_settings).
+    A run is judged by its profile's; a run whose profile is not in `profiles`, by the active
+    one's. `slo`: the active profile's service level objectives by workload (params.yaml `slo`).
+    `energy` is params' energy settings (max_gap_s); without them no point's energy is valid.
     Returns the number of rows of each public table.
     """
     values: dict[str, Any] = {k: v for k, v in rule_values(rules).items() if k in SHARED_RULES}
+    values.update(energy_values(energy))
     rule_rows, workload_rows_ = param_rows(rules, workloads, profiles)
     models = tables.models(SQL_DIR)
     schema = models.schema
@@ -353,7 +403,10 @@ def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: 
     try:
         con.execute("set TimeZone = 'UTC'")
         attach_warehouse(con, Path(warehouse), models)
-        create_param_tables(con, rule_rows, workload_rows_, engine_default_rows(profiles))
+        create_param_tables(con, rule_rows, workload_rows_, engine_default_rows(profiles),
+                            slo_rows(slo) + [row for name, p in (profiles or {}).items()
+                                             for row in slo_rows(p.get("slo"), str(name))])
+        create_cost_tables(con, prices, pareto)
         tester = Tester(con, schema, values, marts=models.marts, strict=strict, bind=bind)
         build_models(con, values, models, SQL_DIR, tester)
         con.execute("detach raw")

@@ -144,7 +144,8 @@ def seal_run_folders(runs: Path, run_ids: list[str], say: Callable[[str], None])
                 folders.append(folder)
             else:
                 say(f"left {folder.name} unsealed: a run may still be writing it "
-                    "(no run_status in launch.out, files changed within the hour); "
+                    "(no run_status in launch.out, or a Slurm job's without Slurm's record, "
+                    "and files changed within the hour); "
                     "name it to seal it anyway")
     counts = {"sealed": 0, "made_read_only": 0, "already_sealed": 0}
     for folder in folders:

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from stages.core import rawfile
-from stages.ingest.parsers import bench_json, cmd as cmd_parser, metrics, lines, run_files, turns
+from stages.ingest.parsers import bench_json, cmd as cmd_parser, gpu_samples, metrics, lines, run_files, turns
 from stages.core.rawfile import Refused
 from stages.core.secrets import REDACTED, SECRET_FLAGS, is_secret_name
 from stages.ingest.parsers.sglang_log import parse_sglang_log
@@ -80,6 +80,9 @@ def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> 
             guard(name, _read_metrics)
         elif base.endswith(BENCH_SUFFIXES):
             guard(name, _read_bench)
+
+    for name in sorted(n for n in names if gpu_samples.is_sampler_file(n)):
+        guard(name, _read_gpu_samples)
 
     if MANIFEST in names:
         _guard(rows, rel(MANIFEST), lambda: _check_manifest(folder, rows, rel(MANIFEST), names))
@@ -263,6 +266,15 @@ def _read_metrics(folder: Path, name: str, rows: FolderRows, source: str) -> Non
             "value": np.array(samples.values, dtype=np.float64),
             "source_line": np.array(samples.lines, dtype=np.int64)})
     rows.add_errors(source, errors)
+
+
+def _read_gpu_samples(folder: Path, name: str, rows: FolderRows, source: str) -> None:
+    point_id = gpu_samples.point_of(name)
+    parsed = gpu_samples.parse_sampler_file(rawfile.read_raw(folder, name, rawfile.RESULT_BYTES))
+    for key, value, line in parsed.settings:
+        rows.add("raw_gpu_sampler", source, line, point_id=point_id, key=key, value=value)
+    rows.add_all("raw_gpu_samples", source, ({**s, "point_id": point_id} for s in parsed.samples))
+    rows.add_errors(source, parsed.errors)
 
 
 def _first_text(facts: list[lines.Fact], name: str) -> str | None:

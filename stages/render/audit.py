@@ -28,8 +28,11 @@ from stages.render.queries import fact_query_path
 
 PAGE_TEMPLATE = Path(__file__).parent / "audit_page.html.j2"
 STATISTIC_WORDS = {"median": "the median of the values used", "p90": "the p90 of the values used",
+                   "p99": "the p99 of the values used",
+                   "share_pct": "the percent of the values used that are 1 (met), not 0",
                    "per_second": "one second over the median of the values used (milliseconds)",
-                   "count": "how many were used"}
+                   "count": "how many were used", "mean": "the mean of the values used",
+                   "sum": "the sum of the values used"}
 
 
 def theme_stylesheets() -> list[str]:

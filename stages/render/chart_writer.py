@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from stages.render import charts as chart_lib
+from stages.render import charts_requests  # noqa: F401 (registers the request charts)
 from stages.render.errors import FactError
 from stages.render.escape import escape_cell
 from stages.render.facts import FactBook
@@ -237,6 +238,9 @@ class ChartWriter:
         out.parent.mkdir(parents=True, exist_ok=True)
         spec_json = json.dumps(spec, separators=(",", ":"), default=str)
         (out.parent / f"{out.name}.vl.json").write_text(spec_json)
+        drawn = list((spec.get("datasets") or {}).values())   # the rows as the chart draws them
+        (pd.DataFrame(drawn[0]) if len(drawn) == 1 else df).to_csv(out.parent / f"{out.name}.csv",
+                                                                   index=False)
         if self.static:
             self.static_images(spec, spec_json, out)
         self.written.append(rel)
@@ -252,5 +256,5 @@ class ChartWriter:
             "", fallback, "", "</div>", "",
             f'<script type="application/json" id="{element}">{inline}</script>', "",
             f'<p class="chart-downloads" markdown>Download: '
-            f"{' · '.join(downloads + [f'[Vega-Lite spec]({rel}.vl.json)'])}</p>",
+            f"{' · '.join(downloads + [f'[Vega-Lite spec]({rel}.vl.json)', f'[CSV]({rel}.csv)'])}</p>",
         ])

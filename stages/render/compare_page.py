@@ -7,6 +7,12 @@ params.yaml lists the pairs under `compare:`, each `{base: X, head: Y, title: ..
 itself is `stages.render.diff.compare`. Every value and change the page prints is a fact (the point and
 launch facts the articles use, plus `compare_*_change_pct`), checked against what `compare`
 computed, so the page and `campaign diff` cannot disagree.
+
+Better, worse, same and unclear come from the confidence interval of each change
+(stages/render/diff_stats.py, settings under params.yaml `diff:`). The interval and the requests (or
+repeats) it rests on a side are printed beside the change, each comparison opens with its marks
+counted by workload, and the audit entry of a change records its interval and each side's samples
+(n, median, p90 and the values).
 """
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ from typing import Any
 
 import duckdb
 
-from stages.render import diff
+from stages.render import diff, diff_stats
 from stages.render import run_sets as run_set_lib
 from stages.core.config import CampaignError
 from stages.render.errors import FactError
@@ -123,9 +129,15 @@ def resolve_side(token: str, *, con: duckdb.DuckDBPyConnection, run_sets: dict[s
 
 
 def resolve_pairs(pairs: list[dict[str, Any]], *, con: duckdb.DuckDBPyConnection,
-                  run_sets: dict[str, Any] | None = None) -> list[Comparison]:
-    """Each pair compared, or the one-line reason it could not be."""
+                  run_sets: dict[str, Any] | None = None,
+                  diff_settings: dict[str, Any] | None = None) -> list[Comparison]:
+    """Each pair compared, or the one-line reason it could not be. `diff_settings`: params.yaml's
+    `diff:` block (confidence, resamples, seed, minimum samples)."""
     run_sets = run_sets or {}
+    try:
+        stats = diff_stats.Settings.from_params(diff_settings)
+    except (TypeError, ValueError) as exc:
+        raise CampaignError(f"params.yaml diff: {exc}") from None
     specs = current_specs(con)
     spec_of = dict(con.execute("select run_id, spec from runs").fetchall())
     out = []
@@ -133,8 +145,14 @@ def resolve_pairs(pairs: list[dict[str, Any]], *, con: duckdb.DuckDBPyConnection
         c = Comparison(pair["title"], pair["base"], pair["head"])
         try:
             sides = [resolve_side(t, con=con, run_sets=run_sets, specs=specs) for t in (c.base, c.head)]
-            c.result = diff.compare(*sides, tolerance_pct=pair["tolerance_pct"])
+            c.result = diff.compare(*sides, tolerance_pct=pair["tolerance_pct"], stats=stats)
+            if c.result.repeated_points:
+                # the page prints each value as its point's fact, which is the first repeat's
+                raise CampaignError(
+                    f"{c.result.repeated_points} of its points ran more than once (repeats); this page "
+                    "draws points run once, so compare these with `campaign diff`, which pools the repeats")
         except CampaignError as exc:
+            c.result = None
             c.reason = str(exc)
         else:
             c.workloads = list(dict.fromkeys(r["workload"] for r in c.result.points))
@@ -192,10 +210,12 @@ class CompareTables:
     def launches(self, c: Comparison) -> str:
         if not c.result or not c.result.launches:
             return self.macros.hold("*No launches to compare.*")
+        # With one match key each side has one launch, named above the tables: no run columns.
         match = len(c.match_keys) > 1
-        lines = [_row((["Match"] if match else []) + ["Item", "Base run", "Base", "Head run", "Head",
-                                                       "Change", "Mark"]),
-                 _row((["---"] if match else []) + ["---", "---", "---:", "---", "---:", "---:", "---"])]
+        heads = (["Match"] if match else []) + ["Item"] + (["Base run"] if match else []) + ["Base"] \
+            + (["Head run"] if match else []) + ["Head", "Change", "Mark", "Note"]
+        aligns = {"Base": "---:", "Head": "---:", "Change": "---:"}
+        lines = [_row(heads), _row([aligns.get(h, "---") for h in heads])]
         cells: list[list[Any]] = []
         for r in c.result.launches:
             item, b_run, h_run = r["item"], r["base_run_id"], r["head_run_id"]
@@ -215,12 +235,12 @@ class CompareTables:
                                     {"base_run_id": b_run, "head_run_id": h_run, "item": item},
                                     r["change_pct"], f"change of {item}", show_unit=True) \
                     if b_run and h_run else "-"
-            cells.append(([escape_cell(r["match_key"])] if match else []) + [
-                escape_cell(METRIC_LABELS.get(item, item)),
-                self._run(c, b_run), base, self._run(c, h_run), head, change, self._mark(r["mark"]),
-            ])
-        first = 3 if match else 2      # the Base column; Head is two further
-        self._values(cells, (first, first + 2))
+            cells.append(([escape_cell(r["match_key"])] if match else [])
+                         + [escape_cell(METRIC_LABELS.get(item, item))]
+                         + ([self._run(c, b_run)] if match else []) + [base]
+                         + ([self._run(c, h_run)] if match else [])
+                         + [head, change, self._mark(r["mark"]), escape_cell(r.get("note") or "")])
+        self._values(cells, (heads.index("Base"), heads.index("Head")))
         return self.macros.hold("\n".join(lines + [_row(row) for row in cells]))
 
     def points(self, c: Comparison, workload: str) -> str:
@@ -229,8 +249,9 @@ class CompareTables:
             return self.macros.hold("*No benchmark points to compare.*")
         match = len(c.match_keys) > 1
         head_cells = [_row((["Match"] if match else []) + ["Users", "Metric", "Base", "Head", "Change",
-                                                            "Mark", "Note"]),
-                      _row((["---"] if match else []) + ["---:", "---", "---:", "---:", "---:", "---", "---"])]
+                                                            "Interval", "n base / head", "Mark", "Note"]),
+                      _row((["---"] if match else []) + ["---:", "---", "---:", "---:", "---:", "---:",
+                                                         "---:", "---", "---"])]
         cells: list[list[Any]] = []
         for r in rows:
             metric, b_run, h_run = r["metric"], r["base_run_id"], r["head_run_id"]
@@ -246,16 +267,37 @@ class CompareTables:
                                  f"base {label}") if b_run else "-"
             head = self._checked(name, {"run_id": h_run, **where}, r["head_value"],
                                  f"head {label}") if h_run else "-"
-            change = self._fact(f"compare_{facts.prefix}_change_pct",
-                                {"base_run_id": b_run, "head_run_id": h_run, "metric": metric, **where},
-                                r["change_pct"], f"change of {label}", show_unit=True) if b_run and h_run else "-"
+            change = "-"
+            if b_run and h_run:
+                fact = self._checked(f"compare_{facts.prefix}_change_pct",
+                                     {"base_run_id": b_run, "head_run_id": h_run, "metric": metric, **where},
+                                     r["change_pct"], f"change of {label}")
+                note_samples(fact, r, c)
+                change = self.macros.fact_markup(fact, show_unit=True)
             cells.append(([escape_cell(r["match_key"])] if match else []) + [
                 users, escape_cell(METRIC_LABELS.get(metric, metric)),
-                base, head, change, self._mark(r["mark"]), escape_cell(r["note"] or "-"),
+                base, head, change, escape_cell(diff.interval_text(r)), escape_cell(diff.n_text(r)),
+                self._mark(r["mark"]), escape_cell(r["note"] or "-"),
             ])
         first = 3 if match else 2      # the Base and Head columns
         self._values(cells, (first, first + 1))
         return self.macros.hold("\n".join(head_cells + [_row(c) for c in cells]))
+
+    def summary(self, c: Comparison) -> str:
+        """The comparison's marks counted by workload (diff.summary), and how they were drawn."""
+        if not c.result:
+            return self.macros.hold("-")
+        marks = (*diff.SUMMARY_MARKS, "other")
+        lines = [_row(["Workload", *(m.capitalize() for m in marks)]),
+                 _row(["---", *("---:" for _ in marks)])]
+        lines += [_row([escape_cell(r["workload"]), *(str(r[m]) for m in marks)])
+                  for r in diff.summary(c.result)]
+        return self.macros.hold("\n".join(lines))
+
+    def confidence(self, c: Comparison | None = None) -> str:
+        """The confidence level of the intervals, as a percentage."""
+        level = c.result.confidence if c is not None and c.result else None
+        return self.macros.hold(escape_cell(f"{level:.0%}") if level is not None else "-")
 
     def runs(self, c: Comparison, side: str) -> str:
         """The runs one side selected, as linked labels."""
@@ -264,6 +306,30 @@ class CompareTables:
         key = f"{side}_run_id"
         ids = sorted({r[key] for r in c.result.points + c.result.launches if r.get(key)})
         return self.macros.hold(", ".join(self._run(c, i) for i in ids) or "-")
+
+
+def _samples_text(side: str, s: dict | None) -> str:
+    if not s or not s["n"]:
+        return f"{side}: no samples"
+    values = ", ".join(f"{v:.4g}" for v in s["values"]) + (f" and {s['more']} more" if s.get("more") else "")
+    return (f"{side}: n = {s['n']}, median {s['median']:.4g}, p90 {s['p90']:.4g}; "
+            f"values (lowest first) {values}")
+
+
+def note_samples(fact: Fact, row: dict[str, Any], c: Comparison) -> None:
+    """Records on the change's fact (its audit entry) the interval the mark rests on and each
+    side's samples: the per-request times of the point, repeats pooled, or the throughput of
+    each repeat."""
+    if row.get("base_samples") is None and row.get("head_samples") is None:
+        return
+    level = c.result.confidence if c.result else None
+    interval = diff.interval_text(row)
+    what = (f"{level:.0%} interval of the change {interval}" if interval != "-"
+            else "no interval of the change")
+    text = (f"{what}, marked {row['mark']}{' (' + row['note'] + ')' if row.get('note') else ''}. "
+            f"{_samples_text('Base', row.get('base_samples'))}. {_samples_text('Head', row.get('head_samples'))}.")
+    base_note = (fact.source_note or "").split(" Mark: ")[0]
+    fact.source_note = f"{base_note} Mark: {text}".strip()
 
 
 def _row(cells: list[str]) -> str:
@@ -283,4 +349,5 @@ def _num(value: Any) -> Any:
 def page_globals(macros: PageMacros, comparisons: list[Comparison]) -> dict[str, Any]:
     tables = CompareTables(macros)
     return {"comparisons": comparisons, "compare_launches": tables.launches,
-            "compare_points": tables.points, "compare_runs": tables.runs}
+            "compare_points": tables.points, "compare_runs": tables.runs,
+            "compare_summary": tables.summary, "compare_confidence": tables.confidence}

@@ -9,6 +9,12 @@ a mark: better, worse, same (within the tolerance), new failure, fixed, not comp
 that changes the meaning differs: max model length or KV cache dtype), no TTFT (a side's point
 has no TTFT: every request failed or came from the prefix cache), only in base / only in head, and
 a note naming the side a caution applies to (capacity-limited, no TTFT, provisional).
+
+Better, worse and same come from a confidence interval of the change (stages/render/diff_stats.py):
+TTFT and TPOT from the per-request samples of each side (bench_requests, or turn_requests for the
+agents workloads), the repeats of a point pooled; output throughput, one value per repeat, from
+those values. A metric whose interval crosses the tolerance, or whose side has too few samples, is
+unclear. Settings: params.yaml `diff:` (confidence, resamples, seed, minimum samples).
 """
 from __future__ import annotations
 
@@ -16,17 +22,19 @@ import csv
 import io
 import json
 import subprocess
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
 from stages.core.config import CampaignError, Paths
+from stages.render import diff_stats
 from stages.render import run_sets as run_set_lib
 
 SQL = Path(__file__).parent / "sql" / "diff"
 TABLES = ("runs", "launches", "gates", "bench_points")
-OPTIONAL_TABLES = ("agent_runs",)     # absent from campaigns derived before it existed
+OPTIONAL_TABLES = ("agent_runs", "bench_requests", "turn_requests", "invalid_rows")     # absent from campaigns derived before it existed
 KEY_ATTRS = ("model", "layout", "ctx_label")
 
 
@@ -45,6 +53,8 @@ class Result:
     key_attrs: list[str]
     points: list[dict]
     launches: list[dict]
+    confidence: float = 0.95
+    repeated_points: int = 0    # points of either side that ran more than once (pooled here)
 
 
 def _sql(name: str) -> str:
@@ -88,6 +98,9 @@ def tables_at_rev(root: Path, paths: Paths, rev: str) -> duckdb.DuckDBPyConnecti
         db.execute("alter table bench_points add column if not exists ttft_requests integer")
         # ... and before it said where its figures come from: all from requests then
         db.execute("alter table bench_points add column if not exists figures_from varchar default 'requests'")
+        # ... and before turn_requests marked the requests whose output came in one burst
+        if _has_table(db, "turn_requests"):
+            db.execute("alter table turn_requests add column if not exists burst boolean default false")
     return db
 
 
@@ -124,7 +137,94 @@ def side_points(side: Side) -> list[dict]:
     return rows
 
 
-def compare(base: Side, head: Side, *, tolerance_pct: float = 5.0) -> Result:
+# metric -> (sample column, statistic) for the metrics compared from per-request samples; the
+# per-point ones (one value per repeat) are compared by the mean of their repeats
+REQUEST_METRICS = {"ttft_median_s": ("ttft_s", "median"), "ttft_p90_s": ("ttft_s", "p90"),
+                   "tpot_median_ms": ("tpot_ms", "median")}
+REPEAT_METRICS = ("output_tok_s",)
+INTERVAL_MARKS = ("better", "worse", "same")
+
+
+def _point_key(row: dict) -> tuple:
+    return (row["match_key"], row["workload"], row["concurrency"], row["point_table"])
+
+
+def side_samples(side: Side, points: list[dict]) -> dict[tuple, dict[str, list[float]]]:
+    """Each point's samples on one side, repeats pooled: per-request TTFT and TPOT, and the
+    output throughput of each repeat. Keyed like _point_key."""
+    out: dict[tuple, dict[str, list[float]]] = {}
+    by_run: dict[tuple, tuple] = {}
+    for p in points:
+        key = _point_key(p)
+        sample = out.setdefault(key, {"ttft_s": [], "tpot_ms": [], "output_tok_s": []})
+        if p.get("output_tok_s") is not None:
+            sample["output_tok_s"].append(float(p["output_tok_s"]))
+        by_run[(p["point_table"], p["run_id"], p["workload"],
+                p["concurrency"] if p["point_table"] == "bench_points" else None)] = key
+    if _has_table(side.db, "bench_requests"):
+        flags = None
+        if _has_table(side.db, "invalid_rows"):
+            flags = {(f["run_id"], f["point_id"], f["request_idx"]): f for f in
+                     _rows(side.db.execute(_sql("side_request_flags"), {"run_ids": side.run_ids}))}
+        for q in _rows(side.db.execute(_sql("side_requests"), {"run_ids": side.run_ids})):
+            key = by_run.get(("bench_points", q["run_id"], q["workload"], q["concurrency"]))
+            if key is None or not q["ok"]:
+                continue
+            if flags is None:
+                ttft_ok, tpot_ok = q["valid"], True
+            else:
+                f = flags.get((q["run_id"], q["point_id"], q["request_idx"]), {})
+                ttft_ok, tpot_ok = not f.get("excluded_from_ttft"), not f.get("excluded_from_tpot")
+            if ttft_ok and q["ttft_s"] is not None:
+                out[key]["ttft_s"].append(float(q["ttft_s"]))
+            if tpot_ok and q["tpot_ms"] is not None:
+                out[key]["tpot_ms"].append(float(q["tpot_ms"]))
+    if _has_table(side.db, "turn_requests"):
+        for q in _rows(side.db.execute(_sql("side_agent_requests"), {"run_ids": side.run_ids})):
+            key = by_run.get(("agent_runs", q["run_id"], q["workload"], None))
+            if key is None:
+                continue
+            for col in ("ttft_s", "tpot_ms"):
+                if q[col] is not None:
+                    out[key][col].append(float(q[col]))
+    return out
+
+
+def apply_intervals(points: list[dict], samples: dict[str, dict], *, tolerance_pct: float,
+                    settings: diff_stats.Settings) -> None:
+    """Replace the fixed-tolerance better / worse / same of each metric row by the mark of its
+    interval, and attach the interval, the samples a side and each side's sample summary."""
+    for r in points:
+        r.update(ci_low_pct=None, ci_high_pct=None, n_base=None, n_head=None,
+                 base_samples=None, head_samples=None)
+        metric = r["metric"]
+        if metric in REQUEST_METRICS:
+            column, statistic = REQUEST_METRICS[metric]
+            minimum = settings.min_samples_p90 if statistic == "p90" else settings.min_samples
+            unit = "requests"
+        elif metric in REPEAT_METRICS:
+            column, statistic = metric, "mean"
+            minimum, unit = settings.min_repeats, "repeats"
+        else:
+            continue
+        key = (r["match_key"], r["workload"], r["concurrency"], r["point_table"])
+        b = samples["base"].get(key, {}).get(column, [])
+        h = samples["head"].get(key, {}).get(column, [])
+        r["base_samples"] = diff_stats.sample_summary(b) if r["base_run_id"] else None
+        r["head_samples"] = diff_stats.sample_summary(h) if r["head_run_id"] else None
+        if r["mark"] not in INTERVAL_MARKS:
+            continue
+        iv = diff_stats.compare_samples(b, h, statistic=statistic, better_when=r["better_when"],
+                                        tolerance_pct=tolerance_pct, settings=settings, minimum=minimum)
+        r.update(ci_low_pct=iv.low_pct, ci_high_pct=iv.high_pct, n_base=iv.n_base, n_head=iv.n_head,
+                 mark=iv.mark)
+        if iv.mark == "unclear" and iv.low_pct is None:
+            why = f"too few {unit} (base {iv.n_base}, head {iv.n_head}; {minimum} a side needed)"
+            r["note"] = f"{r['note']}, {why}" if r["note"] else why
+
+
+def compare(base: Side, head: Side, *, tolerance_pct: float = 5.0,
+            stats: diff_stats.Settings | None = None) -> Result:
     if not base.run_ids:
         raise CampaignError(f"base {base.label!r} selects no runs")
     if not head.run_ids:
@@ -141,7 +241,16 @@ def compare(base: Side, head: Side, *, tolerance_pct: float = 5.0) -> Result:
     params = {"tolerance_pct": tolerance_pct}
     points = _rows(work.execute(_sql("points"), params))
     launches = _rows(work.execute(_sql("launches"), params))
-    return Result(base.label, head.label, key_attrs, points, launches)
+    keyed = {s: [{**r, "match_key": " / ".join(str(r[a]) for a in key_attrs) or "all"}
+                 for r in point_rows[s]] for s in point_rows}
+    samples = {s: side_samples(side, keyed[s]) for s, side in (("base", base), ("head", head))}
+    apply_intervals(points, samples, tolerance_pct=tolerance_pct,
+                    settings=stats or diff_stats.Settings())
+    runs_of = Counter((s, r["point_table"], r["run_id"], r["workload"], r["concurrency"])
+                      for s, rows in point_rows.items() for r in rows)
+    return Result(base.label, head.label, key_attrs, points, launches,
+                  (stats or diff_stats.Settings()).confidence,
+                  repeated_points=sum(1 for n in runs_of.values() if n > 1))
 
 
 def match_attributes(base: list[dict], head: list[dict]) -> list[str]:
@@ -167,8 +276,10 @@ def _load(db: duckdb.DuckDBPyConnection, name: str, rows: list[dict]) -> None:
 # ---------------------------------------------------------------- output
 
 POINT_COLS = ("match_key", "workload", "concurrency", "metric", "base_value", "head_value",
-              "change_pct", "mark", "note")
-LAUNCH_COLS = ("match_key", "item", "base_value", "head_value", "change_pct", "mark")
+              "change_pct", "interval", "n", "mark", "note")
+LAUNCH_COLS = ("match_key", "item", "base_value", "head_value", "change_pct", "mark", "note")
+SUMMARY_MARKS = ("better", "worse", "unclear", "same")
+SAMPLE_KEYS = ("base_samples", "head_samples")
 
 
 def _fmt(v) -> str:
@@ -183,31 +294,80 @@ def _pct(v) -> str:
     return "-" if v is None else f"{v:+.1f}%"
 
 
+def interval_text(row: dict) -> str:
+    lo, hi = row.get("ci_low_pct"), row.get("ci_high_pct")
+    return "-" if lo is None or hi is None else f"[{lo:+.1f}%, {hi:+.1f}%]"
+
+
+def n_text(row: dict) -> str:
+    nb, nh = row.get("n_base"), row.get("n_head")
+    return "-" if nb is None and nh is None else f"{_fmt(nb)} / {_fmt(nh)}"
+
+
 def _cells(row: dict, cols) -> list[str]:
-    return [_pct(row[c]) if c == "change_pct" else _fmt(row[c]) for c in cols]
+    out = []
+    for c in cols:
+        if c == "change_pct":
+            out.append(_pct(row[c]))
+        elif c == "interval":
+            out.append(interval_text(row))
+        elif c == "n":
+            out.append(n_text(row))
+        else:
+            out.append(_fmt(row[c]))
+    return out
+
+
+def summary(result: Result) -> list[dict]:
+    """Marks of the benchmark points counted by workload: better, worse, unclear, same, other."""
+    out: dict[str, dict] = {}
+    for r in result.points:
+        counts = out.setdefault(r["workload"], {"workload": r["workload"],
+                                                **{m: 0 for m in SUMMARY_MARKS}, "other": 0})
+        counts[r["mark"] if r["mark"] in SUMMARY_MARKS else "other"] += 1
+    return list(out.values())
+
+
+def summary_line(result: Result) -> str:
+    rows = summary(result)
+    total = {m: sum(r[m] for r in rows) for m in (*SUMMARY_MARKS, "other")}
+    parts = ", ".join(f"{total[m]} {m}" for m in SUMMARY_MARKS)
+    return (f"{parts} (of {sum(total.values())} compared metrics; "
+            f"{result.confidence:.0%} intervals)")
 
 
 def render(result: Result, fmt: str) -> str:
     if fmt == "json":
         return json.dumps({"base": result.base, "head": result.head, "match_on": result.key_attrs,
+                           "confidence": result.confidence, "summary": summary(result),
                            "launches": result.launches, "points": result.points},
                           indent=2, default=str)
     if fmt == "csv":
         out = io.StringIO()
-        w = csv.DictWriter(out, fieldnames=["table", *sorted({k for r in result.points + result.launches for k in r})])
+        keys = sorted({k for r in result.points + result.launches for k in r} - set(SAMPLE_KEYS))
+        w = csv.DictWriter(out, fieldnames=["table", *keys], extrasaction="ignore")
         w.writeheader()
+        for r in summary(result):
+            w.writerow({"table": "summary", "workload": r["workload"],
+                        "mark": "; ".join(f"{r[m]} {m}" for m in (*SUMMARY_MARKS, "other"))})
         for r in result.launches:
             w.writerow({"table": "launches", **r})
         for r in result.points:
             w.writerow({"table": "points", **r})
         return out.getvalue()
     blocks = []
-    for title, rows, cols in (("Launches and gates", result.launches, LAUNCH_COLS),
-                              ("Benchmark points", result.points, POINT_COLS)):
-        body = [_cells(r, cols) for r in rows]
+    srows = [[r["workload"], *(str(r[m]) for m in (*SUMMARY_MARKS, "other"))] for r in summary(result)]
+    tables = [("Summary: " + summary_line(result), srows,
+               ["workload", *SUMMARY_MARKS, "other"]),
+              ("Launches and gates", [_cells(r, LAUNCH_COLS) for r in result.launches], list(LAUNCH_COLS)),
+              ("Benchmark points", [_cells(r, POINT_COLS) for r in result.points], list(POINT_COLS))]
+    for title, body, cols in tables:
         heads = [c.replace("_", " ") for c in cols]
-        heads[heads.index("base value")] = f"base ({result.base})"
-        heads[heads.index("head value")] = f"head ({result.head})"
+        if "base value" in heads:
+            heads[heads.index("base value")] = f"base ({result.base})"
+            heads[heads.index("head value")] = f"head ({result.head})"
+        if "n" in heads:
+            heads[heads.index("n")] = "n base / head"
         if fmt == "markdown":
             lines = [f"### {title}", "", "| " + " | ".join(heads) + " |",
                      "| " + " | ".join("---" for _ in heads) + " |"]
@@ -219,11 +379,11 @@ def render(result: Result, fmt: str) -> str:
                      "  ".join("-" * w for w in widths)]
             lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in body]
         blocks.append("\n".join(lines))
-    summary = {}
+    counts = {}
     for r in result.points + result.launches:
-        summary[r["mark"]] = summary.get(r["mark"], 0) + 1
+        counts[r["mark"]] = counts.get(r["mark"], 0) + 1
     tail = "matched on " + (", ".join(result.key_attrs + ["workload", "concurrency"]))
-    tail += "; " + ", ".join(f"{n} {m}" for m, n in sorted(summary.items()))
+    tail += "; " + ", ".join(f"{n} {m}" for m, n in sorted(counts.items()))
     return "\n\n".join(blocks) + "\n\n" + tail + "\n"
 
 
@@ -248,8 +408,37 @@ def facts_at(paths: Paths, rev: str) -> dict[str, dict]:
     return {f["id"]: f for f in json.loads(text)}
 
 
-def diff_facts(base: dict[str, dict], head: dict[str, dict]) -> list[dict]:
-    """Every published number that changed, appeared or went away between two fact sets."""
+FACT_STATISTICS = ("median", "p90")     # facts whose inputs give them an interval (fact_record.statistic)
+
+
+def _used_values(fact: dict) -> list[float]:
+    return [float(r["value"]) for r in fact.get("input_rows") or []
+            if r.get("used") and isinstance(r.get("value"), (int, float))]
+
+
+def fact_interval(b: dict, h: dict, settings: diff_stats.Settings) -> dict:
+    """For a changed fact computed as a median or p90 of its inputs on both sides: the interval of
+    its change from the two sides' inputs and whether it lies wholly off zero (the number moved
+    outside its own noise); nothing for other facts, or with too few inputs a side."""
+    statistic = b.get("statistic")
+    if statistic not in FACT_STATISTICS or h.get("statistic") != statistic:
+        return {}
+    bv, hv = _used_values(b), _used_values(h)
+    if len(bv) < settings.min_samples or len(hv) < settings.min_samples:
+        return {"n_base": len(bv), "n_head": len(hv)}
+    ci = diff_stats.bootstrap_change(bv, hv, statistic, confidence=settings.confidence,
+                                     resamples=settings.resamples, seed=settings.seed)
+    if ci is None:
+        return {"n_base": len(bv), "n_head": len(hv)}
+    return {"ci_low_pct": ci[0], "ci_high_pct": ci[1], "n_base": len(bv), "n_head": len(hv),
+            "outside": ci[0] > 0 or ci[1] < 0}
+
+
+def diff_facts(base: dict[str, dict], head: dict[str, dict],
+               settings: diff_stats.Settings | None = None) -> list[dict]:
+    """Every published number that changed, appeared or went away between two fact sets; a
+    changed median or p90 says whether it moved outside its own interval (fact_interval)."""
+    settings = settings or diff_stats.Settings()
     rows = []
     for fid in sorted(set(base) | set(head)):
         b, h = base.get(fid), head.get(fid)
@@ -263,6 +452,8 @@ def diff_facts(base: dict[str, dict], head: dict[str, dict]) -> list[dict]:
             "base_runs": ", ".join(b.get("run_ids") or []) if b else None,
             "head_runs": ", ".join(h.get("run_ids") or []) if h else None,
             "pages": ", ".join(sorted(set((b or {}).get("pages") or []) | set((h or {}).get("pages") or []))),
+            "ci_low_pct": None, "ci_high_pct": None, "n_base": None, "n_head": None, "outside": None,
+            **(fact_interval(b, h, settings) if b and h else {}),
         })
     return rows
 
@@ -270,15 +461,20 @@ def diff_facts(base: dict[str, dict], head: dict[str, dict]) -> list[dict]:
 def render_facts(rows: list[dict], fmt: str, base: str, head: str) -> str:
     if fmt == "json":
         return json.dumps({"base": base, "head": head, "facts": rows}, indent=2)
-    cols = ["fact", "change", "base_value", "head_value", "base_runs", "head_runs", "pages"]
+    cols = ["fact", "change", "base_value", "head_value", "interval", "n", "outside", "base_runs",
+            "head_runs", "pages"]
     if fmt == "csv":
         out = io.StringIO()
-        w = csv.DictWriter(out, fieldnames=cols)
+        w = csv.DictWriter(out, fieldnames=[c for c in cols if c not in ("interval", "n")] +
+                           ["ci_low_pct", "ci_high_pct", "n_base", "n_head"], extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
         return out.getvalue()
-    body = [[_fmt(r[c]) for c in cols] for r in rows]
-    heads = ["fact", "change", f"base ({base})", f"head ({head})", "base runs", "head runs", "pages"]
+    body = [[interval_text(r) if c == "interval" else n_text(r) if c == "n"
+             else ("-" if r[c] is None else "yes" if r[c] else "no") if c == "outside"
+             else _fmt(r[c]) for c in cols] for r in rows]
+    heads = ["fact", "change", f"base ({base})", f"head ({head})", "interval of the change",
+             "n base / head", "outside its noise", "base runs", "head runs", "pages"]
     if fmt == "markdown":
         lines = ["| " + " | ".join(heads) + " |", "| " + " | ".join("---" for _ in heads) + " |"]
         lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in body]
@@ -286,4 +482,7 @@ def render_facts(rows: list[dict], fmt: str, base: str, head: str) -> str:
         widths = [max(len(h), *(len(row[i]) for row in body)) if body else len(h) for i, h in enumerate(heads)]
         lines = ["  ".join(h.ljust(w) for h, w in zip(heads, widths)), "  ".join("-" * w for w in widths)]
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in body]
-    return "\n".join(lines) + f"\n\n{len(rows)} published numbers differ between {base} and {head}\n"
+    known = [r for r in rows if r.get("outside") is not None]
+    moved = sum(1 for r in known if r["outside"])
+    return ("\n".join(lines) + f"\n\n{len(rows)} published numbers differ between {base} and {head}; "
+            f"{moved} of the {len(known)} with an interval moved outside it\n")

@@ -50,6 +50,7 @@ ALLOWED_PATTERNS = (
     r"\b8-GPU\b",
     r"\bH200\b",
     r"\bp90\b",
+    r"\bp99\b",
     r"\[S\d+\]",
     r"\b2\(n-1\)/n",  # the all-reduce bus factor, as nccl-tests writes it
 )

@@ -1,4 +1,4 @@
-"""The inputs of a fact computed from many rows (a median, a p90, a count): each row it was
+"""The inputs of a fact computed from many rows (a median, a p90 or p99, a count, a share): each row it was
 computed from, where its raw file holds the value, and whether it was used or why it was left
 out. Declared in stages/render/sql/inputs/inputs.yaml; each fact's audit entry lists them,
 `campaign trace` prints them and `campaign trace --verify` recomputes the value from them.
@@ -21,7 +21,7 @@ from stages.render.queries import SQL_DIR, load_query
 
 INPUTS_SQL = SQL_DIR / "inputs"
 DECLARATIONS = "inputs.yaml"
-STATISTICS = ("median", "p90", "per_second", "count")
+STATISTICS = ("median", "p90", "p99", "per_second", "count", "mean", "sum", "share_pct")
 
 
 @dataclass(frozen=True)
@@ -86,11 +86,17 @@ def recompute(statistic: str, rows: list[dict[str, Any]]) -> float | int | None:
         return sum(1 for r in rows if r["used"])
     if not values:
         return None
-    if statistic == "p90":
-        position = 0.9 * (len(values) - 1)
+    if statistic == "share_pct":    # values of 1 (met) and 0 (missed): the percent that met
+        return 100.0 * sum(values) / len(values)
+    if statistic in ("p90", "p99"):
+        position = (0.9 if statistic == "p90" else 0.99) * (len(values) - 1)
         low = math.floor(position)
         high = min(low + 1, len(values) - 1)
         return values[low] + (values[high] - values[low]) * (position - low)
+    if statistic == "mean":
+        return statistics.fmean(values)
+    if statistic == "sum":
+        return math.fsum(values)
     median = statistics.median(values)
     if statistic == "per_second":
         return 1000.0 / median if median else None

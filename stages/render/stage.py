@@ -108,7 +108,7 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
                index: PageSpec | None, parts: list[PageSpec], compare_spec: PageSpec | None,
                runs_dir: Path, root: Path, nodes_dir: Path | None, compare: list[dict] | None,
                run_sets: dict | None, warehouse_file: Path, notices: list[str],
-               arms: dict | None = None, chart_cache: Path | None = None,
+               diff_settings: dict | None = None, arms: dict | None = None, chart_cache: Path | None = None,
                static_images: tuple[str, ...] = ()):
     """The docs folder's content, written into the (empty) folder `docs_dir`. A Part left out
     (nothing to show) adds its one-line reason to `notices`."""
@@ -133,7 +133,8 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
         if index is not None:
             rendered.insert(0, render_page(index, **kwargs))
         if compare_spec is not None:
-            comparisons = compare_page.resolve_pairs(compare or [], con=con, run_sets=run_sets)
+            comparisons = compare_page.resolve_pairs(compare or [], con=con, run_sets=run_sets,
+                                                     diff_settings=diff_settings)
             rendered.append(render_page(
                 compare_spec, **kwargs,
                 extra_globals=lambda macros: compare_page.page_globals(macros, comparisons)))
@@ -164,12 +165,13 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
         sources_file: Path | None = None, mkdocs_config: Path | None = None,
         warehouse_file: Path | None = None, nodes_dir: Path | None = None,
         compare: list[dict] | None = None, run_sets: dict | None = None,
-        series_file: Path | None = None, arms: dict | None = None,
+        diff_settings: dict | None = None, series_file: Path | None = None, arms: dict | None = None,
         chart_cache: Path | None = None, static_images: tuple[str, ...] = ()) -> dict[str, Any]:
     """Render the article series from campaign.duckdb and (when build) build the site.
     `nodes_dir` holds the node probe folders that node evidence blocks read. `compare` is
     params.yaml's list of {base, head, title} pairs for the Compare page; `run_sets` the run sets
-    a side may name (stages/render/compare_page.py). `static_images`: the kinds of static image
+    a side may name (stages/render/compare_page.py); `diff_settings` params.yaml's `diff:` block,
+    how the page tells a change from noise (stages/render/diff_stats.py). `static_images`: the kinds of static image
     (svg, png) drawn of each chart besides its spec; `chart_cache` keeps them between renders
     (stages/render/chart_writer.py).
 
@@ -199,7 +201,8 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
         rendered, facts, downloads, interactive, book, writer = write_docs(
             docs_tmp, campaign_db=campaign_db, templates_dir=templates_dir, sources=sources,
             index=index, parts=parts, compare_spec=compare_spec, runs_dir=runs_dir, root=root,
-            nodes_dir=nodes_dir, compare=compare, run_sets=run_sets, warehouse_file=warehouse_file,
+            nodes_dir=nodes_dir, compare=compare, run_sets=run_sets, diff_settings=diff_settings,
+            warehouse_file=warehouse_file,
             notices=notices, arms=arms, chart_cache=chart_cache,
             static_images=static_images)
         nav = site_nav([p.name for p in rendered] + ["SOURCES.md", warehouse_page.PAGE_NAME], mkdocs_config)

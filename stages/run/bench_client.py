@@ -19,6 +19,11 @@ import httpx
 from stages.core.config import CampaignError
 
 
+# Seeds of repeat r of a point are this far apart from repeat r - 1's, beyond every first-repeat
+# seed (seed_base + 100 x workload position + concurrency), so that no two runs of a point share one.
+REPEAT_SEED_STRIDE = 1_000_000
+
+
 @dataclass(frozen=True)
 class Point:
     workload: str
@@ -28,15 +33,29 @@ class Point:
     num_prompts: int
     seed: int
     prefix_tokens: int = 0      # a prefix shared by every prompt of the point (0: none)
+    repeat: int = 1             # which run of the point this is, counted from one
+    repeats: int = 1            # how many runs of the point its workload asks for
 
     @property
     def point_id(self) -> str:
-        return f"{self.workload}__c{self.concurrency:02d}"
+        """`<workload>__c<NN>`, and `__r<R>` after it when the workload repeats its points (so a
+        workload without repeats names its files as before)."""
+        base = f"{self.workload}__c{self.concurrency:02d}"
+        return base if self.repeats == 1 else f"{base}__r{self.repeat}"
+
+
+def point_seed(*, seed_base: int, position: int, concurrency: int, repeat: int) -> int:
+    """The seed of one run of a point: from the workload's position in params, the concurrency and
+    the repeat number; repeat 1 keeps the seed a point without repeats always had."""
+    return seed_base + 100 * position + concurrency + REPEAT_SEED_STRIDE * (repeat - 1)
 
 
 def points_for(*, workloads: dict, names: list[str], seed_base: int = 1000) -> list[Point]:
     """The sweep of a spec: every concurrency of every named workload, each with its own seed,
     so no point re-sends another point's prompts (no accidental prefix-cache hits).
+
+    A workload with `repeats: N` (default 1) runs each of its points N times, one after the
+    other, each its own `vllm bench serve` with its own seed and result file.
 
     A workload with `shared_prefix_tokens` opens every prompt of a point with the same prefix of
     that many tokens: the prefix cache serves it after the first request, on purpose. That is
@@ -50,12 +69,18 @@ def points_for(*, workloads: dict, names: list[str], seed_base: int = 1000) -> l
         prompt, prefix = int(w["prompt_tokens"]), int(w.get("shared_prefix_tokens", 0))
         if not 0 <= prefix < prompt:
             raise CampaignError(f"workload {name!r}: shared_prefix_tokens must be below prompt_tokens")
+        repeats = w.get("repeats", 1)
+        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+            raise CampaignError(f"workload {name!r}: repeats must be a positive integer, not {repeats!r}")
         for c in w["concurrency"]:
             c = int(c)
-            out.append(Point(workload=name, concurrency=c, prompt_tokens=prompt,
-                             output_tokens=int(w["output_tokens"]),
-                             num_prompts=max(c * int(w.get("prompts_per_user", 2)), 2),
-                             seed=seed_base + 100 * order[name] + c, prefix_tokens=prefix))
+            for r in range(1, repeats + 1):
+                out.append(Point(workload=name, concurrency=c, prompt_tokens=prompt,
+                                 output_tokens=int(w["output_tokens"]),
+                                 num_prompts=max(c * int(w.get("prompts_per_user", 2)), 2),
+                                 seed=point_seed(seed_base=seed_base, position=order[name],
+                                                 concurrency=c, repeat=r),
+                                 prefix_tokens=prefix, repeat=r, repeats=repeats))
     return out
 
 
@@ -78,7 +103,7 @@ def bench_argv(point: Point, *, base_url: str, model: str, tokenizer: str, resul
         "--disable-tqdm", "--save-result", "--save-detailed",
         "--result-dir", str(result_dir), "--result-filename", f"{point.point_id}.json",
         "--metadata", f"workload={point.workload}", f"concurrency={point.concurrency}",
-        f"run_id={run_id}",
+        f"repeat={point.repeat}", f"seed={point.seed}", f"run_id={run_id}",
     ]
 
 

@@ -12,6 +12,7 @@ import ctypes
 import os
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -165,15 +166,85 @@ class DockerExecutor:
         return last if out.returncode == 0 else f"error exit {out.returncode}"
 
 
+class ContainerStepExecutor:
+    """Inside a Slurm job: the engine as a job step in the cluster's own container support (the
+    pyxis plugin's `srun --container-image`), where the cluster runs no docker daemon. The step
+    lives exactly as long as the engine; the image's entrypoint is not used, so the engine's own
+    command is given. The environment additions reach the step through srun's inherited one."""
+
+    name = "container"
+    COMMANDS = {
+        "vllm": lambda model, port: ["vllm", "serve", model, "--host", "0.0.0.0", "--port", str(port)],
+        "sglang": lambda model, port: ["python3", "-m", "sglang.launch_server", "--model-path", model,
+                                       "--host", "0.0.0.0", "--port", str(port)],
+    }
+
+    def __init__(self, *, root: Path, image: str, docker: dict | None = None, srun_bin: str = "srun"):
+        self.root = root
+        self.image = image
+        self.cfg = docker or {}
+        self.srun = srun_bin
+
+    def launch(self, *, run_id: str, engine: str, model_path: str, args: dict, env: dict,
+               port: int, gpus: list[int] | None = None) -> Launch:
+        if engine not in self.COMMANDS:
+            raise CampaignError(f"the container launcher runs {', '.join(self.COMMANDS)}, not {engine!r}")
+        argv = [self.srun, "--ntasks=1", f"--job-name={run_id}", f"--container-image={self.image}",
+                "--no-container-mount-home"]
+        mounts = [f"{m}:{m}:ro" for m in self.cfg.get("mounts") or []]     # model folders, read-only
+        argv += [f"--container-mounts={','.join(mounts)}"] if mounts else []
+        argv += [str(a) for a in self.cfg.get("extra_args") or []]
+        argv += self.COMMANDS[engine](model_path, port) + flag_args(args)
+        # the job's GPUs are the step's: Slurm sets CUDA_VISIBLE_DEVICES inside the step
+        return Launch(argv=argv, env={k: str(v) for k, v in (env or {}).items()}, cwd=self.root,
+                      port=port)
+
+    def image_digest(self, image: str | None) -> str | None:
+        return None
+
+    def cross_p2p(self, gpus: list[int]) -> str | None:
+        return None
+
+
+ENGINE_EXECUTORS = ("local", "docker", "container")
+
+
 def executor_for(profile: dict, *, root: Path):
+    """The executor that starts the engine. For a Slurm profile that is the one its jobs use to
+    start the engine on the node they got (`slurm.engine`: local, docker or container)."""
     kind = profile.get("executor")
+    if kind == "slurm":
+        kind = slurm_engine(profile)
     if kind == "local":
         return LocalExecutor(root=root)
-    if kind == "docker":
+    if kind in ("docker", "container"):
         if not profile.get("image"):
-            raise CampaignError("the docker executor needs an image in the profile (or the spec)")
-        return DockerExecutor(root=root, image=profile["image"], docker=profile.get("docker"))
-    raise CampaignError(f"unknown executor {kind!r} (local or docker)")
+            raise CampaignError(f"the {kind} executor needs an image in the profile (or the spec)")
+        cls = DockerExecutor if kind == "docker" else ContainerStepExecutor
+        return cls(root=root, image=profile["image"], docker=profile.get("docker"))
+    raise CampaignError(f"unknown executor {kind!r} (local, docker or slurm)")
+
+
+def slurm_engine(profile: dict) -> str:
+    """How a Slurm job of this profile starts its engine: the profile's `slurm.engine`, else
+    docker where the profile names an image, else local."""
+    kind = (profile.get("slurm") or {}).get("engine") or ("docker" if profile.get("image") else "local")
+    if kind not in ENGINE_EXECUTORS:
+        raise CampaignError(f"slurm.engine {kind!r}: expected one of {', '.join(ENGINE_EXECUTORS)}")
+    return kind
+
+
+def free_port(start: int, tries: int = 200) -> int:
+    """The first port from `start` up that nothing listens on here (two Slurm jobs may share a
+    node, and neither knows the other's port)."""
+    for port in range(start, start + tries):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+            return port
+    raise CampaignError(f"no free port among {start}-{start + tries - 1}")
 
 
 def flag_args(args: dict) -> list[str]:
@@ -251,6 +322,26 @@ class Engine:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def still_up(self, *, within_s: float = 10.0) -> bool:
+        """After a request failed: whether the engine is still up. A killed engine closes its
+        connections a moment before its process can be reaped, so alive() alone can still say yes;
+        this waits until the engine either answers /health or has exited, `within_s` at most."""
+        deadline = time.monotonic() + within_s
+        with httpx.Client(timeout=1.0) as client:
+            while self.alive():
+                if self._healthy(client):
+                    return True
+                if time.monotonic() >= deadline:
+                    return self.alive()
+                time.sleep(0.2)
+        return False
+
+    def _healthy(self, client: httpx.Client) -> bool:
+        try:
+            return client.get(self.base_url + "/health").status_code == 200
+        except httpx.HTTPError:
+            return False
+
     def wait_ready(self, *, timeout_s: float, progress: Callable[[str], None] | None = None,
                    every_s: float = 5.0) -> float:
         """Poll /health until it answers 200; return seconds since start. Raises EngineDied."""
@@ -262,11 +353,8 @@ class Engine:
                 if self.proc.poll() is not None:
                     raise EngineDied(f"engine exited with code {self.proc.returncode} after "
                                      f"{elapsed:.0f} s (see {self.log_path})")
-                try:
-                    if client.get(self.base_url + "/health").status_code == 200:
-                        return elapsed
-                except httpx.HTTPError:
-                    pass
+                if self._healthy(client):
+                    return elapsed
                 if elapsed > timeout_s:
                     raise EngineDied(f"engine not ready after {timeout_s:.0f} s (see {self.log_path})")
                 if progress and elapsed - last_report >= every_s:

@@ -144,7 +144,7 @@ def run_command(spec: str, gpus: tuple[int, ...], port: int) -> list[str]:
     return ["run", spec] + (["--gpus", gpu_arg] if gpus else []) + ["--port", str(port)]
 
 
-def fingerprint(params: dict, spec_name: str) -> str:
+def fingerprint(params: dict, spec_name: str, executor: str | None = None) -> str:
     """What decides what a spec's run measures, hashed: the spec, its workloads, its gate settings
     (the campaign's, its profile's and its own, resolved), the image, its profile's engine
     settings and the run protocol's version."""
@@ -156,7 +156,8 @@ def fingerprint(params: dict, spec_name: str) -> str:
         "workloads": {w: group.get(w) for w in spec.get("workloads") or []},
         "gate": needle.gate_settings(params, spec_name),
         "image": spec.get("image") or prof.get("image"),
-        "profile": {k: prof.get(k) for k in MEASURED_PROFILE_KEYS},
+        "profile": {**{k: prof.get(k) for k in MEASURED_PROFILE_KEYS},
+                    **({"executor": executor} if executor else {})},
         "protocol": params.get("protocol"),
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -230,19 +231,27 @@ def spec_ledger(ledger_dir: Path, spec: str) -> Path:
 
 
 def run_specs(params: dict, names: list[str], *, root: Path, ledger_dir: Path,
-              progress=lambda s: None, poll_s: float = 2.0) -> list[str]:
+              progress=lambda s: None, poll_s: float = 2.0, executor: str | None = None,
+              runs: Path | None = None) -> list[str]:
     """The run stage: launch every named spec whose ledger entry lacks a finished run of its
-    fingerprint, on the active profile's node; keep the ledger. Returns the specs that failed."""
-    quads = node_quads(get_profile(params).get("gpus_per_node"))
+    fingerprint, on the active profile's node (or as Slurm jobs: `executor` slurm, or the
+    profile's); keep the ledger. Returns the specs that failed."""
+    prof = get_profile(params)
+    executor = executor or prof.get("executor")
+    quads = node_quads(prof.get("gpus_per_node"))
     path = ledger_dir / LEDGER_FILE
     entries = read_ledger(path)
-    prints = {name: fingerprint(params, name) for name in names}
+    prints = {name: fingerprint(params, name, executor=executor) for name in names}
     for name in names:
         spec_ledger(ledger_dir, name)
         if finished(entries.get(name), prints[name]):
             progress(f"schedule: {name} already ran with these settings "
                      f"(run {entries[name].get('run_id')}): not launched")
-    jobs = jobs_from(params, [n for n in names if not finished(entries.get(n), prints[n])], quads)
+    todo = [n for n in names if not finished(entries.get(n), prints[n])]
+    jobs = jobs_from(params, todo, quads)
+    if executor == "slurm":
+        return _run_on_slurm(params, todo, prof, root=root, ledger_dir=ledger_dir, runs=runs,
+                             entries=entries, prints=prints, path=path, progress=progress)
 
     def done(spec: str, rc: int) -> None:
         try:
@@ -262,15 +271,46 @@ def run_specs(params: dict, names: list[str], *, root: Path, ledger_dir: Path,
     return [spec for spec, rc in results.items() if rc != 0]
 
 
-def dry_run(params: dict, names: list[str]) -> str:
+def _run_on_slurm(params: dict, names: list[str], prof: dict, *, root: Path, ledger_dir: Path,
+                  runs: Path | None, entries: dict, prints: dict, path: Path, progress) -> list[str]:
+    """The specs as Slurm jobs, the ledger kept as each one ends."""
+    from stages.run import slurm
+    from stages.run.stage import planned_run_ids     # stage imports this module
+
+    if runs is None:
+        raise CampaignError("the slurm executor needs the runs folder")
+
+    def done(spec: str, run_id: str, run_status: str | None) -> None:
+        if run_status and run_status != "interrupted":
+            entries[spec] = {"fingerprint": prints[spec], "run_id": run_id, "run_status": run_status}
+        else:                                   # interrupted or never began: tried again next time
+            entries.pop(spec, None)
+        write_ledger(path, entries)
+
+    results = slurm.execute(names, params=params, profile=prof, root=root, runs=runs,
+                            ledger_dir=ledger_dir, run_ids=planned_run_ids(params, names, runs),
+                            progress=progress, done=done)
+    write_ledger(path, entries)
+    return [spec for spec, rc in results.items() if rc != 0]
+
+
+def dry_run(params: dict, names: list[str], *, executor: str | None = None, root: Path | None = None,
+            ledger_dir: Path | None = None, runs: Path | None = None) -> str:
     """The timeline and the `campaign run` commands of the named specs, on the node of their
-    profile (the active one when none is named)."""
+    profile (the active one when none is named); for the slurm executor, the sbatch commands."""
     specs = params.get("specs") or {}
     profiles = {(specs.get(n) or {}).get("profile") for n in names} or {params.get("profile")}
     if len(profiles) > 1:
         raise CampaignError(f"specs of several profiles ({', '.join(sorted(map(str, profiles)))}) "
                             "cannot share a node")
     prof = get_profile(params, profiles.pop())
+    if (executor or prof.get("executor")) == "slurm":
+        from stages.run import slurm
+        from stages.run.stage import planned_run_ids     # stage imports this module
+
+        jobs_from(params, names)                         # unknown specs, as below
+        return slurm.dry_run(params, names, prof, root=root, ledger_dir=ledger_dir,
+                             run_ids=planned_run_ids(params, names, runs, check_profile=False))
     quads, base = node_quads(prof.get("gpus_per_node")), int(prof["port"])
     slots = plan(jobs_from(params, names, quads), quads)
     lines = [timeline(slots, base_port=base)]

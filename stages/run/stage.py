@@ -11,6 +11,7 @@ interrupted run is attempted again, in a new folder, next time.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -20,22 +21,23 @@ import signal
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import httpx
 
 from stages.run import bench_client as bench
+from stages.run import gpu_sampler
 from stages.run import multiturn
 from stages.run import needle
 from stages.core.config import (SAFE_NAME, CampaignError, Paths, profile as active_profile,
                            profile_workloads)
 from stages.core.config import spec as get_spec
-from stages.run.engine import Engine, EngineDied, Launch, executor_for
+from stages.run.engine import Engine, EngineDied, Launch, executor_for, free_port
 from stages.ingest.parsers.lines import read_chunks
 from stages.ingest.parsers.sglang_log import parse_sglang_log
 from stages.ingest.parsers.vllm_log import parse_vllm_log
 from stages.run.schedule import QUADS
-from stages.core.provenance import RUN_MANIFEST, git_sha, seal
+from stages.core.provenance import RUN_MANIFEST, SLURM_JOB_KEY, git_sha, seal
 from stages.core.secrets import redact_mapping
 
 SCHEMA_VERSION = 1
@@ -75,6 +77,25 @@ def make_run_id(*, model: str, layout: str, max_model_len: int, engine: str,
             raise CampaignError(f"{name} {value!r} cannot be part of a run id "
                                 "(letters, digits, '.', '_', '-'; no '__')")
     return f"{model}__{layout}__{ctx_label(max_model_len)}__{engine}__{now:%m%d-%H%M%S}"
+
+
+def planned_run_ids(params: dict, names: list[str], runs: Path, *,
+                    check_profile: bool = True) -> dict[str, str]:
+    """Run ids for specs about to be submitted (a Slurm job is told its folder's name): each as
+    `campaign run` would make it now, a second later where that id is taken already."""
+    now, ids = utc_now(), {}
+    for name in names:
+        spec = get_spec(params, name, check_profile=check_profile)
+        args = spec.get("args") or {}
+        max_model_len = int(args.get("--max-model-len") or args.get("--context-length") or 0)
+        engine = spec.get("engine") or active_profile(params, spec.get("profile")).get("engine")
+        for step in range(3600):
+            run_id = make_run_id(model=spec["model"], layout=spec["layout"], max_model_len=max_model_len,
+                                 engine=engine, now=now + dt.timedelta(seconds=step))
+            if run_id not in ids.values() and not (runs / run_id).exists():
+                break
+        ids[name] = run_id
+    return ids
 
 
 def params_hash(*parts) -> str:
@@ -164,13 +185,22 @@ def split_workloads(workloads: dict[str, dict], max_model_len: int) -> tuple[dic
 
 def run(*, spec_name: str, params: dict, paths: Paths,
         progress: Callable[[str], None] = lambda s: None, dry_run: bool = False,
-        gpus: list[int] | None = None, port: int | None = None) -> RunResult | Launch:
+        gpus: list[int] | None = None, port: int | str | None = None, run_id: str | None = None,
+        executor: str | None = None) -> RunResult | Launch:
+    """One spec's run. `port` "auto": the first free port from the profile's. `run_id`: the id a
+    scheduler chose for it (a Slurm submission names the folder before the job starts). `executor`:
+    the profile's, unless given; "slurm" is a run inside a Slurm job, whose submitter adds Slurm's
+    record of the job to the folder and seals it."""
     # A dry run may show any spec's command, on the profile the spec is written for.
     spec = get_spec(params, spec_name, check_profile=not dry_run)
     # derive's rules are no setting of the launch (nor of its params hash)
     prof = {k: v for k, v in active_profile(params, spec.get("profile") if dry_run else None).items()
             if k != "rules"}
     prof["image"] = spec.get("image") or prof.get("image")
+    if executor:
+        prof["executor"] = executor
+    in_slurm = prof.get("executor") == "slurm"
+    job = slurm_job() if in_slurm and not dry_run else {}
     args = spec.get("args") or {}
     max_model_len = int(args.get("--max-model-len") or args.get("--context-length") or 0)
     if not max_model_len:
@@ -181,15 +211,22 @@ def run(*, spec_name: str, params: dict, paths: Paths,
     gate = needle.Gate.from_settings(gate_settings, f"specs.{spec_name}", max_model_len)
     engine_name = spec.get("engine") or prof["engine"]
     model_path = str(spec.get("model_path") or (paths.models / spec["model"]).relative_to(paths.root))
-    gpu_set = gpus if gpus is not None else default_gpus(spec)
+    gpu_set = gpus if gpus is not None else (job.get("gpus") if in_slurm else default_gpus(spec))
     executor = executor_for(prof, root=paths.root)
+    sampler = prof.get("gpu_sampler") if gpu_sampler.settings(prof.get("gpu_sampler")) else None
     started = utc_now()
-    run_id = make_run_id(model=spec["model"], layout=spec["layout"], max_model_len=max_model_len,
-                         engine=engine_name, now=started)
+    if run_id is not None and (not SAFE_NAME.match(run_id) or ".." in run_id):
+        raise CampaignError(f"run id {run_id!r} is not safe as a folder name")
+    run_id = run_id or make_run_id(model=spec["model"], layout=spec["layout"],
+                                   max_model_len=max_model_len, engine=engine_name, now=started)
     env = {**(prof.get("env") or {}), **(spec.get("env") or {})}
+    if port == "auto":      # jobs sharing a node start from different ports: their ids differ
+        port = free_port(int(prof["port"]) + (int(job["job_id"]) % 100 if job else 0))
     port = int(port if port is not None else prof["port"])     # the scheduler's slot, or the profile's
+    # Inside a Slurm job a local engine sees the job's GPUs as Slurm numbered them for it.
+    launch_gpus = None if in_slurm and executor.name != "docker" else gpu_set
     launch = executor.launch(run_id=run_id, engine=engine_name, model_path=model_path, args=args,
-                             env=env, port=port, gpus=gpu_set)
+                             env=env, port=port, gpus=launch_gpus)
     if dry_run:
         return launch
     if not (paths.root / model_path).exists():
@@ -206,7 +243,9 @@ def run(*, spec_name: str, params: dict, paths: Paths,
         "profile": params["profile"], "engine": engine_name, "engine_version": engine_version(engine_name)
         if executor.name == "local" else None,
         "image": prof.get("image") if executor.name != "local" else None,
-        "image_digest": executor.image_digest(prof.get("image")), "executor": executor.name,
+        "image_digest": executor.image_digest(prof.get("image")),
+        "executor": "slurm" if in_slurm else executor.name,
+        "slurm": {**job, "engine": executor.name} if in_slurm else None,
         "gpus": ",".join(map(str, gpu_set)) if gpu_set else None, "port": port,
         "container": run_id if executor.name == "docker" else None,
         "model": spec["model"], "model_path": model_path, "layout": spec["layout"],
@@ -221,6 +260,8 @@ def run(*, spec_name: str, params: dict, paths: Paths,
     (folder / "cmd.sh").open("x").write(launch.script(f"engine command of run {run_id}, run from the project root"))
     out = LaunchOut(folder / "launch.out")
     out.add(port=port, **{k: meta[k] for k in ("gpus", "container") if meta[k]})
+    if in_slurm:
+        out.add(**{SLURM_JOB_KEY: job["job_id"]}, slurm_node=job["node"])
     say = lambda msg: progress(f"[{spec_name}] {msg}")  # noqa: E731
     if gpu_set and spans_quads(gpu_set):
         p2p = executor.cross_p2p(gpu_set)
@@ -253,7 +294,8 @@ def run(*, spec_name: str, params: dict, paths: Paths,
                 steps = _steps(sweeps, conversations, base_url=eng.base_url, model=model_path,
                                tokenizer_file=tokenizer_file, folder=folder, run_id=run_id,
                                client=client, engine=engine_name, alive=eng.alive, say=say)
-                _benchmark(steps, eng, out, interrupts, client, engine_name, say, tally)
+                _benchmark(steps, eng, out, interrupts, client, engine_name, say, tally,
+                           sample=lambda name: gpu_sampler.sampling(folder, name, gpu_set, sampler))
             run_status = "engine_died" if tally.died else "complete"
             out.add(prefix_cache_resets=tally.resets)
     except KeyboardInterrupt:
@@ -262,7 +304,8 @@ def run(*, spec_name: str, params: dict, paths: Paths,
         raise
     finally:
         out.add(points=tally.done, run_status=run_status, finished_at=iso(utc_now()))
-        seal(folder)
+        if not in_slurm:        # the Slurm submitter seals it once it has Slurm's record
+            seal(folder)
     say(f"done: {tally.done} benchmark points, run {run_status}")
     return RunResult(run_id, folder, status, run_status, tally.done)
 
@@ -306,9 +349,11 @@ class Tally:
 
 
 def _benchmark(steps: list[Step], eng: Engine, out: LaunchOut, interrupts: _Interrupts,
-               client: httpx.Client, engine: str, say: Callable[[str], None], tally: Tally) -> None:
+               client: httpx.Client, engine: str, say: Callable[[str], None], tally: Tally,
+               sample: Callable[[str], Any] = lambda name: contextlib.nullcontext()) -> None:
     """Run the steps on a ready engine, the prefix cache emptied before each. A failed step is
-    recorded and the run goes on; once the engine is gone the rest are skipped."""
+    recorded and the run goes on; once the engine is gone the rest are skipped. `sample(name)`
+    wraps each step (the GPU sampler of a run with a GPU set)."""
     for i, step in enumerate(steps, 1):
         interrupts.check()
         if not eng.alive():
@@ -318,7 +363,8 @@ def _benchmark(steps: list[Step], eng: Engine, out: LaunchOut, interrupts: _Inte
         say(f"{i}/{len(steps)} {step.about}")
         tally.resets += bench.reset_prefix_cache(client, eng.base_url, engine)
         try:
-            problem = step.go()
+            with sample(step.name):
+                problem = step.go()
             tally.done += 1
         except (httpx.HTTPError, OSError, RuntimeError, ValueError) as exc:
             problem = f"{type(exc).__name__}: {exc}"
@@ -326,11 +372,24 @@ def _benchmark(steps: list[Step], eng: Engine, out: LaunchOut, interrupts: _Inte
         if problem:
             out.add(point_error=f"{step.name} {problem}")
             say(f"{step.name} failed: {problem}")
-            tally.died = tally.died or not eng.alive()
+            tally.died = tally.died or not eng.still_up()
 
 
 # seal(folder), from stages.core.provenance, makes a finished run folder write-once.
 MANIFEST = RUN_MANIFEST
+
+
+def slurm_job() -> dict:
+    """The Slurm job this process runs in, from the environment Slurm gives a batch job: its id,
+    node, partition and GPU set (the node's own GPU indices, as docker needs them)."""
+    if not os.environ.get("SLURM_JOB_ID"):
+        raise CampaignError("the slurm executor runs a spec inside a Slurm job; submit it with "
+                            "`campaign schedule --executor slurm`")
+    gpus = os.environ.get("SLURM_JOB_GPUS") or os.environ.get("SLURM_STEP_GPUS") or ""
+    return {"job_id": os.environ["SLURM_JOB_ID"],
+            "node": os.environ.get("SLURMD_NODENAME") or platform.node(),
+            "partition": os.environ.get("SLURM_JOB_PARTITION"),
+            "gpus": [int(g) for g in gpus.split(",") if g.strip().isdigit()] or None}
 
 
 def engine_kv_tokens(log: Path, engine: str) -> int | None:

@@ -1,7 +1,8 @@
 """A scripted campaign on the 8-GPU node (profile h200x8), in the files the run stage writes there
 with the docker executor: cmd.sh, meta.json, launch.out, server.log, niah.log, bench/ (results
 of `vllm bench serve --save-result --save-detailed`, its command and printout, /metrics before
-and after each point), ramp.log and agents logs, and MANIFEST.sha256. The attempts are declared in
+and after each point), ramp.log and agents logs, gpu/ (the GPU sampler's file of each point and
+multi-turn workload, synth_node_power.py), and MANIFEST.sha256. The attempts are declared in
 synth_node_plan.py; specs, workloads and the gate come from params.yaml. Fixed times, seeded
 numbers: the same params give the same bytes. A run keeps a few points of its spec's workloads,
 with one request per user (two at least), so the whole campaign stays small.
@@ -22,11 +23,12 @@ from pathlib import Path
 from stages.core.config import CampaignError, load_params, profile as get_profile
 from stages.core.provenance import RUN_MANIFEST, manifest_text
 from stages.run import bench_client as bench
-from stages.run import needle
+from stages.run import gpu_sampler, needle
 from stages.run.engine import DockerExecutor
 from stages.run.stage import (SCHEMA_VERSION, ctx_label, iso, make_run_id, params_hash, spans_quads,
                               spec_workloads)
 from stages.tools import synth_node_log as slog
+from stages.tools import synth_node_power
 from stages.tools.synth_node_plan import SCENARIO, VERSIONS, Attempt, Load
 from stages.tools.synth_node_sim import Counters, Req, bench_printout, bench_result, metrics_text, \
     serve, slots_for, turn_lines
@@ -62,6 +64,7 @@ class RunWriter:
         self.lines: list[slog.Line] = []
         self.counters = Counters()
         self.files: dict[str, str] = {}
+        self.sampler_ms = gpu_sampler.settings(prof.get("gpu_sampler"))
 
     # ---------------------------------------------------------------- small files
 
@@ -118,7 +121,9 @@ class RunWriter:
             t = self._point(planned[(load.workload, load.concurrency)], load, t)
             done += 1
         for load in a.turns:
+            start = t
             t = self._turns(load, t)
+            self._sampled(load.workload, load, (start + 0.2, t - GAP_S + 0.05), self.turn_reqs)
             done += 1
         self.lines += slog.shutdown_lines(t + 4.0)
         out += ["prefix_cache_resets=0", f"points={done}", "run_status=complete",
@@ -204,7 +209,17 @@ class RunWriter:
         self.files[f"bench/{p.point_id}.out"] = bench_printout(result, argv)
         self.counters.add(reqs)
         self._scrape(f"{p.point_id}.metrics.after.txt", end + 0.6)
+        self._sampled(p.point_id, load, (t + 0.2, end + 0.65), reqs)
         return end + 0.6 + GAP_S
+
+    def _sampled(self, name: str, load: Load, window: tuple[float, float], reqs: list[Req]) -> None:
+        """The GPU sampler's file of a step, as the run stage writes it around the step (after the
+        prefix cache is emptied, until the /metrics scrape after it), where the profile samples."""
+        if self.sampler_ms is None:
+            return
+        self.files[f"{gpu_sampler.FOLDER}/{name}{gpu_sampler.SUFFIX}"] = synth_node_power.sampler_file(
+            point_id=name, gpus=tuple(self.a.gpus), interval_ms=self.sampler_ms, started=self.a.started,
+            window=window, reqs=reqs, silent=load.silent_gpus, seed=f"{self.a.seed}:{name}")
 
     def _text(self, output: int) -> str:
         words = [self.rng.choice(self.a.answers) for _ in range(min(output // 16, 24))]
@@ -266,6 +281,7 @@ class RunWriter:
                                            start=t, end=end, rng=self.rng)
             self._scrape(f"{load.workload}__s{sessions:02d}.metrics.after.txt", end + 0.3)
             t = end + 0.6
+        self.turn_reqs = [row[3] for row in rows]
         log = "ramp.log" if w["kind"] == "ramp" else f"agents.{load.workload}.jsonl"
         self.files[log] = turn_lines(workload=load.workload, kind=w["kind"], params=dict(w), seed=seed,
                                      sessions=sessions, turns=int(w["turns"]), output=out,

@@ -41,7 +41,8 @@ _NUMBER_ARRAYS = ("input_lens", "output_lens", "ttfts", "latencies", "start_time
 _INFINITE_OK = {"request_rate"}
 _NUMBER_TYPES = {int, float, type(None)}
 _INFINITY_WORDS = {"inf", "+inf", "infinity", "+infinity"}
-_POINT_NAME = re.compile(r"^(?P<workload>.+?)__c(?P<concurrency>\d+)$")
+# `<workload>__c<NN>`, with `__r<R>` after it for one run of a repeated point.
+_POINT_NAME = re.compile(r"^(?P<workload>.+?)__c(?P<concurrency>\d+)(?:__r(?P<repeat>\d+))?$")
 # Keys only SGLang's bench_serving writes; its `concurrency` is the average measured in flight,
 # not a --metadata setting, and is kept as `measured_concurrency`.
 _SGLANG_KEYS = {"server_info", "total_output_tokens_retokenized", "accept_length"}
@@ -95,12 +96,13 @@ def _scalar_for_json(value: Any) -> Any:
     return value
 
 
-def split_point_id(point_id: str) -> tuple[str | None, int | None]:
-    """`long__c04` -> ("long", 4)."""
+def split_point_id(point_id: str) -> tuple[str | None, int | None, int | None]:
+    """`long__c04` -> ("long", 4, None); `long__c04__r2` -> ("long", 4, 2)."""
     m = _POINT_NAME.match(point_id)
     if not m:
-        return None, None
-    return m.group("workload"), int(m.group("concurrency"))
+        return None, None, None
+    repeat = m.group("repeat")
+    return m.group("workload"), int(m.group("concurrency")), int(repeat) if repeat else None
 
 
 def point_of(obj: dict[str, Any], point_id: str, line: int, file_stem: str | None = None
@@ -109,7 +111,9 @@ def point_of(obj: dict[str, Any], point_id: str, line: int, file_stem: str | Non
     in it is not a number where one belongs (the row is not to be used when there is any).
 
     workload and concurrency come from the --metadata keys, else from the file name
-    (`<workload>__c<NN>`), else from max_concurrency."""
+    (`<workload>__c<NN>`), else from max_concurrency. repeat (which run of a repeated point)
+    comes from the `repeat` metadata key, else from the file name (`<workload>__c<NN>__r<R>`),
+    else is 1: a file written before points were repeated is the point's one run."""
     row: dict[str, Any] = {"point_id": point_id, "source_line": line}
     extra: dict[str, Any] = {}
     problems: list[str] = []
@@ -139,13 +143,16 @@ def point_of(obj: dict[str, Any], point_id: str, line: int, file_stem: str | Non
     if _SGLANG_KEYS & obj.keys() and "concurrency" in extra:
         extra["measured_concurrency"] = extra.pop("concurrency")
     _complete_counts(row, extra)
-    workload, concurrency = split_point_id(file_stem or point_id)
+    workload, concurrency, repeat = split_point_id(file_stem or point_id)
     meta_workload = extra.get("workload")
     meta_concurrency = _int(extra.get("concurrency"))
     row["workload"] = str(meta_workload) if meta_workload not in (None, "") else workload
     row["concurrency"] = (meta_concurrency if meta_concurrency is not None
                           else concurrency if concurrency is not None
                           else row.get("max_concurrency"))
+    meta_repeat = _int(extra.get("repeat"))
+    row["repeat"] = (meta_repeat if meta_repeat is not None and meta_repeat > 0
+                     else repeat if repeat else 1)
     row["metadata_json"] = json.dumps(extra, sort_keys=True, ensure_ascii=False) if extra else None
     return row, problems
 

@@ -154,6 +154,7 @@ create table if not exists raw_bench_points (
     point_id             varchar not null,
     workload             varchar,
     concurrency          integer,
+    repeat               integer,          -- which run of the point, from one (1 when not repeated)
     backend              varchar,
     date                 varchar,
     model_id             varchar,
@@ -248,6 +249,33 @@ create table if not exists raw_turn_requests (
     error         varchar,                 -- empty when the request succeeded
     source_file   varchar not null,
     source_line   integer not null
+);
+
+-- gpu/<point_id>.csv, the GPU sampler's file of a benchmark point (a run with a GPU set): one
+-- row per `# key=value` line. Keys: point, gpus, interval_ms, clock, command before the samples;
+-- window_start, window_end (the point's window, ISO UTC), sampler_exit, sampler_error, stderr after.
+create table if not exists raw_gpu_sampler (
+    run_id      varchar not null,
+    point_id    varchar not null,          -- the file's name without .csv
+    key         varchar not null,
+    value       varchar,
+    source_file varchar not null,
+    source_line integer not null
+);
+
+-- One row per sample line of a GPU sampler file: one GPU at one time, as nvidia-smi printed it.
+create table if not exists raw_gpu_samples (
+    run_id              varchar not null,
+    point_id            varchar not null,
+    gpu_index           integer,
+    sampled_at          timestamptz,       -- nvidia-smi's timestamp, read as UTC (the sampler sets TZ=UTC)
+    power_w             double,            -- power.draw
+    utilization_gpu_pct double,            -- utilization.gpu
+    memory_used_mib     double,            -- memory.used
+    clock_sm_mhz        double,            -- clocks.sm
+    throttle_reasons    varchar,           -- clocks_throttle_reasons.active, a bit mask as written
+    source_file         varchar not null,
+    source_line         integer not null
 );
 
 -- ---------------------------------------------------------------- ingest records

@@ -6,7 +6,7 @@ with requests as (
 ),
 
 points as (
-    select run_id, point_id, workload, concurrency from stg_bench_points
+    select run_id, point_id, workload, concurrency, repeat from stg_bench_points
 ),
 
 run_params as (
@@ -23,11 +23,13 @@ final as (
         requests.point_id,
         points.workload,
         points.concurrency,
+        coalesce(points.repeat, 1)                      as repeat,
         requests.request_idx,
         requests.input_tokens,
         requests.output_tokens,
         requests.ttft_s,
         requests.latency_s,
+        requests.start_time_s,
         case
             when requests.output_tokens > 1 and requests.latency_s is not null and requests.ttft_s is not null
             then (requests.latency_s - requests.ttft_s) / (requests.output_tokens - 1) * 1000

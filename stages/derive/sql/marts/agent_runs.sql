@@ -2,7 +2,8 @@
 -- history (a shared opening plus its own turns) for `turns` turns.
 -- planned = sessions * turns; sent: request rows; completed / failed: without and with an error.
 -- history_tokens_max: the largest prompt the server reported.
--- ttft_median_s / ttft_p90_s: median and quantile_cont(0.9) of TTFT over successful requests.
+-- ttft_median_s / ttft_p90_s / ttft_p99_s: median, quantile_cont(0.9) and (0.99) of TTFT over
+--   successful requests.
 -- tpot_median_ms: median TPOT over successful requests that did not arrive in one burst
 --   (turn_requests.burst); decode_tok_s_per_user = 1000 / that.
 -- output_tok_s: output tokens of successful requests over the span from the first send to the
@@ -29,6 +30,7 @@ request_stats as (
         max(input_tokens)                                       as history_tokens_max,
         median(ttft_s) filter (where ok)                        as ttft_median_s,
         quantile_cont(ttft_s, 0.9) filter (where ok)            as ttft_p90_s,
+        quantile_cont(ttft_s, 0.99) filter (where ok)           as ttft_p99_s,
         median(tpot_ms) filter (where ok and not burst)         as tpot_median_ms,
         coalesce(sum(output_tokens) filter (where ok), 0)       as ok_output_tokens,
         min(started_s)                                          as first_sent_s,
@@ -50,6 +52,7 @@ joined as (
         request_stats.history_tokens_max,
         request_stats.ttft_median_s,
         request_stats.ttft_p90_s,
+        request_stats.ttft_p99_s,
         request_stats.tpot_median_ms,
         case
             when request_stats.last_done_s > request_stats.first_sent_s
@@ -82,6 +85,7 @@ final as (
         history_tokens_max::bigint                              as history_tokens_max,
         ttft_median_s::double                                   as ttft_median_s,
         ttft_p90_s::double                                      as ttft_p90_s,
+        ttft_p99_s::double                                      as ttft_p99_s,
         tpot_median_ms::double                                  as tpot_median_ms,
         case when tpot_median_ms > 0 then 1000.0 / tpot_median_ms end as decode_tok_s_per_user,
         output_tok_s::double                                    as output_tok_s,

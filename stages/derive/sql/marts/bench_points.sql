@@ -1,5 +1,5 @@
 -- One row per benchmark point (one result file).
--- ttft_median_s / ttft_p90_s: median and quantile_cont(0.9) of TTFT over the point's successful
+-- ttft_median_s / ttft_p90_s / ttft_p99_s: median, quantile_cont(0.9) and (0.99) of TTFT over the point's successful
 --   requests that were not served from the prefix cache (invalid_rows reasons failed and
 --   prefix_cache). Requests flagged short_output or cached_share keep their TTFT: the first token
 --   was timed like any other; cache_hit_pct beside the figure shows the point's cached share.
@@ -7,7 +7,8 @@
 --   point failed or came from the cache: the point has no TTFT (both figures null), not a median of
 --   the requests the rules leave out.
 -- tpot_median_ms: median TPOT over successful requests, leaving out those whose output came in one
---   burst (invalid_rows reason burst_output); decode_tok_s_per_user = 1000 / that.
+--   burst (invalid_rows reason burst_output); decode_tok_s_per_user = 1000 / that. tpot_p90_ms and
+--   tpot_p99_ms: quantile_cont(0.9) and (0.99) over the same requests.
 -- figures_from: 'requests' when the TTFT/TPOT figures above are computed from per-request arrays
 --   (any request has a TTFT); 'tool summary' when the file has no such arrays (and none that
 --   could not be read) and the figures are the benchmark tool's own percentiles (median_ttft_ms,
@@ -51,8 +52,14 @@ request_stats as (
             filter (where requests.ok and not coalesce(flags.excluded_from_ttft, false))          as ttft_median_s,
         quantile_cont(requests.ttft_s, 0.9)
             filter (where requests.ok and not coalesce(flags.excluded_from_ttft, false))          as ttft_p90_s,
+        quantile_cont(requests.ttft_s, 0.99)
+            filter (where requests.ok and not coalesce(flags.excluded_from_ttft, false))          as ttft_p99_s,
         median(requests.tpot_ms)
             filter (where requests.ok and not coalesce(flags.excluded_from_tpot, false))          as tpot_median_ms,
+        quantile_cont(requests.tpot_ms, 0.9)
+            filter (where requests.ok and not coalesce(flags.excluded_from_tpot, false))          as tpot_p90_ms,
+        quantile_cont(requests.tpot_ms, 0.99)
+            filter (where requests.ok and not coalesce(flags.excluded_from_tpot, false))          as tpot_p99_ms,
         count(flags.request_idx)                                    as invalid_requests
     from requests
     left join flags
@@ -88,6 +95,7 @@ joined as (
         points.point_id,
         points.workload,
         points.concurrency,
+        points.repeat,
         workloads.prompt_tokens,
         workloads.output_tokens,
         coalesce(points.num_prompts, request_stats.requests)        as sent,
@@ -100,8 +108,14 @@ joined as (
              when request_stats.ttft_requests > 0 then request_stats.ttft_median_s end as ttft_median_s,
         case when summary.figures_from = 'tool summary' then points.p90_ttft_ms / 1000.0
              when request_stats.ttft_requests > 0 then request_stats.ttft_p90_s end    as ttft_p90_s,
+        case when summary.figures_from = 'tool summary' then points.p99_ttft_ms / 1000.0
+             when request_stats.ttft_requests > 0 then request_stats.ttft_p99_s end    as ttft_p99_s,
         case when summary.figures_from = 'tool summary' then points.median_tpot_ms
              else request_stats.tpot_median_ms end                  as tpot_median_ms,
+        case when summary.figures_from = 'tool summary' then points.p90_tpot_ms
+             else request_stats.tpot_p90_ms end                     as tpot_p90_ms,
+        case when summary.figures_from = 'tool summary' then points.p99_tpot_ms
+             else request_stats.tpot_p99_ms end                     as tpot_p99_ms,
         points.output_tok_s,
         point_cache.cache_hit_pct,
         coalesce(request_stats.invalid_requests, 0)                 as invalid_requests,
@@ -138,6 +152,7 @@ final as (
         point_id,
         workload,
         concurrency,
+        repeat::integer                                             as repeat,
         prompt_tokens,
         output_tokens,
         sent::integer                                               as sent,
@@ -146,7 +161,10 @@ final as (
         ttft_requests::integer                                      as ttft_requests,
         ttft_median_s::double                                       as ttft_median_s,
         ttft_p90_s::double                                          as ttft_p90_s,
+        ttft_p99_s::double                                          as ttft_p99_s,
         tpot_median_ms::double                                      as tpot_median_ms,
+        tpot_p90_ms::double                                         as tpot_p90_ms,
+        tpot_p99_ms::double                                         as tpot_p99_ms,
         figures_from::varchar                                       as figures_from,
         case when tpot_median_ms > 0 then 1000.0 / tpot_median_ms end as decode_tok_s_per_user,
         output_tok_s,

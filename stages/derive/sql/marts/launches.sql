@@ -9,7 +9,8 @@
 -- default_max_num_seqs of the run's own profile (param_rules). The version: meta.json's, else the
 -- one the engine logged, else the image tag's. Error columns quote the first error the log records.
 -- Per-value sources: ready_source_* is the launch.out ready_s line; seq_cap_source_* the cmd.sh
--- line of the flag or the log line of the figure, null when a default applied.
+-- line of the flag or the log line of the figure, null when a default applied. A failed launch
+-- whose log records no error quotes launch.out's error line (error_type 'Slurm' when Slurm ended it).
 with runs as (
     select * from stg_runs
 ),
@@ -173,6 +174,35 @@ first_error as (
       and ready.run_id is null
 ),
 
+-- A launch that failed with no error in its log (not ready in time) says why in launch.out's
+-- `error=` line (its last one). A job Slurm ended (a time limit, a node failure) is quoted from
+-- that line even where the engine logged an error as it was killed: Slurm's reason is the cause.
+launch_error as (
+    select
+        stg_launch_out.run_id,
+        case when launch_value like 'Slurm %' then 'Slurm' else 'launch' end as detail,
+        launch_value                                                          as value_text,
+        cast(null as varchar)                                                 as worker,
+        stg_launch_out.source_file,
+        stg_launch_out.source_line
+    from stg_launch_out
+    inner join status_line
+        on status_line.run_id = stg_launch_out.run_id and status_line.status = 'failed'
+    where launch_key = 'error' and launch_value <> ''
+    qualify row_number() over (partition by stg_launch_out.run_id order by stg_launch_out.source_line desc) = 1
+),
+
+launch_errors as (
+    select * from launch_error
+    where detail = 'Slurm'
+    union all
+    select * from first_error
+    where run_id not in (select run_id from launch_error where detail = 'Slurm')
+    union all
+    select * from launch_error
+    where detail <> 'Slurm' and run_id not in (select run_id from first_error)
+),
+
 joined as (
     select
         runs.run_id,
@@ -242,7 +272,7 @@ joined as (
     left join seq_cap_flags on seq_cap_flags.run_id = runs.run_id
     left join seq_cap_fact on seq_cap_fact.run_id = runs.run_id
     left join engine_default on engine_default.run_id = runs.run_id
-    left join first_error  on first_error.run_id = runs.run_id
+    left join launch_errors as first_error on first_error.run_id = runs.run_id
     left join int_run_params as run_params on run_params.run_id = runs.run_id
     join param_rules as rules on rules.profile is not distinct from run_params.params_profile
 ),

@@ -1,8 +1,12 @@
--- One row per run folder. attempt numbers the runs of one spec by start time (1-based);
--- a run without a spec is grouped by model, layout, context and engine instead.
+-- One row per run folder. attempt_group names what a run is an attempt at: its spec (a run
+-- without one: its model, layout, context and engine), its image and its engine version, so that
+-- one layout run under two images (or two engine versions) makes two groups, each with its own
+-- reported attempt. A run that recorded no engine version (a launch that crashed before logging
+-- it) takes the version of the next run of its spec and image that did, else the previous one's.
+-- attempt numbers the runs of one group by start time (1-based).
 -- run_status is launch.out's last `run_status=` (complete, interrupted, engine_died, failed),
 -- 'unknown' when the run never wrote one. is_current marks the attempt the articles report for
--- its spec: the latest complete one, else the latest. tampered marks a run whose sealed folder no
+-- its group: the latest complete one, else the latest. tampered marks a run whose sealed folder no
 -- longer matches its seal (tampered_files names the files); tampered_rows_kept says its rows were
 -- read before the change. sealed_by: run (sealed when the run ended, or by `campaign seal`) or
 -- ingest (it arrived unsealed and ingest sealed it at sealed_at); null while it has no seal.
@@ -30,11 +34,36 @@ run_status as (
     qualify row_number() over (partition by run_id order by source_line desc) = 1
 ),
 
-grouped as (
+keyed as (
     select
         *,
-        coalesce(spec, concat_ws('__', model, layout, ctx_label, engine)) as attempt_group
+        coalesce(spec, concat_ws('__', model, layout, ctx_label, engine)) as spec_group
     from runs
+),
+
+versioned as (
+    select
+        *,
+        coalesce(
+            engine_version,
+            first_value(engine_version ignore nulls) over (
+                partition by spec_group, image
+                order by started_at asc nulls first, run_id asc
+                rows between current row and unbounded following),
+            last_value(engine_version ignore nulls) over (
+                partition by spec_group, image
+                order by started_at asc nulls first, run_id asc
+                rows between unbounded preceding and current row)
+        ) as group_version
+    from keyed
+),
+
+grouped as (
+    select
+        * exclude (spec_group, group_version),
+        concat_ws(' | ', spec_group, coalesce(image, 'no image'),
+                  coalesce(group_version, 'unknown version')) as attempt_group
+    from versioned
 ),
 
 numbered as (
@@ -84,6 +113,7 @@ final as (
         started_at,
         finished_at,
         git_sha,
+        attempt_group,
         attempt::integer        as attempt,
         attempt = attempts      as is_latest,
         run_status,

@@ -9,6 +9,7 @@ final as (
         point_id::varchar                 as point_id,
         workload::varchar                 as workload,
         concurrency::integer              as concurrency,
+        coalesce(repeat, 1)::integer      as repeat,
         backend::varchar                  as backend,
         date::varchar                     as bench_date,
         model_id::varchar                 as model_id,

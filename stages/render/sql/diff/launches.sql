@@ -1,6 +1,7 @@
 -- Launch outcomes and gate scores of two run sets, matched on match_key.
--- status: ready -> failed is a new failure, failed -> ready is fixed; gate score and startup
--- figures compare like point metrics ($tolerance_pct).
+-- status: ready -> failed is a new failure, failed -> ready is fixed; the KV pool and gate score
+-- compare like point metrics ($tolerance_pct). The start-up time is one timing a side (each side's
+-- current launch), which cannot tell a change from noise: it is unclear, and its note says why.
 with base as (
     select * from side_launches where side = 'base'
 ),
@@ -28,16 +29,16 @@ paired as (
 
 items as (
     select * from (values
-        (1, 'status', 'none'),
-        (2, 'ready_s', 'lower'),
-        (3, 'kv_tokens', 'higher'),
-        (4, 'gate_score', 'higher')
-    ) as i(item_order, item, better_when)
+        (1, 'status', 'none', false),
+        (2, 'ready_s', 'lower', true),
+        (3, 'kv_tokens', 'higher', false),
+        (4, 'gate_score', 'higher', false)
+    ) as i(item_order, item, better_when, timed)
 ),
 
 long as (
     select
-        paired.*, items.item_order, items.item, items.better_when,
+        paired.*, items.item_order, items.item, items.better_when, items.timed,
         case items.item
             when 'status' then base_status
             when 'ready_s' then base_ready_s::varchar
@@ -77,6 +78,7 @@ marked as (
             when item = 'status' then 'same'
             when settings_differ then 'not comparable'
             when base_num is null or head_num is null then 'not comparable'
+            when timed then 'unclear'
             when abs(head_num - base_num) <= $tolerance_pct / 100.0 * abs(base_num) then 'same'
             when (better_when = 'lower') = (head_num < base_num) then 'better'
             else 'worse'
@@ -84,9 +86,16 @@ marked as (
     from long
 ),
 
-final as (
-    select match_key, item, base_value, head_value, change, change_pct, mark, base_run_id, head_run_id
+noted as (
+    select
+        *,
+        case when timed and mark = 'unclear' then 'one launch a side' end as note
     from marked
+),
+
+final as (
+    select match_key, item, base_value, head_value, change, change_pct, mark, note, base_run_id, head_run_id
+    from noted
     order by match_key, item_order
 )
 

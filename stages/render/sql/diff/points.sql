@@ -2,17 +2,34 @@
 -- Input: side_points (built by stages/render/diff.py), one row per point of each side, with match_key
 -- holding the attributes that identify a point across the two sides (model, layout, context as
 -- the comparison needs). $tolerance_pct: changes within it are marked 'same' (noise).
+-- Marks here are the fixed-tolerance ones; diff.py replaces better, worse and same with the marks of
+-- the change's confidence interval (stages/render/diff_stats.py).
 -- Marks: better, worse, same, new failure, fixed, not comparable, no TTFT, only in base, only in head.
 -- no TTFT: a TTFT metric where a side's point has no TTFT (ttft_requests = 0: every request failed
 -- or was served from the prefix cache, which the rules leave out of TTFT); there is nothing to compare.
 -- note: why a row needs care, naming the side: capacity-limited (base, head or both), no TTFT
 -- (its side and why), provisional.
-with base as (
-    select * from side_points where side = 'base'
+with pooled as (
+    -- a side may hold several rows of one point (its repeats): one row per point, the figures
+    -- of a single repeat as they are, of several their mean (diff.py pools the requests)
+    select
+        side, match_key, workload, concurrency, point_table,
+        min(run_id) as run_id, count(*) as repeats,
+        any_value(max_model_len) as max_model_len, any_value(kv_cache_dtype) as kv_cache_dtype,
+        sum(sent) as sent, sum(completed) as completed, sum(ttft_requests) as ttft_requests,
+        avg(ttft_median_s) as ttft_median_s, avg(ttft_p90_s) as ttft_p90_s,
+        avg(tpot_median_ms) as tpot_median_ms, avg(output_tok_s) as output_tok_s,
+        bool_or(capacity_limited) as capacity_limited, bool_or(provisional) as provisional
+    from side_points
+    group by side, match_key, workload, concurrency, point_table
+),
+
+base as (
+    select * from pooled where side = 'base'
 ),
 
 head as (
-    select * from side_points where side = 'head'
+    select * from pooled where side = 'head'
 ),
 
 paired as (
@@ -41,6 +58,8 @@ paired as (
             when head.ttft_requests = 0 then 'head'
         end                                            as no_ttft_side,
         base.provisional or head.provisional           as provisional,
+        base.repeats                                   as base_repeats,
+        head.repeats                                   as head_repeats,
         base.ttft_median_s   as base_ttft_median_s,   head.ttft_median_s   as head_ttft_median_s,
         base.ttft_p90_s      as base_ttft_p90_s,      head.ttft_p90_s      as head_ttft_p90_s,
         base.tpot_median_ms  as base_tpot_median_ms,  head.tpot_median_ms  as head_tpot_median_ms,
@@ -125,8 +144,8 @@ noted as (
 final as (
     select
         match_key, workload, concurrency, metric, base_value, head_value, change, change_pct,
-        mark, note, capacity_limited, capacity_limited_side, no_ttft_side, provisional,
-        base_run_id, head_run_id, point_table
+        mark, better_when, note, capacity_limited, capacity_limited_side, no_ttft_side, provisional,
+        base_run_id, head_run_id, point_table, base_repeats, head_repeats
     from noted
     order by match_key, workload, concurrency, metric_order
 )

@@ -4,11 +4,13 @@
 -- tokens per second), used unless the request failed or was served from the prefix cache; time
 -- per output token in milliseconds ((latencies[i] - ttfts[i]) / (output_lens[i] - 1)), used
 -- unless the request failed or its output came in one burst. `reason`: its invalid_rows reasons.
--- ttft90 is the time to first token again, for the p90. A point whose figures are the benchmark
+-- ttft90 and ttft99 are the time to first token again, for the p90 and p99; tpot90 and tpot99 the
+-- time per output token again. A point whose figures are the benchmark
 -- tool's own summary (bench_points.figures_from) lists that summary as its one input instead:
--- median_ttft_ms, p90_ttft_ms and median_tpot_ms of its result file, as bench_points holds them.
+-- median_ttft_ms, p90_ttft_ms, p99_ttft_ms, median_tpot_ms, p90_tpot_ms and p99_tpot_ms of its
+-- result file, as bench_points holds them.
 with summary as (
-    select source_file, ttft_median_s, ttft_p90_s, tpot_median_ms
+    select source_file, ttft_median_s, ttft_p90_s, ttft_p99_s, tpot_median_ms, tpot_p90_ms, tpot_p99_ms
     from bench_points
     where run_id = $run_id and workload = $workload and concurrency = $concurrency
       and figures_from = 'tool summary'
@@ -42,12 +44,21 @@ request_inputs as (
         r.ttft_s                                                     as ttft90_value,
         printf('ttfts[%d]', r.i)                                     as ttft90_path,
         r.ok and not coalesce(x.no_ttft, false)                      as ttft90_used,
+        r.ttft_s                                                     as ttft99_value,
+        printf('ttfts[%d]', r.i)                                     as ttft99_path,
+        r.ok and not coalesce(x.no_ttft, false)                      as ttft99_used,
         r.prefill_tok_s                                              as prefill_value,
         printf('input_lens[%d] / ttfts[%d]', r.i, r.i)               as prefill_path,
         r.ok and not coalesce(x.no_ttft, false)                      as prefill_used,
         r.tpot_ms                                                    as tpot_value,
         printf('(latencies[%d] - ttfts[%d]) / (output_lens[%d] - 1)', r.i, r.i, r.i) as tpot_path,
         r.ok and not coalesce(x.no_tpot, false)                      as tpot_used,
+        r.tpot_ms                                                    as tpot90_value,
+        printf('(latencies[%d] - ttfts[%d]) / (output_lens[%d] - 1)', r.i, r.i, r.i) as tpot90_path,
+        r.ok and not coalesce(x.no_tpot, false)                      as tpot90_used,
+        r.tpot_ms                                                    as tpot99_value,
+        printf('(latencies[%d] - ttfts[%d]) / (output_lens[%d] - 1)', r.i, r.i, r.i) as tpot99_path,
+        r.ok and not coalesce(x.no_tpot, false)                      as tpot99_used,
         x.reason
     from requests as r
     left join reasons as x using (point_id, i)
@@ -64,12 +75,21 @@ summary_inputs as (
         ttft_p90_s                                                   as ttft90_value,
         'p90_ttft_ms / 1000'                                         as ttft90_path,
         ttft_p90_s is not null                                       as ttft90_used,
+        ttft_p99_s                                                   as ttft99_value,
+        'p99_ttft_ms / 1000'                                         as ttft99_path,
+        ttft_p99_s is not null                                       as ttft99_used,
         cast(null as double)                                         as prefill_value,
         'none: no per-request timings'                               as prefill_path,
         false                                                        as prefill_used,
         tpot_median_ms                                               as tpot_value,
         'median_tpot_ms'                                             as tpot_path,
         tpot_median_ms is not null                                   as tpot_used,
+        tpot_p90_ms                                                  as tpot90_value,
+        'p90_tpot_ms'                                                as tpot90_path,
+        tpot_p90_ms is not null                                      as tpot90_used,
+        tpot_p99_ms                                                  as tpot99_value,
+        'p99_tpot_ms'                                                as tpot99_path,
+        tpot_p99_ms is not null                                      as tpot99_used,
         'the benchmark tool summary'                                 as reason
     from summary
 ),

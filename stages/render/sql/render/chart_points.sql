@@ -1,4 +1,5 @@
 -- Bench points of the reported attempt (runs.is_current) of each spec on a profile, labelled by spec for colour.
+-- One row per point (shown_points: a repeated point is drawn by the median of its repeats).
 with latest as (
     select r.run_id, r.spec
     from runs as r
@@ -9,7 +10,7 @@ final as (
     select
         p.*,
         latest.spec as series
-    from bench_points as p
+    from shown_points() as p
     inner join latest on latest.run_id = p.run_id
     order by latest.spec, p.workload, p.concurrency
 )

@@ -1,9 +1,8 @@
 -- The runs of a profile that recorded something going wrong (run_events), oldest first, with
--- what happened to them and the attempt the articles report for the same spec instead.
+-- what happened to them and the attempt the articles report instead for the same attempt group
+-- (spec, image and engine version).
 with profile_runs as (
-    select
-        *,
-        coalesce(spec, concat_ws('__', model, layout, ctx_label, engine)) as attempt_group
+    select *
     from runs
     where profile = $profile
 ),

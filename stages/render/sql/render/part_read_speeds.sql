@@ -1,11 +1,13 @@
 -- For each one-user workload that several models of a Part ran (their reported attempts), the
--- model that read its prompt fastest and the one that read it slowest, by median time to first token.
+-- model that read its prompt fastest and the one that read it slowest, by median time to first token
+-- (of a repeated point, its first repeat: the figure the point's facts print).
 with points as (
     select p.run_id, r.model, p.workload, p.concurrency, p.prompt_tokens, p.ttft_median_s
     from bench_points as p
     inner join runs as r on r.run_id = p.run_id
     where list_contains($run_ids::varchar[], p.run_id) and r.is_current
       and p.concurrency = 1 and p.ttft_median_s is not null
+      and p.repeat = 1
 ),
 
 ranked as (

@@ -1,0 +1,108 @@
+-- One row per setup and workload of pareto_points: the output tokens/s per GPU its Pareto frontier
+-- gives at the decode speed per user that params.yaml names (pareto.compare_user_tok_s).
+-- Along the frontier, ordered by decode speed, the figure is read by straight-line interpolation
+-- between the frontier point just below that speed (lower_*) and the one just above it (upper_*),
+-- both measured; at a point measured at exactly that speed, that point's figure. Only where the
+-- frontier brackets the speed: bracketed is false, and the figure null, where the frontier's
+-- fastest point per user is slower than it (reach 'below') or its slowest faster ('above').
+with frontier as (
+    select * from pareto_points where on_frontier
+),
+
+speed as (
+    select compare_user_tok_s as s from param_pareto
+),
+
+setups as (
+    select
+        setup,
+        workload,
+        any_value(model)                            as model,
+        any_value(layout)                           as layout,
+        any_value(engine)                           as engine,
+        any_value(image)                            as image,
+        max(gpus)                                   as gpus,
+        count(*)                                    as frontier_points,
+        min(decode_tok_s_per_user)                  as frontier_min_decode_tok_s_per_user,
+        max(decode_tok_s_per_user)                  as frontier_max_decode_tok_s_per_user
+    from frontier
+    group by setup, workload
+),
+
+lower_points as (
+    select
+        f.setup,
+        f.workload,
+        arg_max(f.run_id, f.decode_tok_s_per_user)                  as run_id,
+        arg_max(f.point_id, f.decode_tok_s_per_user)                as point_id,
+        max(f.decode_tok_s_per_user)                                as decode_tok_s_per_user,
+        arg_max(f.output_tok_s_per_gpu, f.decode_tok_s_per_user)    as output_tok_s_per_gpu,
+        arg_max(f.source_file, f.decode_tok_s_per_user)             as source_file,
+        arg_max(f.source_line, f.decode_tok_s_per_user)             as source_line
+    from frontier as f, speed
+    where f.decode_tok_s_per_user <= speed.s
+    group by f.setup, f.workload
+),
+
+upper_points as (
+    select
+        f.setup,
+        f.workload,
+        arg_min(f.run_id, f.decode_tok_s_per_user)                  as run_id,
+        arg_min(f.point_id, f.decode_tok_s_per_user)                as point_id,
+        min(f.decode_tok_s_per_user)                                as decode_tok_s_per_user,
+        arg_min(f.output_tok_s_per_gpu, f.decode_tok_s_per_user)    as output_tok_s_per_gpu,
+        arg_min(f.source_file, f.decode_tok_s_per_user)             as source_file,
+        arg_min(f.source_line, f.decode_tok_s_per_user)             as source_line
+    from frontier as f, speed
+    where f.decode_tok_s_per_user >= speed.s
+    group by f.setup, f.workload
+),
+
+final as (
+    select
+        setups.setup,
+        setups.workload,
+        setups.model,
+        setups.layout,
+        setups.engine,
+        setups.image,
+        setups.gpus::integer                                        as gpus,
+        speed.s::double                                             as compare_user_tok_s,
+        setups.frontier_points::integer                             as frontier_points,
+        setups.frontier_min_decode_tok_s_per_user::double           as frontier_min_decode_tok_s_per_user,
+        setups.frontier_max_decode_tok_s_per_user::double           as frontier_max_decode_tok_s_per_user,
+        coalesce(lo.run_id is not null and hi.run_id is not null, false) as bracketed,
+        case
+            when speed.s is null then null
+            when lo.run_id is null then 'above'
+            when hi.run_id is null then 'below'
+            else 'bracketed'
+        end                                                         as reach,
+        case
+            when lo.run_id is null or hi.run_id is null then null
+            when hi.decode_tok_s_per_user = lo.decode_tok_s_per_user then lo.output_tok_s_per_gpu
+            else lo.output_tok_s_per_gpu
+                 + (hi.output_tok_s_per_gpu - lo.output_tok_s_per_gpu)
+                   * (speed.s - lo.decode_tok_s_per_user)
+                   / (hi.decode_tok_s_per_user - lo.decode_tok_s_per_user)
+        end::double                                                 as output_tok_s_per_gpu,
+        lo.run_id                                                   as lower_run_id,
+        lo.point_id                                                 as lower_point_id,
+        lo.decode_tok_s_per_user::double                            as lower_decode_tok_s_per_user,
+        lo.output_tok_s_per_gpu::double                             as lower_output_tok_s_per_gpu,
+        hi.run_id                                                   as upper_run_id,
+        hi.point_id                                                 as upper_point_id,
+        hi.decode_tok_s_per_user::double                            as upper_decode_tok_s_per_user,
+        hi.output_tok_s_per_gpu::double                             as upper_output_tok_s_per_gpu,
+        coalesce(lo.source_file, hi.source_file)                    as source_file,
+        coalesce(lo.source_line, hi.source_line)                    as source_line,
+        hi.source_file                                              as upper_file,
+        hi.source_line                                              as upper_line
+    from setups
+    cross join speed
+    left join lower_points as lo on lo.setup = setups.setup and lo.workload = setups.workload
+    left join upper_points as hi on hi.setup = setups.setup and hi.workload = setups.workload
+)
+
+select * from final

@@ -1,0 +1,101 @@
+-- One row per benchmark point of a reported attempt (runs.is_current) whose run names its GPU set
+-- (meta.json gpus): the point placed for the Pareto frontier of its setup. A repeat of a point is a
+-- point of its own.
+-- gpus: the GPUs of the run's set (comma separated indices in meta.json), counted.
+-- setup: model, layout, engine and image joined by ' | ' (the image 'local' for a local engine):
+--   what a frontier is drawn for. Two runs of one setup share its frontier.
+-- output_tok_s_per_gpu: the point's output tokens/s (all users) divided by gpus.
+-- on_frontier: no other point of the same setup and workload is at least as fast per user and
+--   gives at least as many output tokens/s per GPU, and better in one of the two. A point without
+--   a decode speed or a throughput has no place (not in this table).
+with runs_with_gpus as (
+    select
+        r.run_id,
+        r.model,
+        r.layout,
+        r.engine,
+        r.image,
+        r.spec,
+        r.profile,
+        s.gpus                                                      as gpu_set,
+        len(list_filter(string_split(s.gpus, ','), lambda g: trim(g) <> '')) as gpus
+    from runs as r
+    inner join stg_runs as s on s.run_id = r.run_id
+    where r.is_current and s.gpus is not null
+),
+
+points as (
+    select
+        p.run_id,
+        p.point_id,
+        p.workload,
+        p.concurrency,
+        p.repeat,
+        r.spec,
+        r.profile,
+        r.model,
+        r.layout,
+        r.engine,
+        r.image,
+        concat_ws(' | ', r.model, r.layout, r.engine, coalesce(r.image, 'local')) as setup,
+        r.gpu_set,
+        r.gpus,
+        p.output_tok_s,
+        p.output_tok_s / r.gpus                                     as output_tok_s_per_gpu,
+        p.tpot_median_ms,
+        p.decode_tok_s_per_user,
+        p.capacity_limited,
+        p.provisional,
+        p.source_file,
+        p.source_line
+    from bench_points as p
+    inner join runs_with_gpus as r on r.run_id = p.run_id
+    where r.gpus > 0
+      and p.workload is not null
+      and p.output_tok_s > 0
+      and p.decode_tok_s_per_user > 0
+),
+
+dominated as (
+    select distinct a.run_id, a.point_id
+    from points as a
+    inner join points as b
+        on b.setup = a.setup
+       and b.workload = a.workload
+       and b.decode_tok_s_per_user >= a.decode_tok_s_per_user
+       and b.output_tok_s_per_gpu >= a.output_tok_s_per_gpu
+       and (b.decode_tok_s_per_user > a.decode_tok_s_per_user
+            or b.output_tok_s_per_gpu > a.output_tok_s_per_gpu)
+),
+
+final as (
+    select
+        points.run_id,
+        points.point_id,
+        points.workload,
+        points.concurrency,
+        points.repeat::integer                                      as repeat,
+        points.spec,
+        points.profile,
+        points.model,
+        points.layout,
+        points.engine,
+        points.image,
+        points.setup,
+        points.gpu_set,
+        points.gpus::integer                                        as gpus,
+        points.output_tok_s::double                                 as output_tok_s,
+        points.output_tok_s_per_gpu::double                         as output_tok_s_per_gpu,
+        points.tpot_median_ms::double                               as tpot_median_ms,
+        points.decode_tok_s_per_user::double                        as decode_tok_s_per_user,
+        dominated.point_id is null                                  as on_frontier,
+        points.capacity_limited,
+        points.provisional,
+        points.source_file,
+        points.source_line
+    from points
+    left join dominated
+        on dominated.run_id = points.run_id and dominated.point_id = points.point_id
+)
+
+select * from final

@@ -1,0 +1,96 @@
+-- One row per benchmark point whose workload has service level objectives (params.yaml `slo`,
+-- the run's own profile's, as int_run_params picks them): how many of its requests met them.
+-- A request is judged unless it was served from the prefix cache (invalid_rows reason
+-- prefix_cache: its first token timed no prefill). It meets the objectives when it completed, its
+-- TTFT is at most ttft_s and its TPOT at most tpot_ms; a target left out (null) does not apply, and
+-- a request with no TPOT (one output token) is judged by its TTFT alone. A failed request is
+-- judged and misses.
+-- slo_share_pct = 100 * slo_met_requests / slo_judged_requests; null when none was judged (a
+--   point whose file has no per-request timings).
+-- goodput_req_s = slo_met_requests / duration_s (the benchmark's own duration of the point).
+-- meets_slo: slo_share_pct is at least the workload's percentile.
+with points as (
+    select run_id, point_id, workload, concurrency, repeat, source_file, source_line
+    from bench_points
+),
+
+durations as (
+    select run_id, point_id, duration_s from stg_bench_points
+),
+
+targets as (
+    select
+        points.*,
+        slo.percentile,
+        slo.ttft_s                                      as ttft_target_s,
+        slo.tpot_ms                                     as tpot_target_ms
+    from points
+    left join int_run_params as run_params
+        on run_params.run_id = points.run_id
+    inner join param_slo as slo
+        on slo.profile is not distinct from run_params.params_profile
+       and slo.workload = points.workload
+),
+
+from_cache as (
+    select distinct run_id, point_id, request_idx
+    from invalid_rows
+    where reason = 'prefix_cache'
+),
+
+judged as (
+    select
+        requests.run_id,
+        requests.point_id,
+        coalesce(requests.ok
+                 and (targets.ttft_target_s is null or requests.ttft_s <= targets.ttft_target_s)
+                 and (targets.tpot_target_ms is null or requests.tpot_ms is null
+                      or requests.tpot_ms <= targets.tpot_target_ms), false) as met
+    from bench_requests as requests
+    inner join targets
+        on targets.run_id = requests.run_id and targets.point_id = requests.point_id
+    where not exists (
+        select 1 from from_cache
+        where from_cache.run_id = requests.run_id and from_cache.point_id = requests.point_id
+          and from_cache.request_idx = requests.request_idx)
+),
+
+counted as (
+    select
+        run_id,
+        point_id,
+        count(*)                                        as judged_requests,
+        count(*) filter (where met)                     as met_requests
+    from judged
+    group by run_id, point_id
+),
+
+final as (
+    select
+        targets.run_id,
+        targets.point_id,
+        targets.workload,
+        targets.concurrency,
+        targets.repeat,
+        targets.percentile::double                                      as percentile,
+        targets.ttft_target_s::double                                   as ttft_target_s,
+        targets.tpot_target_ms::double                                  as tpot_target_ms,
+        coalesce(counted.judged_requests, 0)::integer                   as slo_judged_requests,
+        coalesce(counted.met_requests, 0)::integer                      as slo_met_requests,
+        (100.0 * counted.met_requests / nullif(counted.judged_requests, 0))::double as slo_share_pct,
+        durations.duration_s,
+        case when counted.judged_requests > 0 and durations.duration_s > 0
+             then counted.met_requests / durations.duration_s end::double as goodput_req_s,
+        case when counted.judged_requests > 0
+             then 100.0 * counted.met_requests / counted.judged_requests >= targets.percentile
+        end                                                             as meets_slo,
+        targets.source_file,
+        targets.source_line
+    from targets
+    left join counted
+        on counted.run_id = targets.run_id and counted.point_id = targets.point_id
+    left join durations
+        on durations.run_id = targets.run_id and durations.point_id = targets.point_id
+)
+
+select * from final

@@ -1,0 +1,14 @@
+-- The benchmark points of the Part's runs ($run_ids) whose GPU samples cover them (point_energy,
+-- energy_valid), first repeat, by workload, setup and users: their energy facts are numbers.
+with final as (
+    select pareto_points.run_id, pareto_points.point_id, pareto_points.workload,
+           pareto_points.concurrency, pareto_points.setup
+    from pareto_points
+    inner join point_energy
+        on point_energy.run_id = pareto_points.run_id and point_energy.point_id = pareto_points.point_id
+    where list_contains($run_ids::varchar[], pareto_points.run_id)
+      and pareto_points.repeat = 1 and point_energy.energy_valid
+    order by pareto_points.workload, pareto_points.setup, pareto_points.concurrency, pareto_points.point_id
+)
+
+select * from final
