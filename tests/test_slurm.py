@@ -81,6 +81,25 @@ def test_slurm_records_are_read_from_sacct_and_from_the_controller():
     assert slurm.slurm_error(rec) == "Slurm ended job 5: NODE_FAIL (NodeDown) after 00:10:00, exit code 0:0"
 
 
+def test_a_job_slurm_killed_is_a_failed_launch_unless_its_run_had_completed(tmp_path):
+    rec = {"JobID": "9", "State": "TIMEOUT", "Reason": "TimeLimit", "Elapsed": "00:01:31",
+           "ExitCode": "0:15", "source": "scontrol", "text": "JobId=9 JobState=TIMEOUT"}
+    outcomes = {}
+    for run_status in ("interrupted", "complete"):
+        folder = tmp_path / run_status
+        folder.mkdir()
+        (folder / "launch.out").write_text(f"status=ready\nrun_status={run_status}\n")
+        job = slurm.Job("s", folder.name, "9", tmp_path / "none.out", ["sbatch"], "#!/bin/bash\n")
+        outcomes[run_status] = (slurm.finalize(folder, job, rec, cancelled=False),
+                                launch_out(folder))
+    status, facts = outcomes["interrupted"]        # Slurm stopped it mid-run
+    assert (status, facts["status"], facts["slurm_state"]) == ("failed", "failed", "TIMEOUT")
+    assert facts["error"] == "Slurm ended job 9: TIMEOUT (TimeLimit) after 00:01:31, exit code 0:15"
+    status, facts = outcomes["complete"]           # every point measured before Slurm's check
+    assert (status, facts["status"], facts["slurm_state"]) == ("complete", "ready", "TIMEOUT")
+    assert "error" not in facts and facts["slurm_note"].endswith("after the run had completed")
+
+
 def test_the_container_engine_is_a_job_step_in_the_image():
     prof = {**SHIPPED["profiles"]["h200x8"], "executor": "slurm",
             "slurm": {**SHIPPED["profiles"]["h200x8"]["slurm"], "engine": "container"}}
@@ -114,15 +133,21 @@ def test_a_run_outside_a_job_is_refused(tmp_path):
 
 
 def slurm_params() -> dict:
-    """Local-cpu with the slurm executor: tiny-seqs4 small (chat at 1 and 4), tiny-timeout every
-    workload under a one-minute time limit, one CPU each so that both run at once."""
+    """Local-cpu with the slurm executor: tiny-seqs4 small (chat at 1 and 4), one CPU each so that
+    both run at once, and tiny-timeout under a one-minute time limit with a workload it cannot
+    finish in that time. Slurm checks time limits every half minute or so, so a run that merely
+    takes about a minute may end before Slurm notices (as a full run of tiny-seqs16 did on a
+    quiet machine); 3,000 requests of 256 output tokens one at a time take several minutes."""
     params = small_params()
     prof = params["profiles"]["local-cpu"]
     prof.update(executor="slurm", port=PORT)
     prof["slurm"].update(cpus_per_task=1, poll_s=2, time_limit="00:20:00")
     params["specs"]["tiny-seqs4"]["workloads"] = ["chat"]
+    params["workloads"]["local-cpu"]["endless"] = {
+        "description": "more requests than a one-minute job can send", "prompt_tokens": 256,
+        "output_tokens": 256, "concurrency": [1], "prompts_per_user": 3000}
     params["specs"]["tiny-timeout"] = {**params["specs"]["tiny-seqs16"], "layout": "cpu_timeout",
-                                       "time_limit": "00:01:00"}
+                                       "workloads": ["endless"], "time_limit": "00:01:00"}
     params["run_specs"] = ["tiny-seqs4", "tiny-timeout"]
     return params
 

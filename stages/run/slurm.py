@@ -202,7 +202,12 @@ def finalize(folder: Path, job: Job, rec: dict, *, cancelled: bool) -> str | Non
     lines = {SLURM_STATE_KEY: rec.get("State"), "slurm_elapsed": rec.get("Elapsed"),
              "slurm_exit_code": rec.get("ExitCode"), "slurm_reason": rec.get("Reason")}
     state = rec.get("State") or "UNKNOWN"
-    if state in KILLED_BY_SLURM:
+    if state in KILLED_BY_SLURM and facts.get("run_status") == "complete":
+        # Slurm checks limits every half minute or so: a run may finish every point and stop its
+        # engine before Slurm ends the job on its way out. Its measurements stand; Slurm's state
+        # is recorded beside them.
+        lines["slurm_note"] = f"{slurm_error(rec)}, after the run had completed"
+    elif state in KILLED_BY_SLURM:
         lines.update(status="failed", error=slurm_error(rec), run_status="failed")
     elif "run_status" not in facts:        # the job ended before the run could say how it ended
         lines["run_status"] = "interrupted" if cancelled or state == "CANCELLED" else "failed"
