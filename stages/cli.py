@@ -410,10 +410,12 @@ def diff(base: str, head: str, fmt: str, tolerance: float, facts_mode: bool, roo
     the published numbers that differ between two revisions, and whether each median or p90
     moved outside its own interval.
 
-    Example: campaign diff --base tiny-seqs4 --head tiny-seqs16
-              campaign diff --base v0.31.0 --head nightly --format markdown
-              campaign diff --base HEAD~3 --head HEAD --format json
-              campaign diff --facts --base HEAD~1 --head workspace
+    \b
+    Examples:
+      campaign diff --base tiny-seqs4 --head tiny-seqs16
+      campaign diff --base v0.31.0 --head nightly --format markdown
+      campaign diff --base HEAD~3 --head HEAD --format json
+      campaign diff --facts --base HEAD~1 --head workspace
     """
     import duckdb
 
