@@ -411,7 +411,7 @@ def diff(base: str, head: str, fmt: str, tolerance: float, facts_mode: bool, roo
     moved outside its own interval.
 
     \b
-    Examples:
+    Example:
       campaign diff --base tiny-seqs4 --head tiny-seqs16
       campaign diff --base v0.31.0 --head nightly --format markdown
       campaign diff --base HEAD~3 --head HEAD --format json
