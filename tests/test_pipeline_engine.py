@@ -91,7 +91,7 @@ def test_repro_runs_the_engine_and_builds_the_site(project: Path):
     result = json.loads((folder / "bench" / "chat__c04.json").read_text())
     assert result["completed"] == 8 and len(result["ttfts"]) == 8
     assert (folder / "bench" / "chat__c04.metrics.after.txt").read_text().count("vllm:") > 10
-    assert not [p for p in _engine_processes() if "8019" in p]      # nothing left running
+    assert not engine_processes(range(8019, 8020))      # nothing left running
 
     with duckdb.connect(str(project / "data" / "campaign.duckdb"), read_only=True) as db:
         launches = db.sql("select status, kv_tokens from launches").fetchall()
@@ -148,7 +148,8 @@ def test_auditor_pulls_the_raw_runs_and_verifies_a_fact(project: Path, tmp_path)
     assert "verify    OK" in out.stdout
 
 
-def _engine_processes() -> list[str]:
+def engine_processes(ports: range | None = None) -> list[str]:
+    """Command lines of the vLLM servers running here (those listening on `ports`, if given)."""
     out = []
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
@@ -156,6 +157,6 @@ def _engine_processes() -> list[str]:
                 cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
             except OSError:
                 continue
-            if "vllm.entrypoints" in cmd:
+            if "vllm.entrypoints" in cmd and (ports is None or any(f"--port {p}" in cmd for p in ports)):
                 out.append(cmd)
     return out

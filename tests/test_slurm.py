@@ -26,12 +26,13 @@ from stages.core.config import CampaignError
 from stages.run import slurm
 from stages.run.engine import ContainerStepExecutor, executor_for
 from slurm_cluster import SlurmCluster
-from test_pipeline_engine import copy_project, small_params
+from test_pipeline_engine import copy_project, engine_processes, small_params
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 SHIPPED = yaml.safe_load((ROOT / "params.yaml").read_text())
 PORT = 8031
+JOB_PORTS = range(PORT, PORT + 200)   # a job's engine takes a free port from PORT on
 
 
 def node_spec(gpus: int, **extra) -> dict:
@@ -223,7 +224,7 @@ def test_dvc_repro_runs_the_specs_as_slurm_jobs(project: Path, cluster):
     site = project / "data" / "site"
     pages = html.unescape(" ".join(p.read_text(errors="replace") for p in site.rglob("*.html")))
     assert done.name in pages and "TIMEOUT (TimeLimit)" in pages
-    assert not _engine_processes(PORT)
+    assert not engine_processes(JOB_PORTS)
 
 
 @pytest.mark.engine
@@ -247,28 +248,15 @@ def test_an_interrupt_cancels_the_jobs_and_marks_the_run(project: Path, cluster)
     else:
         proc.kill()
         raise AssertionError("the engine did not become ready within 300 s")
-    assert cluster.squeue() and _engine_processes(PORT)
+    assert cluster.squeue() and engine_processes(JOB_PORTS)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=240)
     assert proc.returncode == 2 and "cancelling jobs" in err and "jobs submitted were cancelled" in err
     assert cluster.squeue() == []
-    assert not _engine_processes(PORT)
+    assert not engine_processes(JOB_PORTS)
     facts = launch_out(folder)
     assert facts["run_status"] == "interrupted" and facts["slurm_state"] == "CANCELLED"
     assert (folder / "MANIFEST.sha256").exists()
     ledger = json.loads((project / "data" / "ledger" / "schedule.json").read_text())["specs"]
     assert "tiny-seqs16" not in ledger                         # tried again next time
 
-
-def _engine_processes(port_from: int) -> list[str]:
-    """vLLM servers on this test's ports (the jobs' ports start from it)."""
-    out = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if "vllm.entrypoints" in cmd and any(f"--port {p}" in cmd for p in range(port_from, port_from + 200)):
-                out.append(cmd)
-    return out
