@@ -31,6 +31,31 @@ def test_dry_run_prints_the_docker_command(spec):
     assert got == (GOLDEN / f"dryrun_{spec}.txt").read_text()
 
 
+def test_two_engines_side_by_side_get_internal_ports_of_their_own():
+    base = yaml.safe_load((ROOT / "params.yaml").read_text())["profiles"]["h200x8"]["port"]
+
+    def dry_run(spec, gpus, port):
+        result = CliRunner().invoke(main, ["run", spec, "--dry-run", "--gpus", gpus, "--port",
+                                           str(port), "--root", str(ROOT)])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    vllm_first, vllm_second = dry_run("qwen3-235b-tp4", "0-3", base), dry_run("qwen3-235b-tp4", "4-7", base + 1)
+    assert "-e VLLM_PORT=20000 " in vllm_first and "-e VLLM_PORT=20100 " in vllm_second
+    sglang = dry_run("qwen3-235b-sglang-tp4", "4-7", base + 1)
+    assert "--nccl-port 20100" in sglang and "VLLM_PORT" not in sglang
+
+
+def test_a_spec_that_sets_its_internal_port_keeps_it():
+    from stages.run.engine import internal_ports
+    env, args = internal_ports("vllm", port=8001, base_port=8000, env={"VLLM_PORT": "31000"}, args={})
+    assert env == {"VLLM_PORT": "31000"} and args == {}
+    env, args = internal_ports("sglang", port=8001, base_port=8000, env={}, args={"--nccl-port": 5})
+    assert env == {} and args == {"--nccl-port": 5}
+    env, _ = internal_ports("vllm", port=7999, base_port=8000, env={}, args={})   # below the profile's
+    assert 20000 <= int(env["VLLM_PORT"]) < 60000
+
+
 def test_timeline_runs_two_quads_at_once_and_the_node_spec_waits():
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     jobs = schedule.jobs_from(params, ["qwen3-235b-tp4", "qwen3-235b-sglang-tp4", "glm53-tp8-dcp8"])

@@ -234,6 +234,28 @@ def slurm_engine(profile: dict) -> str:
     return kind
 
 
+# Besides its API port an engine opens internal ones (torch.distributed's rendezvous, ZMQ between
+# its processes), by default picked free at random at start-up: two engines started on one host at
+# the same moment (the two quads of a node, two Slurm jobs sharing a node) can pick the same one and
+# one fails with "Address already in use". Each engine gets a block of its own instead, from
+# INTERNAL_PORTS_FROM, one block per port offset from the profile's API port (the scheduler's slot).
+# vLLM tries VLLM_PORT first and counts up from it for each internal port it needs; SGLang takes
+# its distributed init port from --nccl-port. A spec or profile that sets either keeps its own.
+INTERNAL_PORTS_FROM = 20000
+INTERNAL_PORT_BLOCK = 100
+INTERNAL_PORT_BLOCKS = 400          # 20000 + 400 x 100 stays below the ephemeral range
+
+
+def internal_ports(engine: str, *, port: int, base_port: int, env: dict, args: dict) -> tuple[dict, dict]:
+    """`env` and `args` with the engine's internal port block added (unless they set one)."""
+    first = INTERNAL_PORTS_FROM + ((port - base_port) % INTERNAL_PORT_BLOCKS) * INTERNAL_PORT_BLOCK
+    if engine == "vllm" and "VLLM_PORT" not in env:
+        env = {**env, "VLLM_PORT": str(first)}
+    if engine == "sglang" and "--nccl-port" not in args:
+        args = {**args, "--nccl-port": first}
+    return env, args
+
+
 def free_port(start: int, tries: int = 200) -> int:
     """The first port from `start` up that nothing listens on here (two Slurm jobs may share a
     node, and neither knows the other's port)."""

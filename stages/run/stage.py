@@ -32,7 +32,8 @@ from stages.run import needle
 from stages.core.config import (SAFE_NAME, CampaignError, Paths, profile as active_profile,
                            profile_workloads)
 from stages.core.config import spec as get_spec
-from stages.run.engine import Engine, EngineDied, Launch, executor_for, free_port
+from stages.run.engine import (Engine, EngineDied, Launch, executor_for, free_port,
+                               internal_ports)
 from stages.ingest.parsers.lines import read_chunks
 from stages.ingest.parsers.sglang_log import parse_sglang_log
 from stages.ingest.parsers.vllm_log import parse_vllm_log
@@ -223,10 +224,12 @@ def run(*, spec_name: str, params: dict, paths: Paths,
     if port == "auto":      # jobs sharing a node start from different ports: their ids differ
         port = free_port(int(prof["port"]) + (int(job["job_id"]) % 100 if job else 0))
     port = int(port if port is not None else prof["port"])     # the scheduler's slot, or the profile's
+    env, launch_args = internal_ports(engine_name, port=port, base_port=int(prof["port"]), env=env,
+                                      args=args)
     # Inside a Slurm job a local engine sees the job's GPUs as Slurm numbered them for it.
     launch_gpus = None if in_slurm and executor.name != "docker" else gpu_set
-    launch = executor.launch(run_id=run_id, engine=engine_name, model_path=model_path, args=args,
-                             env=env, port=port, gpus=launch_gpus)
+    launch = executor.launch(run_id=run_id, engine=engine_name, model_path=model_path,
+                             args=launch_args, env=env, port=port, gpus=launch_gpus)
     if dry_run:
         return launch
     if not (paths.root / model_path).exists():
