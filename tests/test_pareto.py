@@ -47,7 +47,8 @@ PRICES = {"cheap": {"usd_per_gpu_hour": 2.0, "source": "S19"},
           "dear": {"usd_per_gpu_hour": 4.5, "source": "S20"}}
 
 
-def build(speed: float | None = 90.0, prices: dict | None = None) -> duckdb.DuckDBPyConnection:
+def build(speed: float | None = 90.0, prices: dict | None = None,
+          by_workload: dict | None = None) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     con.execute("create table stg_runs (run_id varchar, gpus varchar)")
     con.executemany("insert into stg_runs values (?, ?)", [(r, g) for r, g, _ in RUNS])
@@ -62,7 +63,8 @@ def build(speed: float | None = 90.0, prices: dict | None = None) -> duckdb.Duck
     con.executemany("insert into bench_points values (?, ?, ?, ?, 1, ?, 1000.0 / ?, ?, false, false, ?, 1)",
                     [(r, p, w, c, out, dec, dec, f"data/runs/{r}/bench/{p}.json")
                      for r, p, w, c, out, dec in POINTS])
-    create_cost_tables(con, PRICES if prices is None else prices, {"compare_user_tok_s": speed})
+    create_cost_tables(con, PRICES if prices is None else prices,
+                       {"compare_user_tok_s": speed, "workloads": by_workload})
     for mart in MARTS:
         con.execute(f"create table {mart} as {derive.model_sql(mart)}")
     return con
@@ -111,6 +113,20 @@ def test_the_compared_speed_is_read_only_where_the_frontier_brackets_it():
     assert not v["bracketed"] and v["reach"] == "below" and v["output_tok_s_per_gpu"] is None
 
 
+def test_a_workload_that_names_its_own_speed_is_read_at_it():
+    con = build(speed=90.0, by_workload={"v": 50})
+    got = {(r["setup"].split(" |")[0], r["workload"]): r for r in rows(con, "select * from pareto_compare")}
+    v = got[("mc", "v")]                    # its one point is at 50 tok/s per user: its own figure
+    assert (v["compare_user_tok_s"], v["compare_user_tok_s_setting"]) == (50.0, "pareto.workloads.v")
+    assert v["bracketed"] and v["output_tok_s_per_gpu"] == pytest.approx(10.0)
+    w = got[("mc", "w")]                    # the others keep the default
+    assert (w["compare_user_tok_s"], w["compare_user_tok_s_setting"]) == (90.0, "pareto.compare_user_tok_s")
+    assert w["output_tok_s_per_gpu"] == pytest.approx(15.0)
+    only_named = build(speed=None, by_workload={"v": 50})
+    assert {r["workload"]: r["reach"] for r in rows(only_named, "select * from pareto_compare")
+            if r["setup"].startswith("mc")} == {"v": "bracketed", "w": None}
+
+
 def test_without_a_speed_nothing_is_compared():
     con = build(speed=None)
     assert {(r["reach"], r["output_tok_s_per_gpu"]) for r in rows(con, "select * from pareto_compare")} \
@@ -142,6 +158,8 @@ def test_the_schema_checks_hold_on_the_constructed_points():
     ({"x": {"usd_per_gpu_hour": 2.0}}, None, "prices.x.source"),
     ({"x": {"usd_per_gpu_hour": 2.0, "source": "a link"}}, None, "prices.x.source"),
     (None, {"compare_user_tok_s": "fast"}, "pareto.compare_user_tok_s"),
+    (None, {"compare_user_tok_s": 30, "workloads": {"doc": -1}}, "pareto.workloads.doc"),
+    (None, {"workloads": [40]}, "pareto.workloads must map"),
 ])
 def test_bad_settings_are_refused(prices, pareto, message):
     with pytest.raises(CampaignError, match=message):

@@ -53,7 +53,10 @@ def test_a_pareto_chart_spans_at_least_three_setups(part):
 
 
 def test_the_comparison_is_read_only_where_a_frontier_brackets_the_speed(part, built):  # noqa: F811
-    speed = yaml.safe_load((PROJECT / "params.yaml").read_text())["pareto"]["compare_user_tok_s"]
+    pareto = yaml.safe_load((PROJECT / "params.yaml").read_text())["pareto"]
+    speeds = {f["params"]["workload"]: f["value"] for f in part["facts"].values() if f["name"] == "pareto_speed"}
+    assert speeds and all(v == (pareto.get("workloads") or {}).get(w, pareto["compare_user_tok_s"])
+                          for w, v in speeds.items())            # each workload's own, else the default
     at = [f for f in part["facts"].values() if f["name"] == "pareto_at_speed"]
     assert at
     read = [f for f in at if f["value"] is not None]
@@ -67,6 +70,8 @@ def test_the_comparison_is_read_only_where_a_frontier_brackets_the_speed(part, b
         lo_id, lo_run, hi_id, hi_run = re.search(
             r"between (\S+) of (\S+) \(.*\) and (\S+) of (\S+) \(", f["source_note"]).groups()
         lo, hi = points[(lo_run, lo_id)], points[(hi_run, hi_id)]
+        speed = speeds[lo["workload"]]
+        assert f"Interpolated at {speed:.6g} tok/s per user" in f["source_note"]
         assert lo["on_frontier"] and hi["on_frontier"]
         assert lo["decode_tok_s_per_user"] <= speed <= hi["decode_tok_s_per_user"]
         expected = lo["output_tok_s_per_gpu"] + (hi["output_tok_s_per_gpu"] - lo["output_tok_s_per_gpu"]) \

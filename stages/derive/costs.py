@@ -1,11 +1,12 @@
 """The settings the setup comparison reads from params.yaml, as derive's parameter tables:
 `param_prices` (each price set of `prices`, in dollars per GPU-hour, with the source it cites) and
-`param_pareto` (`pareto.compare_user_tok_s`, the decode speed per user at which setups are
-compared along their Pareto frontiers). The marts pareto_points, pareto_compare and point_cost
-read them.
+`param_pareto` (the decode speed per user at which setups are compared along their Pareto
+frontiers: `pareto.compare_user_tok_s` for every workload, a row with a null workload, and
+`pareto.workloads.<name>` for a workload whose users need another speed). The marts pareto_points,
+pareto_compare and point_cost read them.
 
 Example (params.yaml):
-    pareto: {compare_user_tok_s: 30}
+    pareto: {compare_user_tok_s: 30, workloads: {doc-1m: 15}}
     prices:
       h200-on-demand: {usd_per_gpu_hour: 4.54, source: S40}
 """
@@ -37,24 +38,34 @@ def price_rows(prices: dict[str, Any] | None) -> list[tuple[str, float, str]]:
     return rows
 
 
-def compare_speed(pareto: dict[str, Any] | None) -> float | None:
-    """pareto.compare_user_tok_s, checked (None when not set)."""
-    value = (pareto or {}).get("compare_user_tok_s")
-    if value is None:
-        return None
+def _speed(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise CampaignError(
-            f"params.yaml: pareto.compare_user_tok_s must be a positive number, not {value!r}")
+        raise CampaignError(f"params.yaml: {where} must be a positive number, not {value!r}")
     return float(value)
+
+
+def compare_speeds(pareto: dict[str, Any] | None) -> list[tuple[str | None, float | None]]:
+    """(workload, speed) rows: the default (workload None; speed None when params sets none), then
+    each workload's own, checked."""
+    pareto = pareto or {}
+    default = pareto.get("compare_user_tok_s")
+    rows: list[tuple[str | None, float | None]] = [
+        (None, None if default is None else _speed(default, "pareto.compare_user_tok_s"))]
+    named = pareto.get("workloads") or {}
+    if not isinstance(named, dict):
+        raise CampaignError("params.yaml: pareto.workloads must map workload names to speeds")
+    rows += [(str(w), _speed(v, f"pareto.workloads.{w}")) for w, v in named.items()]
+    return rows
 
 
 def create_cost_tables(con: duckdb.DuckDBPyConnection, prices: dict[str, Any] | None,
                        pareto: dict[str, Any] | None) -> None:
-    """param_prices and param_pareto (one row, its speed null when params sets none)."""
+    """param_prices and param_pareto (the default row, its speed null when params sets none,
+    and a row per workload that names its own)."""
     con.execute("create table param_prices (price_set varchar primary key, "
                 "usd_per_gpu_hour double not null, source varchar not null)")
     rows = price_rows(prices)
     if rows:
         con.executemany("insert into param_prices values ($1, $2, $3)", rows)
-    con.execute("create table param_pareto (compare_user_tok_s double)")
-    con.execute("insert into param_pareto values ($1)", [compare_speed(pareto)])
+    con.execute("create table param_pareto (workload varchar unique, compare_user_tok_s double)")
+    con.executemany("insert into param_pareto values ($1, $2)", compare_speeds(pareto))

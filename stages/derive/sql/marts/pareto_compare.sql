@@ -1,5 +1,6 @@
 -- One row per setup and workload of pareto_points: the output tokens/s per GPU its Pareto frontier
--- gives at the decode speed per user that params.yaml names (pareto.compare_user_tok_s).
+-- gives at the decode speed per user that params.yaml names for the workload
+-- (pareto.workloads.<workload>, else pareto.compare_user_tok_s).
 -- Along the frontier, ordered by decode speed, the figure is read by straight-line interpolation
 -- between the frontier point just below that speed (lower_*) and the one just above it (upper_*),
 -- both measured; at a point measured at exactly that speed, that point's figure. Only where the
@@ -10,7 +11,16 @@ with frontier as (
 ),
 
 speed as (
-    select compare_user_tok_s as s from param_pareto
+    select
+        w.workload,
+        coalesce(named.compare_user_tok_s, fallback.compare_user_tok_s) as s,
+        case
+            when named.compare_user_tok_s is not null then 'pareto.workloads.' || w.workload
+            else 'pareto.compare_user_tok_s'
+        end                                                         as setting
+    from (select distinct workload from frontier) as w
+    left join param_pareto as named on named.workload = w.workload
+    left join param_pareto as fallback on fallback.workload is null
 ),
 
 setups as (
@@ -39,7 +49,8 @@ lower_points as (
         arg_max(f.output_tok_s_per_gpu, f.decode_tok_s_per_user)    as output_tok_s_per_gpu,
         arg_max(f.source_file, f.decode_tok_s_per_user)             as source_file,
         arg_max(f.source_line, f.decode_tok_s_per_user)             as source_line
-    from frontier as f, speed
+    from frontier as f
+    join speed on speed.workload = f.workload
     where f.decode_tok_s_per_user <= speed.s
     group by f.setup, f.workload
 ),
@@ -54,7 +65,8 @@ upper_points as (
         arg_min(f.output_tok_s_per_gpu, f.decode_tok_s_per_user)    as output_tok_s_per_gpu,
         arg_min(f.source_file, f.decode_tok_s_per_user)             as source_file,
         arg_min(f.source_line, f.decode_tok_s_per_user)             as source_line
-    from frontier as f, speed
+    from frontier as f
+    join speed on speed.workload = f.workload
     where f.decode_tok_s_per_user >= speed.s
     group by f.setup, f.workload
 ),
@@ -69,6 +81,7 @@ final as (
         setups.image,
         setups.gpus::integer                                        as gpus,
         speed.s::double                                             as compare_user_tok_s,
+        speed.setting                                               as compare_user_tok_s_setting,
         setups.frontier_points::integer                             as frontier_points,
         setups.frontier_min_decode_tok_s_per_user::double           as frontier_min_decode_tok_s_per_user,
         setups.frontier_max_decode_tok_s_per_user::double           as frontier_max_decode_tok_s_per_user,
@@ -100,7 +113,7 @@ final as (
         hi.source_file                                              as upper_file,
         hi.source_line                                              as upper_line
     from setups
-    cross join speed
+    join speed on speed.workload = setups.workload
     left join lower_points as lo on lo.setup = setups.setup and lo.workload = setups.workload
     left join upper_points as hi on hi.setup = setups.setup and hi.workload = setups.workload
 )

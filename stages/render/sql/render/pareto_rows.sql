@@ -1,7 +1,10 @@
 -- The Pareto chart's rows: the points of pareto_points among the runs $run_ids for one workload,
--- each with the decode speed per user the setups are compared at (params.yaml, via pareto_compare).
+-- each with the decode speed per user the setups are compared at for the workload (params.yaml,
+-- via pareto_compare).
 with speed as (
-    select max(compare_user_tok_s) as compare_user_tok_s from pareto_compare
+    select max(compare_user_tok_s) as compare_user_tok_s
+    from pareto_compare
+    where workload = $workload
 ),
 
 final as (
