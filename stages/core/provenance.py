@@ -15,6 +15,9 @@ import time
 from pathlib import Path
 
 RUN_MANIFEST = "MANIFEST.sha256"
+# The GPU sampler's file of a benchmark point: gpu/<point_id>.csv of the run folder (the run stage
+# writes it, ingest reads it).
+GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX = "gpu", ".csv"
 _SHA = re.compile(r"[0-9a-f]{40}")
 
 

@@ -207,7 +207,7 @@ def apply_intervals(points: list[dict], samples: dict[str, dict], *, tolerance_p
             minimum, unit = settings.min_repeats, "repeats"
         else:
             continue
-        key = (r["match_key"], r["workload"], r["concurrency"], r["point_table"])
+        key = _point_key(r)
         b = samples["base"].get(key, {}).get(column, [])
         h = samples["head"].get(key, {}).get(column, [])
         r["base_samples"] = diff_stats.sample_summary(b) if r["base_run_id"] else None
@@ -244,12 +244,12 @@ def compare(base: Side, head: Side, *, tolerance_pct: float = 5.0,
     keyed = {s: [{**r, "match_key": " / ".join(str(r[a]) for a in key_attrs) or "all"}
                  for r in point_rows[s]] for s in point_rows}
     samples = {s: side_samples(side, keyed[s]) for s, side in (("base", base), ("head", head))}
-    apply_intervals(points, samples, tolerance_pct=tolerance_pct,
-                    settings=stats or diff_stats.Settings())
+    stats = stats or diff_stats.Settings()
+    apply_intervals(points, samples, tolerance_pct=tolerance_pct, settings=stats)
     runs_of = Counter((s, r["point_table"], r["run_id"], r["workload"], r["concurrency"])
                       for s, rows in point_rows.items() for r in rows)
     return Result(base.label, head.label, key_attrs, points, launches,
-                  (stats or diff_stats.Settings()).confidence,
+                  stats.confidence,
                   repeated_points=sum(1 for n in runs_of.values() if n > 1))
 
 

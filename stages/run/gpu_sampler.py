@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Iterator
 
 from stages.core.config import CampaignError
+from stages.core.provenance import GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX
 
-FOLDER = "gpu"
-SUFFIX = ".csv"
+FOLDER, SUFFIX = GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX
 # nvidia-smi --query-gpu fields, in the order of the file's columns.
 QUERY = ("index", "timestamp", "power.draw", "utilization.gpu", "memory.used", "clocks.sm",
          "clocks_throttle_reasons.active")

@@ -29,8 +29,8 @@ from stages.run import bench_client as bench
 from stages.run import gpu_sampler
 from stages.run import multiturn
 from stages.run import needle
-from stages.core.config import (SAFE_NAME, CampaignError, Paths, profile as active_profile,
-                           profile_workloads)
+from stages.core.config import (SAFE_NAME, CampaignError, Paths, max_context,
+                                profile as active_profile, profile_workloads)
 from stages.core.config import spec as get_spec
 from stages.run.engine import (Engine, EngineDied, Launch, executor_for, free_port,
                                internal_ports)
@@ -87,8 +87,7 @@ def planned_run_ids(params: dict, names: list[str], runs: Path, *,
     now, ids = utc_now(), {}
     for name in names:
         spec = get_spec(params, name, check_profile=check_profile)
-        args = spec.get("args") or {}
-        max_model_len = int(args.get("--max-model-len") or args.get("--context-length") or 0)
+        max_model_len = int(max_context(spec) or 0)
         engine = spec.get("engine") or active_profile(params, spec.get("profile")).get("engine")
         for step in range(3600):
             run_id = make_run_id(model=spec["model"], layout=spec["layout"], max_model_len=max_model_len,
@@ -203,7 +202,7 @@ def run(*, spec_name: str, params: dict, paths: Paths,
     in_slurm = prof.get("executor") == "slurm"
     job = slurm_job() if in_slurm and not dry_run else {}
     args = spec.get("args") or {}
-    max_model_len = int(args.get("--max-model-len") or args.get("--context-length") or 0)
+    max_model_len = int(max_context(spec) or 0)
     if not max_model_len:
         raise CampaignError(f"spec {spec_name!r}: args must set --max-model-len (or --context-length)")
     workloads = spec_workloads(params, spec_name, spec)

@@ -19,9 +19,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from stages.ingest.parsers.lines import ParseError, decode
+from stages.core.provenance import GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX
 
-FOLDER = "gpu"
-SUFFIX = ".csv"
+FOLDER, SUFFIX = GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX
 # column -> the names nvidia-smi heads it with (units in brackets left off)
 COLUMNS = {
     "gpu_index": ("index",),
