@@ -1,6 +1,6 @@
 """`campaign`: the project's command line. DVC stages call it, so a stage and a person do the same.
 
-    campaign model                 generate the tiny local model (local-cpu profile)
+    campaign model [NAME ...]      generate the models of params.yaml `models` (config + tokenizer)
     campaign run tiny-seqs4        launch, gate and benchmark one spec
     campaign schedule              the run_specs over the node's GPU sets (--executor slurm: as jobs)
     campaign ingest                raw run folders -> data/warehouse.duckdb
@@ -87,21 +87,26 @@ def _echo_summary(summary: dict) -> None:
 
 
 @main.command()
+@click.argument("names", nargs=-1)
 @root_option
 @user_errors
-def model(root: str) -> None:
-    """Generate the tiny Llama-architecture model folder of the local-cpu profile.
+def model(names: tuple[str, ...], root: str) -> None:
+    """Generate the Llama-architecture model folders of params.yaml `models` (all, or NAMES).
 
-    Example: campaign model
+    Example: campaign model tiny-llama
     """
     from stages.run import model as model_stage
 
     params, paths = _load(root)
-    m = dict(params["model"])
-    out = paths.models / m.pop("name")
-    with locks.writing(paths.root, [out], "campaign model"):
-        model_stage.run(out=out, **m)
-    progress(f"model written to {out}")
+    shapes = params.get("models") or {}
+    unknown = [n for n in names if n not in shapes]
+    if unknown:
+        raise CampaignError(f"unknown model {unknown[0]!r} (params.yaml models: {', '.join(shapes) or 'none'})")
+    for name in names or shapes:
+        out = paths.models / name
+        with locks.writing(paths.root, [out], "campaign model"):
+            model_stage.run(out=out, **shapes[name])
+        progress(f"model {name} written to {out}")
 
 
 @main.command("run")

@@ -56,7 +56,7 @@ def _set(path: str, value):
 
 CASES = {
     "unknown profile": (_set("profile", "gpu-cloud"),
-                        "profile 'gpu-cloud' is not one of profiles (local-cpu, h200x8)"),
+                        "profile 'gpu-cloud' is not one of profiles (local-cpu, h200x1, h200x8)"),
     "unknown run spec": (_set("run_specs", ["tiny-seqs4", "tiny-seqs99"]),
                          "run_specs: 'tiny-seqs99' is not one of specs"),
     "spec without model": (_set("specs.tiny-seqs4.model", None), "specs.tiny-seqs4: missing model"),

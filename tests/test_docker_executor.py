@@ -89,7 +89,7 @@ def test_docker_executor_runs_the_engine_and_removes_the_container(tmp_path):
     log = tmp_path / "docker.log"
     env = {**os.environ, "PATH": f"{FAKE}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
            "FAKE_DOCKER_LOG": str(log), "FAKE_DOCKER_PYTHON": sys.executable}
-    subprocess.run(["campaign", "model"], cwd=tmp_path, env=env, check=True, capture_output=True)
+    subprocess.run(["campaign", "model", "tiny-llama"], cwd=tmp_path, env=env, check=True, capture_output=True)
     out = subprocess.run(["campaign", "run", "tiny-seqs4"], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]

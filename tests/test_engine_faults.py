@@ -47,7 +47,7 @@ def test_engine_killed_mid_sweep(tmp_path):
     params["workloads"]["local-cpu"]["chat"]["output_tokens"] = 512      # long enough to be caught mid-point
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    subprocess.run(["campaign", "model"], cwd=tmp_path, env=env, check=True, capture_output=True)
+    subprocess.run(["campaign", "model", "tiny-llama"], cwd=tmp_path, env=env, check=True, capture_output=True)
     proc = subprocess.Popen(["campaign", "run", "tiny-seqs4"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     runs = tmp_path / "data" / "runs"

@@ -47,7 +47,7 @@ def campaign(tmp_path_factory) -> dict:
     root = project_copy(tmp_path_factory.mktemp("gate"), gate_params())
     log = root / "docker.log"
     runs = {}
-    for cmd in (["campaign", "model"], ["campaign", "run", "thinker"], ["campaign", "run", "sleeper"],
+    for cmd in (["campaign", "model", "tiny-llama"], ["campaign", "run", "thinker"], ["campaign", "run", "sleeper"],
                 ["campaign", "ingest"], ["campaign", "derive"]):
         out = sh(root, *cmd, log=log)
         assert out.returncode == 0, f"{cmd}: {out.stdout[-3000:]}{out.stderr[-3000:]}"

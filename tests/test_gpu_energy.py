@@ -34,7 +34,7 @@ RULES = {"prefix_cache_tok_s": 60000, "gate_min_score": 1.0, "cached_share_max_p
 def smi_env(monkeypatch):
     """The stand-in on the sampler's path; returns a setter for its FAKE_SMI_* settings."""
     monkeypatch.setenv("FAKE_SMI_PYTHON", sys.executable)
-    for key in ("FAKE_SMI_POWER", "FAKE_SMI_RAMP", "FAKE_SMI_SILENT", "FAKE_SMI_GAP"):
+    for key in ("FAKE_SMI_POWER", "FAKE_SMI_RAMP", "FAKE_SMI_SILENT", "FAKE_SMI_GAP", "FAKE_SMI_STEP"):
         monkeypatch.delenv(key, raising=False)
     return lambda **kv: [monkeypatch.setenv(f"FAKE_SMI_{k.upper()}", str(v)) for k, v in kv.items()]
 
@@ -47,10 +47,25 @@ def run_folder(tmp_path: Path) -> Path:
     return folder
 
 
-def sample_point(folder: Path, gpus: list[int], seconds: float, interval_ms: int = 50) -> Path:
+def sample_point(folder: Path, gpus: list[int], seconds: float, interval_ms: int = 50,
+                 setup_s: float = 0.0, mark: bool = True) -> Path:
+    """Sample a stand-in point: `setup_s` of the client setting up, then `seconds` of requests,
+    whose window the sampler is told (as the benchmark client tells it) unless `mark` is false."""
     with gpu_sampler.sampling(folder, POINT, gpus, {"interval_ms": interval_ms}, smi=str(FAKE_SMI)) as s:
+        time.sleep(setup_s)
+        sent = time.time()
         time.sleep(seconds)
+        if mark:
+            s.mark_requests(sent, time.time())
     return s.path
+
+
+def window_of(setting: dict[str, str]) -> tuple[float, float]:
+    """The energy window a sampler file's settings give: its requests window where it has one."""
+    at = lambda key: datetime.fromisoformat(setting[key].replace("Z", "+00:00")).timestamp()  # noqa: E731
+    if "requests_start" in setting:
+        return at("requests_start"), at("requests_end")
+    return at("window_start"), at("window_end")
 
 
 def derived(tmp_path: Path, max_gap_s: float | None = 0.5) -> duckdb.DuckDBPyConnection:
@@ -76,8 +91,7 @@ def hand_integral(path: Path) -> tuple[float, float, dict[int, list[float]]]:
     beyond the first and last, integrated over the window with numpy; (joules, window_s, watts)."""
     text = path.read_text().splitlines()
     setting = {ln[2:].split("=", 1)[0]: ln[2:].split("=", 1)[1] for ln in text if ln.startswith("# ")}
-    ws = datetime.fromisoformat(setting["window_start"].replace("Z", "+00:00")).timestamp()
-    we = datetime.fromisoformat(setting["window_end"].replace("Z", "+00:00")).timestamp()
+    ws, we = window_of(setting)
     series: dict[int, list[tuple[float, float]]] = {}
     for line in text:
         if line.startswith("#") or line.startswith("index"):
@@ -162,8 +176,9 @@ def test_joules_per_token_is_the_integral_of_the_reported_power(tmp_path: Path, 
     assert row["source_file"] == f"data/runs/{RUN}/gpu/{POINT}.csv"
     assert lines[row["source_line"] - 1].startswith(("0, ", "1, "))
     assert lines[row["last_sample_line"] - 1].startswith(("0, ", "1, "))
-    assert lines[row["window_start_line"] - 1].startswith("# window_start=")
-    assert lines[row["window_end_line"] - 1].startswith("# window_end=")
+    assert row["window_from"] == "requests"
+    assert lines[row["window_start_line"] - 1].startswith("# requests_start=")
+    assert lines[row["window_end_line"] - 1].startswith("# requests_end=")
     assert row["result_file"] == f"data/runs/{RUN}/bench/{POINT}.json"
     gpu_means = [np.mean(v) for v in watts.values()]
     assert row["avg_power_total_w"] == pytest.approx(sum(gpu_means), rel=0.05)
@@ -180,6 +195,41 @@ def test_constant_power_gives_power_times_window(tmp_path: Path, smi_env):
     assert row["j_per_output_token"] == pytest.approx(1000.0 * row["window_s"] / 512, rel=1e-9)
     assert row["avg_power_total_w"] == pytest.approx(1000.0)
     assert row["avg_power_per_gpu_w"] == pytest.approx(250.0)
+
+
+def test_energy_counts_the_requests_window_and_idle_power_the_set_up_before_it(tmp_path: Path, smi_env):
+    """The client sets up for 0.8 s (the GPUs idle at 60 W), then its requests draw 400 W for
+    0.6 s: the energy is the requests' alone, the set-up's samples give the idle power."""
+    folder = run_folder(tmp_path)
+    smi_env(power="0=60", step="0.8:400")                   # 60 W, then 400 W from 0.8 s on
+    path = sample_point(folder, [0], 0.6, setup_s=0.8)
+    joules, window_s, watts = hand_integral(path)
+    row = energy_row(derived(tmp_path))
+    assert row["window_from"] == "requests" and row["energy_valid"] is True, row["energy_problem"]
+    assert row["window_s"] == pytest.approx(window_s, abs=1e-6)
+    assert 0.55 < row["window_s"] < 0.9 and row["sampler_window_s"] > row["window_s"] + 0.7
+    assert row["energy_j"] == pytest.approx(joules, rel=1e-9)
+    assert row["energy_j"] == pytest.approx(400 * row["window_s"], rel=0.2)   # the requests' power
+    assert row["idle_power_total_w"] == pytest.approx(60.0) and row["idle_samples"] >= 10
+    assert row["bench_duration_s"] == pytest.approx(0.6, abs=0.1)             # the fixture's result
+
+
+def test_a_file_without_a_requests_window_counts_the_duration_before_its_end(tmp_path: Path, smi_env):
+    """A file written before the client timed its requests: the result file's duration before
+    the sampler's window end is the point's window, and the row says so."""
+    folder = run_folder(tmp_path)
+    smi_env(power="0=200")
+    path = sample_point(folder, [0], 1.5, mark=False)
+    text = path.read_text()
+    assert "requests_start" not in text
+    row = energy_row(derived(tmp_path))
+    assert row["window_from"] == "result duration"
+    assert row["window_s"] == pytest.approx(row["bench_duration_s"], abs=1e-6)
+    assert row["sampler_window_s"] > row["window_s"] + 0.5
+    assert row["energy_j"] == pytest.approx(200.0 * row["window_s"], rel=1e-9)
+    assert row["window_source_file"] == f"data/runs/{RUN}/bench/{POINT}.json"
+    assert row["window_end_line"] == next(i for i, ln in enumerate(text.splitlines(), 1)
+                                          if ln.startswith("# window_end="))
 
 
 def test_a_silent_gpu_makes_the_energy_invalid_not_a_number(tmp_path: Path, smi_env):

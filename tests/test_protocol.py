@@ -34,7 +34,7 @@ def project(tmp_path_factory) -> Path:
     shutil.copytree(ROOT / "stages", root / "stages", ignore=shutil.ignore_patterns("__pycache__"))
     params = yaml.safe_load((root / "params.yaml").read_text())
     paths = params["paths"]
-    model = root / paths["models"] / params["model"]["name"]
+    model = root / paths["models"] / next(iter(params["models"]))
     model.mkdir(parents=True)
     (model / "config.json").write_text("{}\n")
     (root / paths["ledger"]).mkdir(parents=True)

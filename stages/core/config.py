@@ -21,6 +21,10 @@ INPUT_PATHS = ("runs", "nodes", "models")
 # (`profiles.<name>.rules`), which depend on the machine.
 SHARED_RULES = ("gate_min_score", "cached_share_max_pct")
 PROFILE_RULES = ("prefix_cache_tok_s", "default_max_num_seqs", "burst_tpot_ms")
+# The shape of a generated model (params `models.<name>`; stages/run/model.py), every key a
+# positive integer.
+MODEL_SHAPE = ("layers", "hidden", "heads", "kv_heads", "intermediate", "max_positions",
+               "vocab_size", "seed")
 
 
 class CampaignError(Exception):
@@ -185,9 +189,14 @@ def check_params(params: dict[str, Any], root: Path | str = ".") -> list[str]:
         problems += _check_rules(prof.get("rules"), PROFILE_RULES, f"profiles.{name}.rules")
     problems += _check_rules(params.get("rules"), SHARED_RULES, "rules")
     problems += _check_static_images((params.get("charts") or {}).get("static_images"))
-    model = params.get("model")
-    if isinstance(model, dict):
-        problems += _check_name(model.get("name"), "model.name")
+    models = params.get("models")
+    if models is not None and not isinstance(models, dict):
+        problems.append("models must be a mapping of model names to their shapes")
+    for name, shape in (models if isinstance(models, dict) else {}).items():
+        problems += _check_name(name, f"models.{name}")
+        if not isinstance(shape, dict) or set(shape) != set(MODEL_SHAPE) or any(
+                isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in shape.values()):
+            problems.append(f"models.{name} must set {', '.join(MODEL_SHAPE)}, each a positive integer")
     groups = params.get("workloads") or {}
     if not isinstance(groups, dict):
         problems.append("workloads must be a mapping of profile names to workload groups")

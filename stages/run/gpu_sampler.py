@@ -11,7 +11,14 @@ The file, written once:
   0, 2026/12/01 14:50:00.123, 251.12, ...
   # window_start=2026-12-01T14:50:00.456789Z  the point's window, on the same clock, and how
   # window_end=2026-12-01T14:51:02.001234Z    the loop ended, appended once it has stopped
-  # sampler_exit=0
+  # requests_start=2026-12-01T14:50:04.120001Z  where the client timed its requests: the first
+  # requests_end=2026-12-01T14:51:01.870002Z    of the point's requests sent, the last answer
+  # sampler_exit=0                              ended (what the energy is counted over)
+
+The point's window spans the benchmark client's whole run, its set-up included (loading the
+tokenizer, building the prompts, a test request), while the GPUs idle; the samples taken before
+`requests_start` show their idle power. A file written before the requests window was recorded
+has no `requests_*` lines.
 
 nvidia-smi runs with TZ=UTC, so its timestamps and the window are on one clock. No GPU set (the
 local-cpu profile) or no `gpu_sampler` settings in the profile: no sampler. A sampler that cannot
@@ -120,6 +127,10 @@ class Sampler:
 
     def mark_end(self) -> None:
         self.window["window_end"] = stamp(time.time())
+
+    def mark_requests(self, sent: float, ended: float) -> None:
+        """The point's requests window (epoch seconds), as the benchmark client timed it."""
+        self.window["requests_start"], self.window["requests_end"] = stamp(sent), stamp(ended)
 
     def stop(self) -> None:
         """Let the loop take one more sample after the point, stop it, and append the trailer."""

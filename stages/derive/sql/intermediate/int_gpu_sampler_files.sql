@@ -1,19 +1,61 @@
--- One row per GPU sampler file (gpu/<point_id>.csv): its GPU set (`# gpus=`), the point's window
--- (`# window_start=`, `# window_end=`, ISO UTC, with their lines and as epoch seconds) and the
--- sampler's error, if it wrote one. The first line of a key counts.
+-- One row per GPU sampler file (gpu/<point_id>.csv): its GPU set (`# gpus=`), the sampler's own
+-- window (`# window_start=`, `# window_end=`: the benchmark client's whole run, its set-up
+-- included) and the window the point's energy is counted over, with the lines each comes from.
+-- The first line of a key counts.
+-- window_from: where the energy window comes from:
+--   'requests'         the file's `# requests_start=` and `# requests_end=` lines: the client timed
+--                      its requests, from the first of the point's requests sent to the last answer;
+--   'result duration'  a file written before those lines were: the benchmark's own `duration`
+--                      (its result file) before the sampler window's end, the client's set-up left
+--                      out but its last second of bookkeeping kept in;
+--   'sampler'          neither (a multi-turn workload of such a file): the sampler's own window.
+-- window_start_epoch_s / window_end_epoch_s: that window, in epoch seconds; window_start_line /
+--   window_end_line: the lines it was read from (the result file's line for the duration:
+--   window_source_file).
 with settings as (
     select
         run_id,
         point_id,
         source_file,
-        arg_min(value, source_line) filter (where key = 'gpus')          as gpus,
-        arg_min(value, source_line) filter (where key = 'window_start')  as window_start_text,
-        min(source_line) filter (where key = 'window_start')             as window_start_line,
-        arg_min(value, source_line) filter (where key = 'window_end')    as window_end_text,
-        min(source_line) filter (where key = 'window_end')               as window_end_line,
-        arg_min(value, source_line) filter (where key = 'sampler_error') as sampler_error
+        arg_min(value, source_line) filter (where key = 'gpus')           as gpus,
+        arg_min(value, source_line) filter (where key = 'window_start')   as sampler_start_text,
+        min(source_line) filter (where key = 'window_start')              as sampler_start_line,
+        arg_min(value, source_line) filter (where key = 'window_end')     as sampler_end_text,
+        min(source_line) filter (where key = 'window_end')                as sampler_end_line,
+        arg_min(value, source_line) filter (where key = 'requests_start') as requests_start_text,
+        min(source_line) filter (where key = 'requests_start')            as requests_start_line,
+        arg_min(value, source_line) filter (where key = 'requests_end')   as requests_end_text,
+        min(source_line) filter (where key = 'requests_end')              as requests_end_line,
+        arg_min(value, source_line) filter (where key = 'sampler_error')  as sampler_error
     from stg_gpu_sampler
     group by run_id, point_id, source_file
+),
+
+times as (
+    select
+        settings.*,
+        epoch_us(try_cast(sampler_start_text as timestamptz)) / 1e6       as sampler_start_epoch_s,
+        epoch_us(try_cast(sampler_end_text as timestamptz)) / 1e6         as sampler_end_epoch_s,
+        epoch_us(try_cast(requests_start_text as timestamptz)) / 1e6      as requests_start_epoch_s,
+        epoch_us(try_cast(requests_end_text as timestamptz)) / 1e6        as requests_end_epoch_s,
+        points.duration_s,
+        points.source_file                                                as result_file,
+        points.source_line                                                as result_line
+    from settings
+    left join stg_bench_points as points
+        on points.run_id = settings.run_id and points.point_id = settings.point_id
+),
+
+chosen as (
+    select
+        *,
+        case
+            when requests_start_epoch_s is not null and requests_end_epoch_s >= requests_start_epoch_s
+                then 'requests'
+            when duration_s > 0 and sampler_end_epoch_s is not null then 'result duration'
+            else 'sampler'
+        end                                                               as window_from
+    from times
 ),
 
 final as (
@@ -22,14 +64,42 @@ final as (
         point_id,
         source_file,
         gpus,
-        try_cast(window_start_text as timestamptz)                       as window_start,
-        try_cast(window_end_text as timestamptz)                         as window_end,
-        epoch_us(try_cast(window_start_text as timestamptz)) / 1e6       as window_start_epoch_s,
-        epoch_us(try_cast(window_end_text as timestamptz)) / 1e6         as window_end_epoch_s,
-        window_start_line,
-        window_end_line,
+        window_from,
+        to_timestamp(case window_from
+            when 'requests' then requests_start_epoch_s
+            when 'result duration' then sampler_end_epoch_s - duration_s
+            else sampler_start_epoch_s
+        end)                                                              as window_start,
+        to_timestamp(case window_from
+            when 'requests' then requests_end_epoch_s
+            else sampler_end_epoch_s
+        end)                                                              as window_end,
+        case window_from
+            when 'requests' then requests_start_epoch_s
+            when 'result duration' then sampler_end_epoch_s - duration_s
+            else sampler_start_epoch_s
+        end                                                               as window_start_epoch_s,
+        case window_from
+            when 'requests' then requests_end_epoch_s
+            else sampler_end_epoch_s
+        end                                                               as window_end_epoch_s,
+        case window_from
+            when 'requests' then requests_start_line
+            when 'result duration' then result_line
+            else sampler_start_line
+        end                                                               as window_start_line,
+        case window_from
+            when 'requests' then requests_end_line
+            else sampler_end_line
+        end                                                               as window_end_line,
+        case when window_from = 'result duration' then result_file end    as window_source_file,
+        sampler_start_epoch_s,
+        sampler_end_epoch_s,
+        sampler_start_line,
+        sampler_end_line,
+        duration_s                                                        as bench_duration_s,
         sampler_error
-    from settings
+    from chosen
 )
 
 select * from final

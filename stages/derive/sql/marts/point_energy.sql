@@ -6,6 +6,10 @@
 -- the GPUs' mean power, null unless every GPU of the set has samples inside the window;
 -- avg_power_per_gpu_w is the mean over the GPUs that have. j_per_output_token: energy_j over the
 -- output tokens of the point's result file (bench/<point_id>.json), null without one.
+-- The window is the point's requests window where the client timed it (window_from, see
+-- int_gpu_sampler_files); sampler_window_s is the sampler's own, the client's set-up included, and
+-- bench_duration_s the benchmark's own duration (its result file). idle_power_total_w: the sum of
+-- the GPUs' median power before the window, null unless every GPU of the set has such samples.
 with gpus as (
     select * from point_gpu_energy
 ),
@@ -23,6 +27,9 @@ per_point as (
         count(*) filter (where samples_in_window > 0)                    as gpus_sampled_in_window,
         sum(samples)                                                     as samples,
         avg(avg_power_w)                                                 as avg_power_per_gpu_w,
+        sum(idle_power_w)                                                as idle_power_sum_w,
+        count(*) filter (where idle_samples > 0)                         as gpus_idle_sampled,
+        sum(idle_samples)                                                as idle_samples,
         sum(avg_power_w)                                                 as avg_power_sum_w,
         max(max_gap_s)                                                   as max_gap_s,
         sum(energy_j)                                                    as energy_sum_j,
@@ -47,10 +54,16 @@ final as (
         coalesce(per_point.samples, 0)                                   as samples,
         files.window_start,
         files.window_end,
+        files.window_from,
         files.window_end_epoch_s - files.window_start_epoch_s            as window_s,
+        files.sampler_end_epoch_s - files.sampler_start_epoch_s          as sampler_window_s,
+        files.bench_duration_s,
         per_point.avg_power_per_gpu_w,
         case when per_point.gpus_sampled_in_window = per_point.gpus_in_set
              then per_point.avg_power_sum_w end                          as avg_power_total_w,
+        case when per_point.gpus_idle_sampled = per_point.gpus_in_set
+             then per_point.idle_power_sum_w end                         as idle_power_total_w,
+        coalesce(per_point.idle_samples, 0)                              as idle_samples,
         per_point.max_gap_s,
         coalesce(per_point.gpu_problems = 0, false)                      as energy_valid,
         case when per_point.gpu_problems = 0 then per_point.energy_sum_j end as energy_j,
@@ -68,6 +81,7 @@ final as (
         per_point.last_sample_line,
         files.window_start_line,
         files.window_end_line,
+        files.window_source_file,
         points.source_file                                               as result_file,
         points.source_line                                               as result_line
     from files

@@ -6,6 +6,8 @@
 --   power is held back to the start; where the last comes before the end, held to the end
 --   (within $energy_max_gap_s, or the energy is not valid).
 -- avg_power_w: the plain mean of the GPU's samples taken inside the window.
+-- idle_power_w: the median of the GPU's samples taken before the window (the benchmark client
+--   loading its tokenizer and building prompts while the engine waits); idle_samples: how many.
 -- source_line, last_sample_line: the GPU's first and last sample line of the file.
 -- max_gap_s: the longest time between two of the GPU's consecutive samples that reach into the
 --   window; start_miss_s / end_miss_s: how long after the window's start the first sample came,
@@ -80,6 +82,8 @@ per_gpu as (
         sum(area_j)                                                      as area_j,
         max(gap_s)                                                       as max_gap_s,
         avg(p) filter (where t >= ws and t <= we)                        as avg_power_w,
+        median(p) filter (where t < ws)                                  as idle_power_w,
+        count(*) filter (where t < ws)                                   as idle_samples,
         min(source_line)                                                 as first_sample_line,
         max(source_line)                                                 as last_sample_line,
         any_value(ws)                                                    as ws,
@@ -97,6 +101,8 @@ joined as (
         coalesce(per_gpu.samples, 0)                                     as samples,
         coalesce(per_gpu.samples_in_window, 0)                           as samples_in_window,
         per_gpu.avg_power_w,
+        per_gpu.idle_power_w,
+        coalesce(per_gpu.idle_samples, 0)                                as idle_samples,
         per_gpu.max_gap_s,
         greatest(per_gpu.first_t - files.window_start_epoch_s, 0)        as start_miss_s,
         greatest(files.window_end_epoch_s - per_gpu.last_t, 0)           as end_miss_s,
@@ -130,6 +136,8 @@ judged as (
         samples,
         samples_in_window,
         avg_power_w,
+        idle_power_w,
+        idle_samples,
         max_gap_s,
         start_miss_s,
         end_miss_s,
@@ -160,6 +168,8 @@ final as (
         samples,
         samples_in_window,
         avg_power_w,
+        idle_power_w,
+        idle_samples,
         max_gap_s,
         start_miss_s,
         end_miss_s,
