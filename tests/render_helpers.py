@@ -324,8 +324,31 @@ def build_campaign(root: Path) -> Path:
     con.execute("insert into point_repeats select run_id, workload, concurrency, 1, point_id, ttft_median_s,"
                 " ttft_median_s, ttft_median_s, tpot_median_ms, tpot_median_ms, tpot_median_ms, output_tok_s,"
                 " output_tok_s, output_tok_s, completed, sent from bench_points")
+    add_later_columns(con)
     con.close()
     return db
+
+
+def add_later_columns(con) -> None:
+    """The columns and tables the public tables gained after the hand-written ones above, as
+    derive makes them: every point's TPOT from its requests' latencies, and nothing left out of
+    the setups' comparison."""
+    for table, column, kind, default in (
+            ("bench_points", "tpot_from", "varchar", "'latencies'"),
+            ("bench_requests", "tpot_from", "varchar", "'latencies'"),
+            ("bench_requests", "latency_from", "varchar", "'latencies'"),
+            ("point_energy", "window_from", "varchar", "'requests'"),
+            ("point_energy", "sampler_window_s", "double", "null"),
+            ("point_energy", "bench_duration_s", "double", "null"),
+            ("point_energy", "idle_power_total_w", "double", "null"),
+            ("point_energy", "idle_samples", "bigint", "0"),
+            ("point_energy", "window_source_file", "varchar", "null"),
+            ("point_gpu_energy", "idle_power_w", "double", "null"),
+            ("point_gpu_energy", "idle_samples", "bigint", "0")):
+        con.execute(f"alter table {table} add column if not exists {column} {kind} default {default}")
+    con.execute("create table if not exists pareto_left_out (run_id varchar, point_id varchar,"
+                " workload varchar, concurrency integer, repeat integer, spec varchar, model varchar,"
+                " setup varchar, gpu_set varchar, reason varchar, source_file varchar, source_line integer)")
 
 
 def render_kwargs(root: Path, **extra) -> dict:

@@ -171,28 +171,42 @@ def test_the_client_times_the_benchmarks_own_requests(monkeypatch):
     funcs = getattr(importlib.import_module(bench.REQUEST_FUNCS[0]), bench.REQUEST_FUNCS[1])
     assert funcs, "vLLM's benchmark has no request functions to time"
 
+    class Input:                    # what vllm bench serve passes: numbered requests of the point
+        def __init__(self, delay: float, request_id: str | None):
+            self.delay, self.request_id = delay, request_id
+
     async def answer(*, request_func_input, session=None, pbar=None):
-        await asyncio.sleep(request_func_input)
-        return request_func_input
+        await asyncio.sleep(request_func_input.delay)
+        return request_func_input.delay
 
     monkeypatch.setitem(funcs, "stand-in", answer)
     originals = dict(funcs)
 
-    async def benchmark():          # as `vllm bench serve` does: a test request, then the point
+    async def benchmark(after: float):
+        """As vllm bench serve does: a test request, the point's numbered requests, then (with
+        --profile before 0.32) an unnumbered request after them."""
         fn = funcs["stand-in"]
-        await fn(request_func_input=0.05)
-        return await asyncio.gather(*(fn(request_func_input=d) for d in (0.1, 0.2, 0.3)))
+        await fn(request_func_input=Input(0.05, None))
+        out = await asyncio.gather(*(fn(request_func_input=Input(d, f"bench-{i}"))
+                                     for i, d in enumerate((0.1, 0.2, 0.3))))
+        await fn(request_func_input=Input(after, None))
+        return out
 
     with bench.timed_requests() as calls:
         assert all(funcs[name] is not fn for name, fn in originals.items())
-        assert asyncio.run(benchmark()) == [0.1, 0.2, 0.3]
+        assert asyncio.run(benchmark(after=0.2)) == [0.1, 0.2, 0.3]
     assert funcs == originals
-    assert len(calls) == 4 and all(end >= sent for sent, end in calls)
+    assert len(calls) == 5 and all(c.ended >= c.sent for c in calls)
+    assert [c.numbered for c in sorted(calls, key=lambda c: c.sent)] == [False, True, True, True, False]
     sent, ended = bench.requests_window(calls, 3)
-    test_sent, test_ended = min(calls)
-    assert sent >= test_ended                       # the test request is left out
-    assert ended - sent == pytest.approx(0.3, abs=0.05)
-    assert bench.requests_window(calls, 5) is None  # fewer timed than sent: no window
+    test = min(calls, key=lambda c: c.sent)
+    assert sent >= test.ended                       # the test request is left out, and so is
+    assert ended - sent == pytest.approx(0.3, abs=0.05)   # the one sent after the point
+    # a tool that numbers none of its requests: the last num_prompts sent
+    by_send = sorted(calls, key=lambda c: c.sent)[:4]
+    unnumbered = [bench.Call(c.sent, c.ended, False) for c in by_send]
+    assert bench.requests_window(unnumbered, 3) == (by_send[1].sent, max(c.ended for c in by_send[1:]))
+    assert bench.requests_window(calls, 6) is None  # fewer timed than sent: no window
 
 
 def test_the_engine_python_is_a_profile_setting(tmp_path):

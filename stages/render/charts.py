@@ -63,9 +63,11 @@ def prepare(points: pd.DataFrame) -> pd.DataFrame:
     df = _with_run_kind(_checked(points, REQUIRED, "bench points"))
     df["capacity_limited"] = df["capacity_limited"].fillna(False).astype(bool)
     summary = df["figures_from"] == SUMMARY if "figures_from" in df.columns else [False] * len(df)
+    tpot = df["tpot_from"] if "tpot_from" in df.columns else [None] * len(df)
     df["note"] = [
-        ", ".join(w for w, on in (("provisional", p), ("capacity-limited", c), (SUMMARY, t)) if on) or "-"
-        for p, c, t in zip(df["provisional"], df["capacity_limited"], summary)
+        ", ".join(w for w, on in (("provisional", p), ("capacity-limited", c), (SUMMARY, t),
+                                  (TPOT_NOTES.get(q, ("", ""))[0], q in TPOT_NOTES and not t)) if on) or "-"
+        for p, c, t, q in zip(df["provisional"], df["capacity_limited"], summary, tpot)
     ]
     df["concurrency"] = df["concurrency"].astype(int)
     for limit, column in LIMITS.items():
@@ -184,6 +186,26 @@ def _summary_note(df: pd.DataFrame, note: list[str]) -> list[str]:
     return note
 
 
+# Where a point's time per output token comes from, when not each request's latency
+# (bench_points.tpot_from): its marker in the point's note, and the chart's note.
+TPOT_NOTES = {
+    "itls": ("TPOT from itls", "Marked TPOT from itls: time per output token from the gaps between each "
+                               "request's tokens, its result file holding no latencies."),
+    SUMMARY: ("TPOT from tool summary", "Marked TPOT from tool summary: the benchmark tool's own "
+                                        "median time per output token (no per-request times)."),
+}
+
+
+def _tpot_note(df: pd.DataFrame, note: list[str]) -> list[str]:
+    """The note, saying where the decode speeds come from where it is not each request's latency
+    (a point whose figures are all the tool's summary is said so by SUMMARY_NOTE already)."""
+    if "tpot_from" not in df.columns:
+        return note
+    whole_summary = df["figures_from"] == SUMMARY if "figures_from" in df.columns else False
+    found = set(df.loc[~whole_summary, "tpot_from"].dropna()) if len(df) else set()
+    return note + [TPOT_NOTES[k][1] for k in sorted(found) if k in TPOT_NOTES]
+
+
 @dataclass(frozen=True)
 class Shape:
     """What a scaling chart's layout depends on besides its rows: the number of workloads (its
@@ -265,7 +287,7 @@ def _metric_rows(name: str, points: pd.DataFrame, color_domain: Sequence[str] | 
     field, _, _, _, summary = METRICS[name]
     df = prepare(points)
     df = df[df[field].notna()]
-    return df, _shape(df, _summary_note(df, NOTE) if summary else NOTE, color_domain)
+    return df, _shape(df, _tpot_note(df, _summary_note(df, NOTE)) if summary else NOTE, color_domain)
 
 
 def _metric_layout(name: str, shape: Shape, data) -> alt.FacetChart:

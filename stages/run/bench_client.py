@@ -133,21 +133,40 @@ def reset_prefix_cache(client: httpx.Client, base_url: str, engine: str) -> bool
         return False
 
 
-# Where `vllm bench serve` looks its request functions up, by backend, at the start of every run
-# (vllm/benchmarks/lib/endpoint_request_func.py, 0.10 onwards): the dict that serve.py imports.
+# Where `vllm bench serve` looks its request functions up, by backend, at the start of every run:
+# the dict that serve.py imports (in vllm.benchmarks.lib from 0.10.1, beside serve.py in 0.10.0).
 REQUEST_FUNCS = ("vllm.benchmarks.lib.endpoint_request_func", "ASYNC_REQUEST_FUNCS")
+REQUEST_FUNCS_0_10_0 = ("vllm.benchmarks.endpoint_request_func", "ASYNC_REQUEST_FUNCS")
+
+
+def _request_funcs() -> dict | None:
+    import importlib
+    for module, name in (REQUEST_FUNCS, REQUEST_FUNCS_0_10_0):
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            continue
+    return None
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request the benchmark sent: when (wall clock), when its answer ended, and whether it
+    was one of the point's own (vllm bench serve numbers those, from 0.10.2: `request_id`; its
+    test request, warm-ups and probes carry none)."""
+    sent: float
+    ended: float
+    numbered: bool
 
 
 @contextlib.contextmanager
-def timed_requests() -> Iterator[list[tuple[float, float]]]:
-    """Time every request `vllm bench serve` sends while the body runs: (sent, ended) on the wall
-    clock, one pair a request, in the order they ended. The request functions are wrapped in
-    place and put back afterwards; a vLLM without that dict gives no times (an empty list)."""
-    calls: list[tuple[float, float]] = []
-    try:
-        import importlib
-        funcs = getattr(importlib.import_module(REQUEST_FUNCS[0]), REQUEST_FUNCS[1])
-    except (ImportError, AttributeError):
+def timed_requests() -> Iterator[list[Call]]:
+    """Time every request `vllm bench serve` sends while the body runs, one Call a request, in
+    the order they ended. The request functions are wrapped in place and put back afterwards; a
+    vLLM without that dict gives no times (an empty list)."""
+    calls: list[Call] = []
+    funcs = _request_funcs()
+    if funcs is None:
         yield calls
         return
     originals = dict(funcs)
@@ -155,11 +174,13 @@ def timed_requests() -> Iterator[list[tuple[float, float]]]:
     def timed(fn):
         @functools.wraps(fn)
         async def call(*args, **kwargs):
+            given = kwargs.get("request_func_input", args[0] if args else None)
+            numbered = bool(getattr(given, "request_id", None))
             sent = time.time()
             try:
                 return await fn(*args, **kwargs)
             finally:
-                calls.append((sent, time.time()))
+                calls.append(Call(sent, time.time(), numbered))
         return call
 
     funcs.update({name: timed(fn) for name, fn in originals.items()})
@@ -169,14 +190,16 @@ def timed_requests() -> Iterator[list[tuple[float, float]]]:
         funcs.update(originals)
 
 
-def requests_window(calls: list[tuple[float, float]], num_prompts: int) -> tuple[float, float] | None:
-    """The benchmark's own requests window: the last `num_prompts` requests sent (the test request
-    and any warm-ups go first), from the first of them sent to the last ended. None when fewer
-    requests were timed than the point sends."""
-    if num_prompts < 1 or len(calls) < num_prompts:
+def requests_window(calls: list[Call], num_prompts: int) -> tuple[float, float] | None:
+    """The benchmark's own requests window, from the first of the point's requests sent to the
+    last ended: its numbered requests where the tool numbers them, else the last `num_prompts`
+    sent (the test request and warm-ups go first). None when fewer were timed than it sends."""
+    own = [c for c in calls if c.numbered]
+    if len(own) != num_prompts:
+        own = sorted(calls, key=lambda c: c.sent)[-num_prompts:] if num_prompts > 0 else []
+    if num_prompts < 1 or len(own) < num_prompts:
         return None
-    own = sorted(calls)[-num_prompts:]
-    return own[0][0], max(end for _, end in own)
+    return min(c.sent for c in own), max(c.ended for c in own)
 
 
 def run_point(point: Point, *, base_url: str, model: str, tokenizer: str, bench_dir: Path,

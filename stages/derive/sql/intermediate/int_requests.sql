@@ -1,5 +1,11 @@
 -- Benchmark requests with their point's workload and the figures derived from them.
--- tpot_ms = (latency - ttft) / (output tokens - 1) * 1000; prefill_tok_s = input tokens / ttft.
+-- latency_s: the request's end-to-end latency as its result file holds it (latencies[i]), else the
+--   time to its first token plus its inter-token latencies (ttfts[i] + sum(itls[i]), which is how
+--   vllm bench serve measures a latency; 0.2x writes no latencies); latency_from says which.
+-- tpot_ms = (latency - ttft) / (output tokens - 1) * 1000, from latencies[i] where the file has
+--   them, else sum(itls[i]) / (output tokens - 1) * 1000 (the same time: the gaps between the
+--   first token and the last); tpot_from says which ('latencies' or 'itls').
+-- prefill_tok_s = input tokens / ttft.
 -- ok: the request reported no error. The workload's sizes are those of the run's own profile.
 with requests as (
     select * from stg_bench_requests
@@ -28,12 +34,24 @@ final as (
         requests.input_tokens,
         requests.output_tokens,
         requests.ttft_s,
-        requests.latency_s,
+        coalesce(requests.latency_s, requests.ttft_s + requests.itl_sum_s) as latency_s,
+        case
+            when requests.latency_s is not null then 'latencies'
+            when requests.ttft_s is not null and requests.itl_sum_s is not null then 'ttft + itls'
+        end                                             as latency_from,
         requests.start_time_s,
         case
             when requests.output_tokens > 1 and requests.latency_s is not null and requests.ttft_s is not null
             then (requests.latency_s - requests.ttft_s) / (requests.output_tokens - 1) * 1000
+            when requests.output_tokens > 1 and requests.latency_s is null and requests.itl_count > 0
+            then requests.itl_sum_s / (requests.output_tokens - 1) * 1000
         end                                             as tpot_ms,
+        case
+            when requests.output_tokens > 1 and requests.latency_s is not null and requests.ttft_s is not null
+            then 'latencies'
+            when requests.output_tokens > 1 and requests.latency_s is null and requests.itl_count > 0
+            then 'itls'
+        end                                             as tpot_from,
         case
             when requests.ttft_s > 0 then requests.input_tokens / requests.ttft_s
         end                                             as prefill_tok_s,

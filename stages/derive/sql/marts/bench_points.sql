@@ -15,6 +15,11 @@
 --   p90_ttft_ms, median_tpot_ms), taken as
 --   written and not recomputed; then ttft_requests is the point's completed requests, the ones the
 --   tool summarised. Null when the point has neither (or completed none).
+-- tpot_from: where the TPOT figures come from: 'latencies' or 'itls' (int_requests.tpot_from of
+--   the requests they are computed from; a point whose requests mix the two is 'latencies'), or
+--   'tool summary': the tool's own median_tpot_ms, p90_tpot_ms and p99_tpot_ms, as written, for a
+--   point with no request TPOT to compute (no per-request arrays, or arrays without latencies and
+--   itls, as vllm bench serve writes without --save-detailed), its file read without errors.
 -- sent / failed: null when the tool recorded neither (SGLang bench_serving writes only completed).
 -- seq_limit: the sequences that fit at this workload (already capped by the sequence cap); the
 --   cap alone when the workload or the KV pool is unknown; null beyond the maximum context.
@@ -60,6 +65,10 @@ request_stats as (
             filter (where requests.ok and not coalesce(flags.excluded_from_tpot, false))          as tpot_p90_ms,
         quantile_cont(requests.tpot_ms, 0.99)
             filter (where requests.ok and not coalesce(flags.excluded_from_tpot, false))          as tpot_p99_ms,
+        max(requests.tpot_from)
+            filter (where requests.ok and not coalesce(flags.excluded_from_tpot, false)
+                      and requests.tpot_ms is not null)                                            as tpot_from,
+        count(requests.tpot_ms)                                     as tpot_timed_requests,
         count(flags.request_idx)                                    as invalid_requests
     from requests
     left join flags
@@ -79,7 +88,15 @@ summary as (
              and (points.median_ttft_ms is not null or points.median_tpot_ms is not null)
              and file_errors.source_file is null
             then 'tool summary'
-        end as figures_from
+        end as figures_from,
+        case
+            when request_stats.tpot_median_ms is not null then request_stats.tpot_from
+            when coalesce(request_stats.tpot_timed_requests, 0) = 0
+             and points.completed > 0
+             and points.median_tpot_ms is not null
+             and file_errors.source_file is null
+            then 'tool summary'
+        end as tpot_from
     from points
     left join request_stats
         on request_stats.run_id = points.run_id and request_stats.point_id = points.point_id
@@ -110,11 +127,12 @@ joined as (
              when request_stats.ttft_requests > 0 then request_stats.ttft_p90_s end    as ttft_p90_s,
         case when summary.figures_from = 'tool summary' then points.p99_ttft_ms / 1000.0
              when request_stats.ttft_requests > 0 then request_stats.ttft_p99_s end    as ttft_p99_s,
-        case when summary.figures_from = 'tool summary' then points.median_tpot_ms
+        summary.tpot_from,
+        case when summary.tpot_from = 'tool summary' then points.median_tpot_ms
              else request_stats.tpot_median_ms end                  as tpot_median_ms,
-        case when summary.figures_from = 'tool summary' then points.p90_tpot_ms
+        case when summary.tpot_from = 'tool summary' then points.p90_tpot_ms
              else request_stats.tpot_p90_ms end                     as tpot_p90_ms,
-        case when summary.figures_from = 'tool summary' then points.p99_tpot_ms
+        case when summary.tpot_from = 'tool summary' then points.p99_tpot_ms
              else request_stats.tpot_p99_ms end                     as tpot_p99_ms,
         points.output_tok_s,
         point_cache.cache_hit_pct,
@@ -166,6 +184,7 @@ final as (
         tpot_p90_ms::double                                         as tpot_p90_ms,
         tpot_p99_ms::double                                         as tpot_p99_ms,
         figures_from::varchar                                       as figures_from,
+        tpot_from::varchar                                          as tpot_from,
         case when tpot_median_ms > 0 then 1000.0 / tpot_median_ms end as decode_tok_s_per_user,
         output_tok_s,
         cache_hit_pct,

@@ -2,7 +2,8 @@
 -- from it, where its result file holds them (the JSON path of the value), and whether the
 -- statistic used it: time to first token (ttfts[i]) and prefill rate (input_lens[i] / ttfts[i],
 -- tokens per second), used unless the request failed or was served from the prefix cache; time
--- per output token in milliseconds ((latencies[i] - ttfts[i]) / (output_lens[i] - 1)), used
+-- per output token in milliseconds ((latencies[i] - ttfts[i]) / (output_lens[i] - 1), or
+-- sum(itls[i]) / (output_lens[i] - 1) for a file without latencies: bench_requests.tpot_from), used
 -- unless the request failed or its output came in one burst. `reason`: its invalid_rows reasons.
 -- ttft90 and ttft99 are the time to first token again, for the p90 and p99; tpot90 and tpot99 the
 -- time per output token again. A point whose figures are the benchmark
@@ -17,7 +18,10 @@ with summary as (
 ),
 
 requests as (
-    select point_id, request_idx as i, ttft_s, prefill_tok_s, tpot_ms, ok, source_file
+    select point_id, request_idx as i, ttft_s, prefill_tok_s, tpot_ms, ok, source_file,
+           case when tpot_from = 'itls' then printf('sum(itls[%d]) / (output_lens[%d] - 1)', request_idx, request_idx)
+                else printf('(latencies[%d] - ttfts[%d]) / (output_lens[%d] - 1)', request_idx, request_idx, request_idx)
+           end as tpot_expr
     from bench_requests
     where run_id = $run_id and workload = $workload and concurrency = $concurrency
 ),
@@ -51,13 +55,13 @@ request_inputs as (
         printf('input_lens[%d] / ttfts[%d]', r.i, r.i)               as prefill_path,
         r.ok and not coalesce(x.no_ttft, false)                      as prefill_used,
         r.tpot_ms                                                    as tpot_value,
-        printf('(latencies[%d] - ttfts[%d]) / (output_lens[%d] - 1)', r.i, r.i, r.i) as tpot_path,
+        r.tpot_expr                                                  as tpot_path,
         r.ok and not coalesce(x.no_tpot, false)                      as tpot_used,
         r.tpot_ms                                                    as tpot90_value,
-        printf('(latencies[%d] - ttfts[%d]) / (output_lens[%d] - 1)', r.i, r.i, r.i) as tpot90_path,
+        r.tpot_expr                                                  as tpot90_path,
         r.ok and not coalesce(x.no_tpot, false)                      as tpot90_used,
         r.tpot_ms                                                    as tpot99_value,
-        printf('(latencies[%d] - ttfts[%d]) / (output_lens[%d] - 1)', r.i, r.i, r.i) as tpot99_path,
+        r.tpot_expr                                                  as tpot99_path,
         r.ok and not coalesce(x.no_tpot, false)                      as tpot99_used,
         x.reason
     from requests as r

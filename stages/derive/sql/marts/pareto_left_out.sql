@@ -1,0 +1,66 @@
+-- One row per benchmark point of a reported attempt (runs.is_current) that pareto_points does not
+-- place, with the first reason that keeps it out, in this order:
+--   'no GPU set'            the run names no GPU set (meta.json gpus), so no throughput per GPU;
+--   'no workload'           its result file names no workload;
+--   'no request completed'  every request it sent failed;
+--   'no decode speed'       no time per output token: its result file holds no per-request times
+--                           to compute one from (no latencies, no itls) and no summary figure, or
+--                           every request's output came in one burst (invalid_rows burst_output);
+--   'no output throughput'  its result file gives no output tokens/s.
+-- A capacity-limited point is placed (pareto_points.capacity_limited), not left out.
+with points as (
+    select
+        p.run_id,
+        p.point_id,
+        p.workload,
+        p.concurrency,
+        p.repeat,
+        r.spec,
+        r.model,
+        concat_ws(' | ', r.model, r.layout, r.engine, coalesce(r.image, 'local')) as setup,
+        s.gpus                                                      as gpu_set,
+        len(list_filter(string_split(coalesce(s.gpus, ''), ','), lambda g: trim(g) <> '')) as gpus,
+        p.completed,
+        p.tpot_median_ms,
+        p.decode_tok_s_per_user,
+        p.output_tok_s,
+        p.source_file,
+        p.source_line
+    from bench_points as p
+    inner join runs as r on r.run_id = p.run_id
+    inner join stg_runs as s on s.run_id = p.run_id
+    where r.is_current
+),
+
+judged as (
+    select
+        *,
+        case
+            when gpus = 0 then 'no GPU set'
+            when workload is null then 'no workload'
+            when coalesce(completed, 0) = 0 then 'no request completed'
+            when not coalesce(decode_tok_s_per_user > 0, false) then 'no decode speed'
+            when not coalesce(output_tok_s > 0, false) then 'no output throughput'
+        end                                                         as reason
+    from points
+),
+
+final as (
+    select
+        run_id,
+        point_id,
+        workload,
+        concurrency,
+        repeat::integer                                             as repeat,
+        spec,
+        model,
+        setup,
+        gpu_set,
+        reason,
+        source_file,
+        source_line
+    from judged
+    where reason is not null
+)
+
+select * from final
