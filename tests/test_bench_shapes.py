@@ -6,14 +6,17 @@ none (every release before), the tool's own summary where it has neither (saved 
 --save-detailed). The figures recomputed from the requests are the tool's own, to the float."""
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from render_helpers import render_kwargs
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
+from stages.render import stage as render
 
 SHAPES = Path(__file__).parent / "fixtures" / "bench_shapes"
 RULES = {"prefix_cache_tok_s": 60000, "gate_min_score": 1.0, "cached_share_max_pct": 20,
@@ -136,3 +139,15 @@ def test_points_no_frontier_places_say_why(tmp_path):
     reasons = dict(con.execute("select split_part(run_id, '__', 2), reason from pareto_left_out").fetchall())
     assert reasons == {"nogpus": "no GPU set", "notpot": "no decode speed", "failed": "no request completed"}
     assert con.execute("select count(*) from pareto_points").fetchone()[0] == 0
+    con.close()
+    # the one-GPU Part covers the two runs on GPU 0: its setups section says why neither is placed
+    summary = render.run(**render_kwargs(tmp_path))
+    md = (tmp_path / "data" / "docs" / "posts" / "part-one-gpu.md").read_text()
+    assert "*No benchmark point of these runs is placed on a frontier here, for the reasons below.*" in md
+    rows = [line for line in md.splitlines() if "| no decode speed |" in line or "| no request completed |" in line]
+    assert len(rows) == 2 and all("short_chat__c02" in html.unescape(line) for line in rows)
+    counts = [f for f in json.loads((tmp_path / "data" / "facts.json").read_text())
+              if f["name"] == "setup_left_out_count"]
+    assert sorted((f["params"]["reason"], f["value"]) for f in counts) == [
+        ("no decode speed", 1), ("no request completed", 1)]
+    assert summary["pages"]

@@ -80,6 +80,24 @@ def test_a_point_whose_ttft_rests_on_no_request_is_left_out_of_the_ttft_chart():
     assert any(r["run_id"] == "run-b" and r["concurrency"] == 8 for r in decode)
 
 
+def test_the_decode_chart_says_where_its_tpot_came_from_and_which_points_it_leaves_out():
+    df = points().assign(figures_from="requests", tpot_from="latencies")
+    assert charts.TPOT_NOTES["itls"][1] not in charts.decode_chart(df).to_dict()["title"]["subtitle"]
+    df.loc[df["run_id"] == "run-a", "tpot_from"] = "itls"
+    df.loc[(df["run_id"] == "run-b") & (df["concurrency"] == 8), ["tpot_from", "decode_tok_s_per_user"]] = [None, None]
+    spec = charts.decode_chart(df).to_dict()
+    subtitle = spec["title"]["subtitle"]
+    assert charts.TPOT_NOTES["itls"][1] in subtitle and charts.NO_DECODE_NOTE in subtitle
+    rows = next(iter(spec["datasets"].values()))
+    assert len(rows) == len(df) - 1
+    assert {r["note"].split(", ")[-1] for r in rows if r["run_id"] == "run-a"} == {"TPOT from itls"}
+    assert all("TPOT from" not in r["note"] for r in rows if r["run_id"] == "run-b")
+    # the tool's summary as the only source of a point's figures is said once, as before
+    whole = points().assign(figures_from="tool summary", tpot_from="tool summary")
+    subtitle = charts.decode_chart(whole).to_dict()["title"]["subtitle"]
+    assert charts.SUMMARY_NOTE in subtitle and charts.TPOT_NOTES["tool summary"][1] not in subtitle
+
+
 def test_capacity_limited_points_are_grey_and_hatched():
     ls = layers(charts.decode_chart(points()))
     limited = filtered(ls, "datum.capacity_limited")

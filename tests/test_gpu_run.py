@@ -9,20 +9,17 @@ from __future__ import annotations
 import csv
 import json
 import re
-import shutil
 import statistics
-import subprocess
-import sys
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from test_node_part import PROJECT, plain, project_copy
+from test_node_part import plain, repro_with_runs
 
 FIXTURE = Path(__file__).parent / "fixtures" / "gpu_h200x1"
-RUN = "llama-1b__gpu1_seqs64__32k__vllm__1202-160157"
+RUN = "llama-1b__gpu1_seqs64__32k__vllm__1202-160157"     # FIXTURE's one run folder
 RAW = FIXTURE / RUN
 PART = "part-one-gpu"
 SWEEP = [f"{w}__c{c:02d}" for w, cs in (("long", (1, 4, 16, 64)), ("chat", (1, 4, 16, 64)),
@@ -32,18 +29,7 @@ SWEEP = [f"{w}__c{c:02d}" for w, cs in (("long", (1, 4, 16, 64)), ("chat", (1, 4
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("gpu")
-    project_copy(root)
-    params = (root / "params.yaml").read_text()
-    params = re.sub(r"(?m)^profile: local-cpu\b", "profile: h200x1", params)
-    params = re.sub(r"(?m)^run_specs: \[[^\]]*\]", "run_specs: []", params)
-    (root / "params.yaml").write_text(params)
-    shutil.copytree(RAW, root / "data" / "runs" / RUN)
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(root),
-           "PYTHONPATH": str(PROJECT)}
-    out = subprocess.run([str(Path(sys.executable).parent / "dvc"), "repro"], cwd=root, env=env,
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    repro_with_runs(root, "h200x1", FIXTURE)
     db = duckdb.connect(str(root / "data" / "campaign.duckdb"), read_only=True)
     facts = {f["id"]: f for f in json.loads((root / "data" / "facts.json").read_text())}
     md = (root / "data" / "docs" / "posts" / f"{PART}.md").read_text()
@@ -130,7 +116,7 @@ def test_the_energy_is_the_integral_of_the_samples_inside_the_requests_window(bu
         for cells in csv.reader(line for line in f if not line.startswith("#")):
             if cells[0].strip().isdigit():
                 t = datetime.strptime(cells[1].strip(), "%Y/%m/%d %H:%M:%S.%f").replace(
-                    tzinfo=__import__("datetime").timezone.utc).timestamp()
+                    tzinfo=timezone.utc).timestamp()
                 samples.append((t, float(cells[2])))
     inside = [(t, p) for t, p in samples if rs <= t <= re_]
     assert len(inside) > 50                          # 200 ms apart over about twenty seconds

@@ -34,23 +34,31 @@ def project_copy(root: Path) -> None:
             shutil.copy2(source, root / name)
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> dict:
-    """The node campaign as a team builds it: its run folders in data/runs, the node profile
-    active, no spec to launch, `dvc repro`."""
-    root = tmp_path_factory.mktemp("node")
+def repro_with_runs(root: Path, profile: str, runs: Path) -> subprocess.CompletedProcess:
+    """A project copy in root whose run folders are the folders in `runs`, `profile` active and no spec
+    to launch, built by `dvc repro` as a team that brings its runs builds it."""
     project_copy(root)
     params = (root / "params.yaml").read_text()
-    params = re.sub(r"(?m)^profile: local-cpu\b", "profile: h200x8", params)
+    params = re.sub(r"(?m)^profile: local-cpu\b", f"profile: {profile}", params)
     params = re.sub(r"(?m)^run_specs: \[[^\]]*\]", "run_specs: []", params)
     (root / "params.yaml").write_text(params)
-    shutil.copytree(NODE_RUNS, root / "data" / "runs")
+    for folder in sorted(d for d in runs.iterdir() if d.is_dir()):
+        shutil.copytree(folder, root / "data" / "runs" / folder.name)
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(root),
            "PYTHONPATH": str(PROJECT)}
     out = subprocess.run([str(Path(sys.executable).parent / "dvc"), "repro"], cwd=root, env=env,
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> dict:
+    """The node campaign as a team builds it: its run folders in data/runs, the node profile
+    active, no spec to launch, `dvc repro`."""
+    root = tmp_path_factory.mktemp("node")
+    out = repro_with_runs(root, "h200x8", NODE_RUNS)
     docs, site = root / "data" / "docs", root / "data" / "site"
     facts = {f["id"]: f for f in json.loads((root / "data" / "facts.json").read_text())}
     return {"root": root, "docs": docs, "site": site, "stderr": out.stdout + out.stderr,

@@ -174,6 +174,8 @@ def facet_layout(workloads: int, total_width: int = CHART_WIDTH) -> tuple[int, i
 
 
 NO_TTFT_NOTE = "Not drawn: points with no TTFT (every request failed or came from the prefix cache)."
+NO_DECODE_NOTE = ("Not drawn: points with no decode speed (no request completed, or no time per "
+                  "output token in the result file: see pareto_left_out).")
 SUMMARY_NOTE = ("Marked tool summary: the benchmark tool's own percentiles as its result file holds "
                 "them (no per-request timings to compute them from).")
 SUMMARY = "tool summary"
@@ -286,8 +288,12 @@ def _metric_rows(name: str, points: pd.DataFrame, color_domain: Sequence[str] | 
                  ) -> tuple[pd.DataFrame, Shape]:
     field, _, _, _, summary = METRICS[name]
     df = prepare(points)
+    missing = df[field].isna().any()
     df = df[df[field].notna()]
-    return df, _shape(df, _tpot_note(df, _summary_note(df, NOTE)) if summary else NOTE, color_domain)
+    note = _tpot_note(df, _summary_note(df, NOTE)) if summary else NOTE
+    if summary and missing:
+        note = note + [NO_DECODE_NOTE]
+    return df, _shape(df, note, color_domain)
 
 
 def _metric_layout(name: str, shape: Shape, data) -> alt.FacetChart:

@@ -68,5 +68,8 @@ def sampler_file(*, point_id: str, gpus: tuple[int, ...], interval_ms: int, star
         t += interval
         drift += rng.uniform(0.0, 0.004)        # nvidia-smi's loop runs a few ms slow each time
     utc = lambda s: gpu_sampler.stamp((started + timedelta(seconds=s)).timestamp())  # noqa: E731
-    lines += [f"# window_start={utc(window[0])}", f"# window_end={utc(window[1])}", "# sampler_exit=stopped"]
+    # as the run stage writes them: its requests window inside its own (here they coincide: the
+    # simulated client sets nothing up)
+    lines += [f"# window_start={utc(window[0])}", f"# requests_start={utc(window[0])}",
+              f"# requests_end={utc(window[1])}", f"# window_end={utc(window[1])}", "# sampler_exit=stopped"]
     return "\n".join(lines) + "\n"

@@ -184,7 +184,6 @@ final as (
         tpot_p90_ms::double                                         as tpot_p90_ms,
         tpot_p99_ms::double                                         as tpot_p99_ms,
         figures_from::varchar                                       as figures_from,
-        tpot_from::varchar                                          as tpot_from,
         case when tpot_median_ms > 0 then 1000.0 / tpot_median_ms end as decode_tok_s_per_user,
         output_tok_s,
         cache_hit_pct,
@@ -193,7 +192,8 @@ final as (
         coalesce(concurrency > seq_limit, false)                    as capacity_limited,
         provisional,
         source_file,
-        source_line
+        source_line,
+        tpot_from::varchar                                          as tpot_from
     from joined
 )
 

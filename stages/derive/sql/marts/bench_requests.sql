@@ -19,17 +19,17 @@ final as (
         requests.output_tokens,
         requests.ttft_s,
         requests.latency_s,
-        requests.latency_from,
         requests.start_time_s,
         requests.tpot_ms,
-        requests.tpot_from,
         requests.prefill_tok_s,
         requests.error,
         requests.ok,
         flagged.request_idx is null     as valid,
         requests.generated_text,
         requests.source_file,
-        requests.source_line
+        requests.source_line,
+        requests.tpot_from,
+        requests.latency_from
     from requests
     left join flagged
         on flagged.run_id = requests.run_id

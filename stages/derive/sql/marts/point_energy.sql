@@ -54,16 +54,10 @@ final as (
         coalesce(per_point.samples, 0)                                   as samples,
         files.window_start,
         files.window_end,
-        files.window_from,
         files.window_end_epoch_s - files.window_start_epoch_s            as window_s,
-        files.sampler_end_epoch_s - files.sampler_start_epoch_s          as sampler_window_s,
-        files.bench_duration_s,
         per_point.avg_power_per_gpu_w,
         case when per_point.gpus_sampled_in_window = per_point.gpus_in_set
              then per_point.avg_power_sum_w end                          as avg_power_total_w,
-        case when per_point.gpus_idle_sampled = per_point.gpus_in_set
-             then per_point.idle_power_sum_w end                         as idle_power_total_w,
-        coalesce(per_point.idle_samples, 0)                              as idle_samples,
         per_point.max_gap_s,
         coalesce(per_point.gpu_problems = 0, false)                      as energy_valid,
         case when per_point.gpu_problems = 0 then per_point.energy_sum_j end as energy_j,
@@ -77,13 +71,19 @@ final as (
         end                                                              as energy_problem,
         files.sampler_error,
         files.source_file,
-        coalesce(per_point.first_sample_line, files.window_start_line)   as source_line,
+        coalesce(per_point.first_sample_line, files.sampler_start_line)  as source_line,
         per_point.last_sample_line,
         files.window_start_line,
         files.window_end_line,
-        files.window_source_file,
         points.source_file                                               as result_file,
-        points.source_line                                               as result_line
+        points.source_line                                               as result_line,
+        files.window_from,
+        files.sampler_end_epoch_s - files.sampler_start_epoch_s          as sampler_window_s,
+        files.bench_duration_s,
+        case when per_point.gpus_idle_sampled = per_point.gpus_in_set
+             then per_point.idle_power_sum_w end                         as idle_power_total_w,
+        coalesce(per_point.idle_samples, 0)                              as idle_samples,
+        files.window_source_file
     from files
     left join per_point
         on per_point.run_id = files.run_id and per_point.point_id = files.point_id

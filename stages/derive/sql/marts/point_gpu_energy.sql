@@ -168,15 +168,15 @@ final as (
         samples,
         samples_in_window,
         avg_power_w,
-        idle_power_w,
-        idle_samples,
         max_gap_s,
         start_miss_s,
         end_miss_s,
         problem,
         case when problem is null then integral_j end                    as energy_j,
         first_sample_line                                                as source_line,
-        last_sample_line
+        last_sample_line,
+        idle_power_w,
+        idle_samples
     from judged
 )
 
