@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from site_browser import Browser, SiteServer, find_chromium
 from test_node_part import plain, repro_with_runs
 
 FIXTURE = Path(__file__).parent / "fixtures" / "gpu_h200x1"
@@ -137,3 +138,22 @@ def test_the_part_shows_decode_speeds_a_frontier_and_joules_per_token_marked_by_
     assert tpot and all("tpot_from is itls" in f["source_note"] for f in tpot)
     window = [f for f in built["facts"].values() if f["name"] == "point_energy_window_s"]
     assert window and all("requests_start" in f["source_note"] for f in window)
+
+
+def test_the_parts_charts_are_drawn_in_a_browser(built):
+    """Every chart of the Part (scaling, tails, timeline, Pareto) drawn by vega-embed in headless
+    Chromium, with marks, and no console error."""
+    binary = find_chromium()
+    if binary is None:
+        pytest.fail("headless Chromium not found: install the `chromium` package")
+    with Browser(binary) as browser, SiteServer(built["root"] / "data" / "site") as server:
+        tab = browser.page(width=1280)
+        tab.goto(server.base + f"{PART}.html")
+        assert tab.wait_for("""(() => {
+          const charts = [...document.querySelectorAll('div.vega-chart')];
+          return charts.length > 0 && charts.every(c => c.querySelector('svg.marks') !== null);
+        })()""")
+        marks = tab.js("""[...document.querySelectorAll('div.vega-chart')]
+            .map(c => [c.dataset.spec, c.querySelectorAll('svg.marks path').length])""")
+        assert len(marks) == 9 and all(n > 0 for _, n in marks), marks
+        assert not tab.console_errors()

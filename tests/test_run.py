@@ -226,6 +226,10 @@ def test_the_engine_python_is_a_profile_setting(tmp_path):
     assert default.engine_version("vllm") == bench_version()
     assert executor_for({"executor": "local", "python": str(tmp_path / "none")},
                         root=tmp_path).engine_version("vllm") is None
+    # a Python inside the project is named relative to it (cmd.sh names no machine)
+    inside = executor_for({"executor": "local", "python": str(tmp_path.resolve() / ".gpu/bin/python")},
+                          root=tmp_path)
+    assert inside.python == ".gpu/bin/python"
 
 
 def bench_version() -> str:

@@ -76,7 +76,7 @@ class LocalExecutor:
 
     def __init__(self, *, root: Path, python: str | None = None):
         self.root = root
-        self.python = python or _relative_python(root)
+        self.python = _within_root(python, root) if python else _relative_python(root)
 
     def engine_version(self, engine: str) -> str | None:
         """The version of the engine's package in the engine's Python, asked of that Python
@@ -305,11 +305,18 @@ def flag_args(args: dict) -> list[str]:
 
 def _relative_python(root: Path) -> str:
     """sys.executable, relative to the project root when it lives there (cmd.sh names no machine)."""
-    exe = Path(sys.executable)
+    return _within_root(sys.executable, root)
+
+
+def _within_root(python: str, root: Path) -> str:
+    """An absolute path inside the project root, relative to it; anything else as given."""
+    path = Path(python)
+    if not path.is_absolute():
+        return python
     try:
-        return str(exe.relative_to(root.resolve()))
+        return str(path.relative_to(root.resolve()))
     except ValueError:
-        return str(exe)
+        return python
 
 
 def _die_with_parent() -> None:
