@@ -57,6 +57,12 @@ def _set(path: str, value):
 CASES = {
     "unknown profile": (_set("profile", "gpu-cloud"),
                         "profile 'gpu-cloud' is not one of profiles (local-cpu, h200x1, h200x8)"),
+    "active profile without python": (_set("profiles.local-cpu.python", None),
+                                       "profiles.local-cpu.python is not set"),
+    "python that is no command": (_set("profiles.h200x1.python", 3),
+                                  "profiles.h200x1.python must be a command or a path, or null"),
+    "model of an unknown shape": (_set("models.llama-1b.layers", None),
+                                  "models.llama-1b must set layers, hidden, heads"),
     "unknown run spec": (_set("run_specs", ["tiny-seqs4", "tiny-seqs99"]),
                          "run_specs: 'tiny-seqs99' is not one of specs"),
     "spec without model": (_set("specs.tiny-seqs4.model", None), "specs.tiny-seqs4: missing model"),

@@ -78,7 +78,7 @@ def test_docker_executor_runs_the_engine_and_removes_the_container(tmp_path):
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["profile"] = "docker-test"
     params["profiles"]["docker-test"] = {
-        "executor": "docker", "engine": "vllm", "image": "vllm/vllm-openai:v0.32.0", "port": 8025,
+        "executor": "docker", "engine": "vllm", "image": "vllm/vllm-openai:v0.32.0", "python": None, "port": 8025,
         "docker": {"shm_size": "1g", "mounts": []}, "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
         "ready_timeout_s": 600, "rules": params["profiles"]["local-cpu"]["rules"],
         "gate": params["profiles"]["local-cpu"]["gate"]}     # the tiny model's short answer budget

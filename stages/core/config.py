@@ -187,6 +187,13 @@ def check_params(params: dict[str, Any], root: Path | str = ".") -> list[str]:
             problems.append(f"profiles.{name} must be a mapping")
             continue
         problems += _check_rules(prof.get("rules"), PROFILE_RULES, f"profiles.{name}.rules")
+        python = prof.get("python")
+        if name == active and "python" not in prof:
+            # dvc.yaml's run stage names it: DVC stops on a profile without it
+            problems.append(f"profiles.{name}.python is not set (the engine's Python for the local "
+                            "executor; null: the project's own)")
+        elif python is not None and (not isinstance(python, str) or not python.strip()):
+            problems.append(f"profiles.{name}.python must be a command or a path, or null")
     problems += _check_rules(params.get("rules"), SHARED_RULES, "rules")
     problems += _check_static_images((params.get("charts") or {}).get("static_images"))
     models = params.get("models")
