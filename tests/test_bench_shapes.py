@@ -17,6 +17,7 @@ from render_helpers import render_kwargs
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
 from stages.render import stage as render
+from stages.render.inputs import input_rows, recompute
 
 SHAPES = Path(__file__).parent / "fixtures" / "bench_shapes"
 RULES = {"prefix_cache_tok_s": 60000, "gate_min_score": 1.0, "cached_share_max_pct": 20,
@@ -119,14 +120,17 @@ def test_points_no_frontier_places_say_why(tmp_path):
     no_tpot = {k: v for k, v in raw.items() if k != "itls" and "tpot" not in k}
     failed = {**raw, "completed": 0, "failed": 4, "errors": ["timeout"] * 4, "output_lens": [0] * 4,
               "itls": [[]] * 4, "ttfts": [0.0] * 4}
+    no_itls = {k: v for k, v in raw.items() if k != "itls"}     # TTFTs, and TPOT from the summary
     for run_id, result, gpus in (("tiny-chat__nogpus__4k__vllm__0415-162001", raw, None),
                                  ("tiny-chat__notpot__4k__vllm__0415-162002", no_tpot, "0"),
-                                 ("tiny-chat__failed__4k__vllm__0415-162003", failed, "0")):
+                                 ("tiny-chat__failed__4k__vllm__0415-162003", failed, "0"),
+                                 ("tiny-chat__noitls__4k__vllm__0415-162004", no_itls, "0")):
         (runs / run_id / "bench").mkdir(parents=True)
         (runs / run_id / "launch.out").write_text("status=ready\n")
         if gpus:
             (runs / run_id / "meta.json").write_text(json.dumps({
-                "schema_version": 1, "run_id": run_id, "spec": run_id.split("__")[1], "profile": "h200x1",
+                "schema_version": 1, "run_id": run_id, "spec": run_id.split("__")[1],
+                "profile": "h200x8" if "noitls" in run_id else "h200x1",
                 "engine": "vllm", "model": "tiny-chat", "layout": run_id.split("__")[1],
                 "max_model_len": 4096, "gpus": gpus}))
         (runs / run_id / "bench" / "short_chat__c02.json").write_text(json.dumps(result))
@@ -138,9 +142,21 @@ def test_points_no_frontier_places_say_why(tmp_path):
     con = duckdb.connect(str(data / "campaign.duckdb"), read_only=True)
     reasons = dict(con.execute("select split_part(run_id, '__', 2), reason from pareto_left_out").fetchall())
     assert reasons == {"nogpus": "no GPU set", "notpot": "no decode speed", "failed": "no request completed"}
-    assert con.execute("select count(*) from pareto_points").fetchone()[0] == 0
+    # the point whose requests hold no TPOT is placed, its TPOT the tool's, its TTFT its requests'
+    placed = con.execute("select split_part(run_id, '__', 2), tpot_median_ms from pareto_points").fetchall()
+    assert placed == [("noitls", pytest.approx(raw["median_tpot_ms"]))]
+    keys = {"run_id": "tiny-chat__noitls__4k__vllm__0415-162004", "workload": "short_chat", "concurrency": 2}
+    assert point(con, keys["run_id"])["tpot_from"] == "tool summary"
+    assert point(con, keys["run_id"])["figures_from"] == "requests"
+    statistic, rows = input_rows(con, "point_tpot_median_ms", keys)
+    [used] = [r for r in rows if r["used"]]
+    assert used["path"] == "median_tpot_ms" and recompute(statistic, rows) == pytest.approx(raw["median_tpot_ms"])
+    statistic, rows = input_rows(con, "point_ttft_median_s", keys)
+    assert sorted(r["path"] for r in rows if r["used"]) == [f"ttfts[{i}]" for i in range(4)]
+    assert recompute(statistic, rows) == pytest.approx(raw["median_ttft_ms"] / 1000)
     con.close()
-    # the one-GPU Part covers the two runs on GPU 0: its setups section says why neither is placed
+    # the one-GPU Part covers the two runs of profile h200x1: its setups section says why neither
+    # is placed (the run placed is the node's)
     summary = render.run(**render_kwargs(tmp_path))
     md = (tmp_path / "data" / "docs" / "posts" / "part-one-gpu.md").read_text()
     assert "*No benchmark point of these runs is placed on a frontier here, for the reasons below.*" in md

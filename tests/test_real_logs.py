@@ -263,6 +263,7 @@ def test_every_result_file_is_published_with_the_tools_summary(campaign, name: s
     _assert_completed(points, held)
     if first["completed"] == 0:  # every request failed: no figures, left out of the charts
         assert (first["figures_from"], first["ttft_requests"], first["ttft_median_s"]) == (None, 0, None)
+        assert (first["tpot_from"], first["tpot_median_ms"]) == (None, None)
         assert first["failed"] == first["sent"] == 8
         return
     median = re.search(r"median_ttft_ms ([\d.]+)", held)
@@ -272,6 +273,8 @@ def test_every_result_file_is_published_with_the_tools_summary(campaign, name: s
     assert all(p["ttft_median_s"] > 0 for p in points)
     assert first["ttft_requests"] == first["completed"]
     assert all(p["tpot_median_ms"] > 0 and p["figures_from"] == "tool summary" for p in points)
+    # none of the published files kept per-request times: TPOT is the tool's, and says so
+    assert all(p["tpot_from"] == "tool summary" for p in points)
 
 
 def test_counts_of_results_written_before_failed_was(campaign):

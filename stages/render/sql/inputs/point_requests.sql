@@ -9,12 +9,21 @@
 -- time per output token again. A point whose figures are the benchmark
 -- tool's own summary (bench_points.figures_from) lists that summary as its one input instead:
 -- median_ttft_ms, p90_ttft_ms, p99_ttft_ms, median_tpot_ms, p90_tpot_ms and p99_tpot_ms of its
--- result file, as bench_points holds them.
+-- result file, as bench_points holds them. A point whose requests give a TTFT but no TPOT (neither
+-- latencies nor itls: bench_points.tpot_from 'tool summary') keeps its requests for the TTFT and
+-- lists the summary as the one input of its TPOT.
 with summary as (
     select source_file, ttft_median_s, ttft_p90_s, ttft_p99_s, tpot_median_ms, tpot_p90_ms, tpot_p99_ms
     from bench_points
     where run_id = $run_id and workload = $workload and concurrency = $concurrency
       and figures_from = 'tool summary'
+),
+
+tpot_summary as (
+    select source_file, tpot_median_ms, tpot_p90_ms, tpot_p99_ms
+    from bench_points
+    where run_id = $run_id and workload = $workload and concurrency = $concurrency
+      and tpot_from = 'tool summary' and figures_from is distinct from 'tool summary'
 ),
 
 requests as (
@@ -56,13 +65,16 @@ request_inputs as (
         r.ok and not coalesce(x.no_ttft, false)                      as prefill_used,
         r.tpot_ms                                                    as tpot_value,
         r.tpot_expr                                                  as tpot_path,
-        r.ok and not coalesce(x.no_tpot, false)                      as tpot_used,
+        r.ok and not coalesce(x.no_tpot, false)
+            and not exists (select 1 from tpot_summary)              as tpot_used,
         r.tpot_ms                                                    as tpot90_value,
         r.tpot_expr                                                  as tpot90_path,
-        r.ok and not coalesce(x.no_tpot, false)                      as tpot90_used,
+        r.ok and not coalesce(x.no_tpot, false)
+            and not exists (select 1 from tpot_summary)              as tpot90_used,
         r.tpot_ms                                                    as tpot99_value,
         r.tpot_expr                                                  as tpot99_path,
-        r.ok and not coalesce(x.no_tpot, false)                      as tpot99_used,
+        r.ok and not coalesce(x.no_tpot, false)
+            and not exists (select 1 from tpot_summary)              as tpot99_used,
         x.reason
     from requests as r
     left join reasons as x using (point_id, i)
@@ -98,11 +110,42 @@ summary_inputs as (
     from summary
 ),
 
+tpot_summary_inputs as (
+    select
+        -1                                                           as i,
+        source_file,
+        cast(null as double)                                         as ttft_value,
+        'none: the requests give the TTFT'                           as ttft_path,
+        false                                                        as ttft_used,
+        cast(null as double)                                         as ttft90_value,
+        'none: the requests give the TTFT'                           as ttft90_path,
+        false                                                        as ttft90_used,
+        cast(null as double)                                         as ttft99_value,
+        'none: the requests give the TTFT'                           as ttft99_path,
+        false                                                        as ttft99_used,
+        cast(null as double)                                         as prefill_value,
+        'none: the requests give the prefill rate'                   as prefill_path,
+        false                                                        as prefill_used,
+        tpot_median_ms                                               as tpot_value,
+        'median_tpot_ms'                                             as tpot_path,
+        tpot_median_ms is not null                                   as tpot_used,
+        tpot_p90_ms                                                  as tpot90_value,
+        'p90_tpot_ms'                                                as tpot90_path,
+        tpot_p90_ms is not null                                      as tpot90_used,
+        tpot_p99_ms                                                  as tpot99_value,
+        'p99_tpot_ms'                                                as tpot99_path,
+        tpot_p99_ms is not null                                      as tpot99_used,
+        'the benchmark tool summary: the requests hold no time per output token' as reason
+    from tpot_summary
+),
+
 final as (
     select * exclude (i) from (
         select * from request_inputs
         union all by name
         select * from summary_inputs
+        union all by name
+        select * from tpot_summary_inputs
     )
     order by i
 )
