@@ -109,3 +109,21 @@ def test_local_launch_shell_line_is_exact(tmp_path):
     assert launch.shell() == (
         "VLLM_CPU_KVCACHE_SPACE=1 .venv/bin/python -m vllm.entrypoints.openai.api_server "
         "--model data/models/m --host 127.0.0.1 --port 8011 --max-num-seqs 4")
+
+
+def test_the_startup_phase_follows_a_real_h200_log(tmp_path):
+    """The phase the waiting line names, read from the H200 run's own log as it grew: after CUDA
+    graph capture, the engine's minute and a half of warm-up is not called capture."""
+    from stages.run.engine import Engine, Launch
+    log = (Path(__file__).parent / "fixtures" / "gpu_h200x1" / "llama-1b__gpu1_seqs64__32k__vllm__1202-160157"
+           / "server.log").read_text().splitlines(keepends=True)
+    path = tmp_path / "server.log"
+    engine = Engine(Launch(argv=["true"]), path)
+    seen = []
+    for n in range(1, len(log) + 1):
+        path.write_text("".join(log[:n]))
+        if not seen or seen[-1] != engine.phase():
+            seen.append(engine.phase())
+    assert seen[-1] == "ready"
+    capture = seen.index("capturing CUDA graphs")
+    assert seen[capture + 1] == "warming up" and seen.index("weights loaded") < capture

@@ -38,6 +38,7 @@ _PHASES = (
     ("Warming up model", "compiling"),
     ("torch.compile", "compiling"),
     ("Capturing CUDA graph", "capturing CUDA graphs"),
+    ("Graph capturing finished", "warming up"),       # vLLM's warm-up after capture can take minutes
     ("KV cache size", "KV cache allocated"),
     ("max_total_num_tokens", "KV cache allocated"),
     ("init engine", "engine initialised"),
