@@ -62,13 +62,9 @@ def prepare(points: pd.DataFrame) -> pd.DataFrame:
         return points.copy()
     df = _with_run_kind(_checked(points, REQUIRED, "bench points"))
     df["capacity_limited"] = df["capacity_limited"].fillna(False).astype(bool)
-    summary = df["figures_from"] == SUMMARY if "figures_from" in df.columns else [False] * len(df)
+    summary = _whole_summary(df)
     tpot = df["tpot_from"] if "tpot_from" in df.columns else [None] * len(df)
-    df["note"] = [
-        ", ".join(w for w, on in (("provisional", p), ("capacity-limited", c), (SUMMARY, t),
-                                  (TPOT_NOTES.get(q, ("", ""))[0], q in TPOT_NOTES and not t)) if on) or "-"
-        for p, c, t, q in zip(df["provisional"], df["capacity_limited"], summary, tpot)
-    ]
+    df["note"] = [_markers(*row) for row in zip(df["provisional"], df["capacity_limited"], summary, tpot)]
     df["concurrency"] = df["concurrency"].astype(int)
     for limit, column in LIMITS.items():
         if column in df.columns:
@@ -181,9 +177,25 @@ SUMMARY_NOTE = ("Marked tool summary: the benchmark tool's own percentiles as it
 SUMMARY = "tool summary"
 
 
+def _markers(provisional: bool, limited: bool, summary: bool, tpot_from: str | None) -> str:
+    """A point's note: provisional, capacity-limited, its figures the tool's summary, or, its
+    other figures its requests', where its TPOT alone comes from (TPOT_NOTES)."""
+    words = [w for w, on in (("provisional", provisional), ("capacity-limited", limited), (SUMMARY, summary)) if on]
+    if not summary and tpot_from in TPOT_NOTES:
+        words.append(TPOT_NOTES[tpot_from][0])
+    return ", ".join(words) or "-"
+
+
+def _whole_summary(df: pd.DataFrame) -> pd.Series:
+    """Rows whose figures are all the benchmark tool's own summary (figures_from)."""
+    if "figures_from" not in df.columns:
+        return pd.Series(False, index=df.index)
+    return df["figures_from"] == SUMMARY
+
+
 def _summary_note(df: pd.DataFrame, note: list[str]) -> list[str]:
     """The note, saying so when any point's figures are the benchmark tool's own summary."""
-    if "figures_from" in df.columns and (df["figures_from"] == SUMMARY).any():
+    if _whole_summary(df).any():
         return note + [SUMMARY_NOTE]
     return note
 
@@ -203,8 +215,7 @@ def _tpot_note(df: pd.DataFrame, note: list[str]) -> list[str]:
     (a point whose figures are all the tool's summary is said so by SUMMARY_NOTE already)."""
     if "tpot_from" not in df.columns:
         return note
-    whole_summary = df["figures_from"] == SUMMARY if "figures_from" in df.columns else False
-    found = set(df.loc[~whole_summary, "tpot_from"].dropna()) if len(df) else set()
+    found = set(df.loc[~_whole_summary(df), "tpot_from"].dropna())
     return note + [TPOT_NOTES[k][1] for k in sorted(found) if k in TPOT_NOTES]
 
 

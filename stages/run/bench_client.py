@@ -194,10 +194,12 @@ def requests_window(calls: list[Call], num_prompts: int) -> tuple[float, float] 
     """The benchmark's own requests window, from the first of the point's requests sent to the
     last ended: its numbered requests where the tool numbers them, else the last `num_prompts`
     sent (the test request and warm-ups go first). None when fewer were timed than it sends."""
+    if num_prompts < 1:
+        return None
     own = [c for c in calls if c.numbered]
     if len(own) != num_prompts:
-        own = sorted(calls, key=lambda c: c.sent)[-num_prompts:] if num_prompts > 0 else []
-    if num_prompts < 1 or len(own) < num_prompts:
+        own = sorted(calls, key=lambda c: c.sent)[-num_prompts:]
+    if len(own) < num_prompts:
         return None
     return min(c.sent for c in own), max(c.ended for c in own)
 

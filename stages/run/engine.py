@@ -77,7 +77,7 @@ class LocalExecutor:
 
     def __init__(self, *, root: Path, python: str | None = None):
         self.root = root
-        self.python = _within_root(python, root) if python else _relative_python(root)
+        self.python = _within_root(python or sys.executable, root)
 
     def engine_version(self, engine: str) -> str | None:
         """The version of the engine's package in the engine's Python, asked of that Python
@@ -304,13 +304,9 @@ def flag_args(args: dict) -> list[str]:
     return out
 
 
-def _relative_python(root: Path) -> str:
-    """sys.executable, relative to the project root when it lives there (cmd.sh names no machine)."""
-    return _within_root(sys.executable, root)
-
-
 def _within_root(python: str, root: Path) -> str:
-    """An absolute path inside the project root, relative to it; anything else as given."""
+    """An absolute path inside the project root, relative to it (cmd.sh names no machine);
+    anything else as given."""
     path = Path(python)
     if not path.is_absolute():
         return python

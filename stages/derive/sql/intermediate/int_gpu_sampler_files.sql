@@ -58,22 +58,9 @@ chosen as (
     from times
 ),
 
-final as (
+windows as (
     select
-        run_id,
-        point_id,
-        source_file,
-        gpus,
-        window_from,
-        to_timestamp(case window_from
-            when 'requests' then requests_start_epoch_s
-            when 'result duration' then sampler_end_epoch_s - duration_s
-            else sampler_start_epoch_s
-        end)                                                              as window_start,
-        to_timestamp(case window_from
-            when 'requests' then requests_end_epoch_s
-            else sampler_end_epoch_s
-        end)                                                              as window_end,
+        *,
         case window_from
             when 'requests' then requests_start_epoch_s
             when 'result duration' then sampler_end_epoch_s - duration_s
@@ -82,7 +69,21 @@ final as (
         case window_from
             when 'requests' then requests_end_epoch_s
             else sampler_end_epoch_s
-        end                                                               as window_end_epoch_s,
+        end                                                               as window_end_epoch_s
+    from chosen
+),
+
+final as (
+    select
+        run_id,
+        point_id,
+        source_file,
+        gpus,
+        window_from,
+        to_timestamp(window_start_epoch_s)                                as window_start,
+        to_timestamp(window_end_epoch_s)                                  as window_end,
+        window_start_epoch_s,
+        window_end_epoch_s,
         case window_from
             when 'requests' then requests_start_line
             when 'result duration' then result_line
@@ -99,7 +100,7 @@ final as (
         sampler_end_line,
         duration_s                                                        as bench_duration_s,
         sampler_error
-    from chosen
+    from windows
 )
 
 select * from final

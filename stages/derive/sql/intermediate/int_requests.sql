@@ -8,7 +8,13 @@
 -- prefill_tok_s = input tokens / ttft.
 -- ok: the request reported no error. The workload's sizes are those of the run's own profile.
 with requests as (
-    select * from stg_bench_requests
+    select
+        *,
+        case
+            when output_tokens > 1 and latency_s is not null and ttft_s is not null then 'latencies'
+            when output_tokens > 1 and latency_s is null and itl_count > 0 then 'itls'
+        end                                             as tpot_from
+    from stg_bench_requests
 ),
 
 points as (
@@ -40,18 +46,11 @@ final as (
             when requests.ttft_s is not null and requests.itl_sum_s is not null then 'ttft + itls'
         end                                             as latency_from,
         requests.start_time_s,
-        case
-            when requests.output_tokens > 1 and requests.latency_s is not null and requests.ttft_s is not null
-            then (requests.latency_s - requests.ttft_s) / (requests.output_tokens - 1) * 1000
-            when requests.output_tokens > 1 and requests.latency_s is null and requests.itl_count > 0
-            then requests.itl_sum_s / (requests.output_tokens - 1) * 1000
+        case requests.tpot_from
+            when 'latencies' then (requests.latency_s - requests.ttft_s) / (requests.output_tokens - 1) * 1000
+            when 'itls' then requests.itl_sum_s / (requests.output_tokens - 1) * 1000
         end                                             as tpot_ms,
-        case
-            when requests.output_tokens > 1 and requests.latency_s is not null and requests.ttft_s is not null
-            then 'latencies'
-            when requests.output_tokens > 1 and requests.latency_s is null and requests.itl_count > 0
-            then 'itls'
-        end                                             as tpot_from,
+        requests.tpot_from,
         case
             when requests.ttft_s > 0 then requests.input_tokens / requests.ttft_s
         end                                             as prefill_tok_s,

@@ -13,17 +13,11 @@
 -- latencies nor itls: bench_points.tpot_from 'tool summary') keeps its requests for the TTFT and
 -- lists the summary as the one input of its TPOT.
 with summary as (
-    select source_file, ttft_median_s, ttft_p90_s, ttft_p99_s, tpot_median_ms, tpot_p90_ms, tpot_p99_ms
+    select source_file, coalesce(figures_from = 'tool summary', false) as whole, ttft_median_s, ttft_p90_s,
+           ttft_p99_s, tpot_median_ms, tpot_p90_ms, tpot_p99_ms
     from bench_points
     where run_id = $run_id and workload = $workload and concurrency = $concurrency
-      and figures_from = 'tool summary'
-),
-
-tpot_summary as (
-    select source_file, tpot_median_ms, tpot_p90_ms, tpot_p99_ms
-    from bench_points
-    where run_id = $run_id and workload = $workload and concurrency = $concurrency
-      and tpot_from = 'tool summary' and figures_from is distinct from 'tool summary'
+      and (figures_from = 'tool summary' or tpot_from = 'tool summary')
 ),
 
 requests as (
@@ -66,36 +60,40 @@ request_inputs as (
         r.tpot_ms                                                    as tpot_value,
         r.tpot_expr                                                  as tpot_path,
         r.ok and not coalesce(x.no_tpot, false)
-            and not exists (select 1 from tpot_summary)              as tpot_used,
+            and not exists (select 1 from summary)              as tpot_used,
         r.tpot_ms                                                    as tpot90_value,
         r.tpot_expr                                                  as tpot90_path,
         r.ok and not coalesce(x.no_tpot, false)
-            and not exists (select 1 from tpot_summary)              as tpot90_used,
+            and not exists (select 1 from summary)              as tpot90_used,
         r.tpot_ms                                                    as tpot99_value,
         r.tpot_expr                                                  as tpot99_path,
         r.ok and not coalesce(x.no_tpot, false)
-            and not exists (select 1 from tpot_summary)              as tpot99_used,
+            and not exists (select 1 from summary)              as tpot99_used,
         x.reason
     from requests as r
     left join reasons as x using (point_id, i)
-    where not exists (select 1 from summary)
+    where not exists (select 1 from summary where whole)
 ),
 
 summary_inputs as (
     select
         -1                                                           as i,
         source_file,
-        ttft_median_s                                                as ttft_value,
-        'median_ttft_ms / 1000'                                      as ttft_path,
-        ttft_median_s is not null                                    as ttft_used,
-        ttft_p90_s                                                   as ttft90_value,
-        'p90_ttft_ms / 1000'                                         as ttft90_path,
-        ttft_p90_s is not null                                       as ttft90_used,
-        ttft_p99_s                                                   as ttft99_value,
-        'p99_ttft_ms / 1000'                                         as ttft99_path,
-        ttft_p99_s is not null                                       as ttft99_used,
+        case when whole then ttft_median_s end                       as ttft_value,
+        case when whole then 'median_ttft_ms / 1000'
+             else 'none: the requests give the TTFT' end             as ttft_path,
+        whole and ttft_median_s is not null                          as ttft_used,
+        case when whole then ttft_p90_s end                          as ttft90_value,
+        case when whole then 'p90_ttft_ms / 1000'
+             else 'none: the requests give the TTFT' end             as ttft90_path,
+        whole and ttft_p90_s is not null                             as ttft90_used,
+        case when whole then ttft_p99_s end                          as ttft99_value,
+        case when whole then 'p99_ttft_ms / 1000'
+             else 'none: the requests give the TTFT' end             as ttft99_path,
+        whole and ttft_p99_s is not null                             as ttft99_used,
         cast(null as double)                                         as prefill_value,
-        'none: no per-request timings'                               as prefill_path,
+        case when whole then 'none: no per-request timings'
+             else 'none: the requests give the prefill rate' end     as prefill_path,
         false                                                        as prefill_used,
         tpot_median_ms                                               as tpot_value,
         'median_tpot_ms'                                             as tpot_path,
@@ -106,37 +104,9 @@ summary_inputs as (
         tpot_p99_ms                                                  as tpot99_value,
         'p99_tpot_ms'                                                as tpot99_path,
         tpot_p99_ms is not null                                      as tpot99_used,
-        'the benchmark tool summary'                                 as reason
+        case when whole then 'the benchmark tool summary'
+             else 'the benchmark tool summary: the requests hold no time per output token' end as reason
     from summary
-),
-
-tpot_summary_inputs as (
-    select
-        -1                                                           as i,
-        source_file,
-        cast(null as double)                                         as ttft_value,
-        'none: the requests give the TTFT'                           as ttft_path,
-        false                                                        as ttft_used,
-        cast(null as double)                                         as ttft90_value,
-        'none: the requests give the TTFT'                           as ttft90_path,
-        false                                                        as ttft90_used,
-        cast(null as double)                                         as ttft99_value,
-        'none: the requests give the TTFT'                           as ttft99_path,
-        false                                                        as ttft99_used,
-        cast(null as double)                                         as prefill_value,
-        'none: the requests give the prefill rate'                   as prefill_path,
-        false                                                        as prefill_used,
-        tpot_median_ms                                               as tpot_value,
-        'median_tpot_ms'                                             as tpot_path,
-        tpot_median_ms is not null                                   as tpot_used,
-        tpot_p90_ms                                                  as tpot90_value,
-        'p90_tpot_ms'                                                as tpot90_path,
-        tpot_p90_ms is not null                                      as tpot90_used,
-        tpot_p99_ms                                                  as tpot99_value,
-        'p99_tpot_ms'                                                as tpot99_path,
-        tpot_p99_ms is not null                                      as tpot99_used,
-        'the benchmark tool summary: the requests hold no time per output token' as reason
-    from tpot_summary
 ),
 
 final as (
@@ -144,8 +114,6 @@ final as (
         select * from request_inputs
         union all by name
         select * from summary_inputs
-        union all by name
-        select * from tpot_summary_inputs
     )
     order by i
 )
