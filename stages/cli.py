@@ -5,6 +5,7 @@
     campaign schedule              the run_specs over the node's GPU sets (--executor slurm: as jobs)
     campaign ingest                raw run folders -> data/warehouse.duckdb
     campaign seal [RUN_ID ...]     make run folders write-once (manifest, read-only)
+    campaign import SRC... --profile NAME   run folders made before the project, copied in and sealed
     campaign derive                SQL models, data tests, CSV exports
     campaign render                article series -> mkdocs site
     campaign trace FACT            a published number back to its run, raw line and command
@@ -221,6 +222,38 @@ def seal(run_ids: tuple[str, ...], root: str) -> None:
 
     _, paths = _load(root)
     _echo_summary(seal_run_folders(paths.runs, list(run_ids), click.echo))
+
+
+@main.command("import")
+@click.argument("sources", nargs=-1, required=True, metavar="SRC...")
+@click.option("--profile", "profile_name", required=True,
+              help="The profile the runs were made on (a key of params.yaml profiles); their "
+                   "specs are looked for among its specs.")
+@root_option
+@user_errors
+def import_cmd(sources: tuple[str, ...], profile_name: str, root: str) -> None:
+    """Bring run folders made before this project (no meta.json) into the runs folder: each is
+    copied byte for byte (mtimes kept, every copy's sha256 checked), given an import.json (source,
+    host, time, user, the spec of params.yaml its run id names, every file's sha256) and sealed.
+    All or nothing: every SRC is checked first, and one that is refused (not a run folder, a run
+    id already there, a link or FIFO inside, a manifest, another profile's meta.json) refuses
+    them all; an interrupted import leaves the runs folder as it was.
+
+    \b
+    Example:
+      campaign import /old/runs/glm53__tp8_dcp8__1024k__vllm__1010-053939 --profile h200x8
+      campaign import /old/runs/*__vllm__* --profile h200x8
+    """
+    from stages.tools import import_runs
+
+    params, paths = _load(root)
+    with locks.writing(paths.root, [paths.runs], "campaign import"):
+        try:
+            summary = import_runs.run(list(sources), profile=profile_name, params=params,
+                                      runs=paths.runs, progress=progress)
+        except KeyboardInterrupt as exc:
+            raise CampaignError(f"interrupted ({str(exc) or 'SIGINT'}): nothing was imported") from None
+    _echo_summary(summary)
 
 
 @main.command()

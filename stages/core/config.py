@@ -342,6 +342,11 @@ def max_context(spec: dict[str, Any]) -> Any:
     return args.get("--max-model-len") or args.get("--context-length")
 
 
+def ctx_label(max_model_len: int) -> str:
+    """A maximum context as a run id names it: whole multiples of 1,024 tokens (1048576 -> '1024k')."""
+    return f"{max_model_len // 1024}k"
+
+
 def _check_spec(name: Any, s: Any, profiles: dict, groups: dict, shaped: dict) -> list[str]:
     """A spec: its names, its profile, its context, and each workload it lists fitting in it."""
     where = f"specs.{name}"

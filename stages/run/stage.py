@@ -28,7 +28,7 @@ from stages.run import bench_client as bench
 from stages.run import gpu_sampler
 from stages.run import multiturn
 from stages.run import needle
-from stages.core.config import (SAFE_NAME, CampaignError, Paths, max_context,
+from stages.core.config import (SAFE_NAME, CampaignError, Paths, ctx_label, max_context,
                                 profile as active_profile, profile_workloads)
 from stages.core.config import spec as get_spec
 from stages.run.engine import (Engine, EngineDied, Launch, executor_for, free_port,
@@ -64,10 +64,6 @@ def default_gpus(spec: dict) -> list[int] | None:
 
 def spans_quads(gpus: list[int]) -> bool:
     return all(any(g in quad for g in gpus) for quad in QUADS)
-
-
-def ctx_label(max_model_len: int) -> str:
-    return f"{max_model_len // 1024}k"
 
 
 def make_run_id(*, model: str, layout: str, max_model_len: int, engine: str,
