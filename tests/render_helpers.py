@@ -33,7 +33,9 @@ create table runs (run_id varchar, spec varchar, profile varchar, model varchar,
   executor varchar, started_at timestamptz, finished_at timestamptz, git_sha varchar,
   attempt_group varchar, attempt integer, is_latest boolean, run_status varchar, is_current boolean, recovered boolean,
   tampered boolean, tampered_files varchar, tampered_rows_kept boolean, sealed_by varchar,
-  sealed_at timestamptz, source_file varchar, source_line integer);
+  sealed_at timestamptz, source_file varchar, source_line integer, spec_label varchar, gpus varchar,
+  gpu_count integer, inferred varchar, imported_from varchar, imported_at timestamptz,
+  imported_by varchar);
 create table launches (run_id varchar, status varchar, ready_s double, kv_tokens bigint,
   kv_cache_gib double, weights_gib double, load_s double, init_s double, max_model_len bigint,
   max_num_seqs integer, seq_cap integer, engines integer, tp integer, moe_backend varchar,
@@ -145,7 +147,8 @@ create table pareto_points (run_id varchar, point_id varchar, workload varchar, 
   image varchar, setup varchar, gpu_set varchar, gpus integer, output_tok_s double,
   output_tok_s_per_gpu double, tpot_median_ms double, decode_tok_s_per_user double,
   on_frontier boolean, capacity_limited boolean, provisional boolean, source_file varchar,
-  source_line integer);
+  source_line integer, gpus_from varchar, gpus_source_file varchar, gpus_source_line integer,
+  gpus_note varchar);
 create table pareto_compare (setup varchar, workload varchar, model varchar, layout varchar,
   engine varchar, image varchar, gpus integer, compare_user_tok_s double,
   compare_user_tok_s_setting varchar, frontier_points integer, frontier_min_decode_tok_s_per_user double, frontier_max_decode_tok_s_per_user double,
@@ -157,6 +160,8 @@ create table pareto_compare (setup varchar, workload varchar, model varchar, lay
 create table point_cost (run_id varchar, point_id varchar, workload varchar, concurrency integer,
   setup varchar, price_set varchar, price_source varchar, usd_per_gpu_hour double, gpus integer,
   output_tok_s double, output_tokens_per_hour double, usd_per_million_output_tokens double,
+  source_file varchar, source_line integer, gpus_note varchar);
+create table run_inferred (run_id varchar, field varchar, value varchar, how varchar,
   source_file varchar, source_line integer);
 """
 
@@ -263,9 +268,9 @@ def build_campaign(root: Path) -> Path:
         con.execute(
             "insert into runs values (?, ?, 'local-cpu', 'tiny-llama', ?, '4k', 'vllm', '0.32.0', "
             "null, null, 'local', ?, ?, null, ?, ?, ?, 'complete', ?, true, false, null, null, 'run', null,"
-            " ?, 1)",
+            " ?, 1, ?, null, null, null, null, null, null)",
             [run_id, spec, layout, started, started, f"{spec} | no image | 0.32.0", attempt, latest, latest,
-             rel(d / "cmd.sh")])
+             rel(d / "cmd.sh"), spec])
         cmd_line = _line_of(d / "cmd.sh", "--max-num-seqs")
         if status == "ready":
             kv_line = _line_of(d / "server.log", "CPU KV cache size")
@@ -396,8 +401,8 @@ def make_hostile(root: Path) -> dict[str, str]:
             for (col,) in con.execute("select column_name from information_schema.columns where "
                                       "table_name = ? and column_name like '%source_file'", [table]).fetchall():
                 con.execute(f"update {table} set {col} = replace({col}, ?, ?)", [old, new])
-    con.execute("update runs set spec = ? || spec, model = ?, layout = ? || layout, image = ?",
-                [HOSTILE_TEXT, HOSTILE_TEXT, HOSTILE_TEXT, HOSTILE_TEXT])
+    con.execute("update runs set spec = ? || spec, spec_label = ? || spec_label, model = ?, "
+                "layout = ? || layout, image = ?", [HOSTILE_TEXT] * 5)
     con.execute("update launches set error_message = ?, command = ? where status = 'failed'",
                 [HOSTILE_TEXT, f"vllm serve --api-key {SECRETS[1]}"])
     con.execute("update run_events set detail = ? || detail", [HOSTILE_TEXT])

@@ -50,12 +50,14 @@ PRICES = {"cheap": {"usd_per_gpu_hour": 2.0, "source": "S19"},
 def build(speed: float | None = 90.0, prices: dict | None = None,
           by_workload: dict | None = None) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
-    con.execute("create table stg_runs (run_id varchar, gpus varchar)")
-    con.executemany("insert into stg_runs values (?, ?)", [(r, g) for r, g, _ in RUNS])
     con.execute("create table runs (run_id varchar, spec varchar, profile varchar, model varchar, "
-                "layout varchar, engine varchar, image varchar, is_current boolean)")
-    con.executemany("insert into runs values (?, ?, 'node', ?, ?, 'vllm', 'img:1', ?)",
-                    [(r, r, *SETUP[r], cur) for r, _, cur in RUNS])
+                "layout varchar, engine varchar, image varchar, is_current boolean, gpus varchar, "
+                "gpu_count integer, source_file varchar, source_line integer)")
+    con.executemany("insert into runs values (?, ?, 'node', ?, ?, 'vllm', 'img:1', ?, ?, ?, ?, 1)",
+                    [(r, r, *SETUP[r], cur, g, len(g.split(",")) if g else None,
+                      f"data/runs/{r}/meta.json") for r, g, cur in RUNS])
+    con.execute("create table run_inferred (run_id varchar, field varchar, value varchar, "
+                "how varchar, source_file varchar, source_line integer)")
     con.execute("create table bench_points (run_id varchar, point_id varchar, workload varchar, "
                 "concurrency integer, repeat integer, output_tok_s double, tpot_median_ms double, "
                 "decode_tok_s_per_user double, capacity_limited boolean, provisional boolean, "

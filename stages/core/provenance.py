@@ -15,6 +15,9 @@ import time
 from pathlib import Path
 
 RUN_MANIFEST = "MANIFEST.sha256"
+# The record `campaign import` writes into a run folder it brought in (where it came from, when,
+# by whom, each file's sha256, the profile and spec); ingest reads it where meta.json is absent.
+IMPORT_RECORD = "import.json"
 # The GPU sampler's file of a benchmark point: gpu/<point_id>.csv of the run folder (the run stage
 # writes it, ingest reads it).
 GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX = "gpu", ".csv"

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from stages.core import rawfile
+from stages.core.provenance import IMPORT_RECORD
 from stages.ingest.parsers import bench_json, cmd as cmd_parser, gpu_samples, metrics, lines, run_files, turns
 from stages.core.rawfile import Refused
 from stages.core.secrets import REDACTED, SECRET_FLAGS, is_secret_name
@@ -19,6 +20,7 @@ from stages.ingest.parsers.sglang_log import parse_sglang_log
 from stages.ingest.parsers.vllm_log import parse_vllm_log
 from stages.core.warehouse import relative, text_value
 from stages.ingest.folders import MANIFEST, SealFound
+from stages.ingest.infer import Inferred, infer_run
 from stages.ingest.rows import FolderRows, redact
 
 LOG_NAMES = ("server.log",)
@@ -53,6 +55,8 @@ def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> 
 
     meta_name = pick("meta.json")
     meta = guard(meta_name, _read_meta) if meta_name else None
+    import_name = pick(IMPORT_RECORD) if meta is None else None
+    record = guard(import_name, _read_import) if import_name else None
 
     cmd_name = pick("cmd.sh")
     command = guard(cmd_name, _read_cmd) if cmd_name else None
@@ -60,11 +64,13 @@ def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> 
     engine = ((meta or {}).get("engine") or rid.engine or (command.engine if command else None)
               or "vllm")
     log_facts: list[lines.Fact] = []
+    log_name = None
     for log in LOG_NAMES:
         name = pick(log)
         if name:
             got = guard(name, _read_log, engine, command.block_size if command else None)
             log_facts.extend(got or [])
+            log_name = log_name or name
 
     for small_file, reader in (("launch.out", _read_launch_out), ("niah.log", _read_niah)):
         name = pick(small_file)
@@ -86,8 +92,18 @@ def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> 
 
     if MANIFEST in names:
         _guard(rows, rel(MANIFEST), lambda: _check_manifest(folder, rows, rel(MANIFEST), names))
-    _add_run_row(rows, folder, root, files, meta, command, rid, log_facts,
-                 meta_name if meta is not None else cmd_name)
+    if meta is not None:
+        _add_run_row(rows, folder, root, meta, rid, log_facts, meta_name)
+    else:
+        inferred = infer_run(command, rel(cmd_name) if command is not None else None, log_facts,
+                             rel(log_name) if log_name else None)
+        for value in inferred:
+            rows.add("raw_run_inferred", value.source_file, value.source_line, field=value.field,
+                     value=value.value, how=value.how)
+        source = (rel(import_name) if record is not None else rel(cmd_name) if command is not None
+                  else relative(folder, root))
+        _add_recovered_row(rows, files, command, rid, inferred, record, source,
+                           1 if record is not None or command is None else command.line)
     return rows
 
 
@@ -173,6 +189,12 @@ def _read_meta(folder: Path, name: str, rows: FolderRows, source: str) -> dict[s
     meta, errors = run_files.parse_meta(rawfile.read_raw(folder, name, rawfile.SMALL_BYTES))
     rows.add_errors(source, errors)
     return None if meta is None else _redact_json(meta)
+
+
+def _read_import(folder: Path, name: str, rows: FolderRows, source: str) -> dict[str, Any] | None:
+    record, errors = run_files.parse_import(rawfile.read_raw(folder, name, rawfile.SMALL_BYTES))
+    rows.add_errors(source, errors)
+    return None if record is None else _redact_json(record)
 
 
 def _read_cmd(folder: Path, name: str, rows: FolderRows, source: str) -> cmd_parser.Command | None:
@@ -281,43 +303,53 @@ def _first_text(facts: list[lines.Fact], name: str) -> str | None:
     return next((f.value_text for f in facts if f.fact == name and f.value_text), None)
 
 
-def _add_run_row(rows: FolderRows, folder: Path, root: Path, files: list[tuple[str, int, int]],
-                 meta: dict[str, Any] | None, command: cmd_parser.Command | None,
-                 rid: run_files.RunId, log_facts: list[lines.Fact], source_name: str | None) -> None:
-    """The raw_runs row: meta.json (`source_name`, already redacted), or else what the run id,
-    cmd.sh (`source_name`) and the log say."""
-    if meta is not None:
-        spec_params = meta.get("spec_params")
-        gpus = meta.get("gpus")
-        rows.add(
-            "raw_runs", relative(folder / source_name, root), 1,
-            spec=text_value(meta.get("spec")), profile=text_value(meta.get("profile")),
-            model=text_value(meta.get("model")) or rid.model,
-            layout=text_value(meta.get("layout")) or rid.layout,
-            ctx_label=text_value(meta.get("ctx_label")) or rid.ctx_label,
-            engine=text_value(meta.get("engine")) or rid.engine,
-            engine_version=text_value(meta.get("engine_version")) or _first_text(log_facts, "engine_version"),
-            image=text_value(meta.get("image")), image_digest=text_value(meta.get("image_digest")),
-            executor=text_value(meta.get("executor")),
-            gpus=",".join(map(str, gpus)) if isinstance(gpus, list) else text_value(gpus),
-            git_sha=text_value(meta.get("git_sha")), params_hash=text_value(meta.get("params_hash")),
-            started_at=run_files.parse_time(meta.get("started_at")),
-            finished_at=run_files.parse_time(meta.get("finished_at")),
-            schema_version=meta.get("schema_version"), recovered=False,
-            spec_json=json.dumps(spec_params if spec_params is not None else meta.get("spec"),
-                                 sort_keys=True, default=str),
-        )
-        return
+def _add_run_row(rows: FolderRows, folder: Path, root: Path, meta: dict[str, Any], rid: run_files.RunId,
+                 log_facts: list[lines.Fact], source_name: str) -> None:
+    """The raw_runs row of a folder with a meta.json (`source_name`, already redacted)."""
+    spec_params = meta.get("spec_params")
+    gpus = meta.get("gpus")
+    gpus = ",".join(map(str, gpus)) if isinstance(gpus, list) else text_value(gpus)
+    rows.add(
+        "raw_runs", relative(folder / source_name, root), 1,
+        spec=text_value(meta.get("spec")), profile=text_value(meta.get("profile")),
+        model=text_value(meta.get("model")) or rid.model,
+        layout=text_value(meta.get("layout")) or rid.layout,
+        ctx_label=text_value(meta.get("ctx_label")) or rid.ctx_label,
+        engine=text_value(meta.get("engine")) or rid.engine,
+        engine_version=text_value(meta.get("engine_version")) or _first_text(log_facts, "engine_version"),
+        image=text_value(meta.get("image")), image_digest=text_value(meta.get("image_digest")),
+        executor=text_value(meta.get("executor")), gpus=gpus,
+        gpu_count=len({g.strip() for g in gpus.split(",") if g.strip()}) if gpus else None,
+        git_sha=text_value(meta.get("git_sha")), params_hash=text_value(meta.get("params_hash")),
+        started_at=run_files.parse_time(meta.get("started_at")),
+        finished_at=run_files.parse_time(meta.get("finished_at")),
+        schema_version=meta.get("schema_version"), recovered=False,
+        spec_json=json.dumps(spec_params if spec_params is not None else meta.get("spec"),
+                             sort_keys=True, default=str),
+    )
+
+
+def _add_recovered_row(rows: FolderRows, files: list[tuple[str, int, int]],
+                       command: cmd_parser.Command | None, rid: run_files.RunId,
+                       inferred: list[Inferred], record: dict[str, Any] | None, source: str,
+                       line: int) -> None:
+    """The raw_runs row of a folder without a meta.json: the run id, what infer_run read from its
+    cmd.sh and log, and the profile and spec its import.json (`record`) names."""
     year = datetime.fromtimestamp(min((m for _, _, m in files), default=time.time_ns()) / 1e9,
                                   tz=timezone.utc).year
-    source = relative(folder / source_name, root) if command is not None else relative(folder, root)
+    read = {value.field: value.value for value in inferred}
+    record = record or {}
     rows.add(
-        "raw_runs", source, command.line if command is not None else 1,
-        spec=None, profile=None, model=rid.model, layout=rid.layout, ctx_label=rid.ctx_label,
+        "raw_runs", source, line,
+        spec=text_value(record.get("spec")), profile=text_value(record.get("profile")),
+        model=rid.model, layout=rid.layout, ctx_label=rid.ctx_label,
         engine=rid.engine or (command.engine if command else None),
-        engine_version=_first_text(log_facts, "engine_version"),
-        image=command.image if command else None, image_digest=None,
+        engine_version=read.get("engine_version"), image=read.get("image"), image_digest=None,
         executor=("docker" if command and command.wrapper == "docker" else "local") if command else None,
-        gpus=None, git_sha=None, params_hash=None, started_at=rid.started_at(year),
+        gpus=read.get("gpus"), gpu_count=int(read["gpu_count"]) if "gpu_count" in read else None,
+        git_sha=None, params_hash=None, started_at=rid.started_at(year),
         finished_at=None, schema_version=None, recovered=True, spec_json=None,
+        imported_from=text_value(record.get("source")),
+        imported_at=run_files.parse_time(record.get("imported_at")),
+        imported_by=text_value(record.get("imported_by")),
     )

@@ -69,7 +69,8 @@ def fact_entry(fact: Fact, titles: dict[str, str], by_id: dict[str, Fact]) -> li
     unit = escape_text(with_unit(fact.display, fact.unit)[len(fact.display):])
     params = ", ".join(f"{code(k)} = {code(v)}" for k, v in fact.params.items()) or "none"
     runs = ", ".join(code(r) for r in fact.run_ids) or "-"
-    source = (f"{code(fact.source_file)}, line {fact.source_line}" if fact.source_file
+    source = (f"{code(fact.source_file)}, line {fact.source_line}"
+              + (f". {escape_text(fact.source_note)}" if fact.source_note else "") if fact.source_file
               else escape_text(fact.source_note) if fact.source_note
               else "computed over the runs listed (no single raw line)")
     if fact.inputs:
@@ -132,9 +133,24 @@ def _document(title: str, body: list[str]) -> str:
                            body=Markup("\n".join(body)))
 
 
+def inferred_table(rows: list[dict]) -> list[str]:
+    """A run without meta.json: each value read from its other files instead, how, and the line
+    (run_inferred), so that a number resting on one (a throughput per GPU) can be checked."""
+    lines = ["<p>The run has no <code>meta.json</code>. What it would have said was read from the "
+             "run's other files, each value from the line named here:</p>",
+             "<table>", "<tr><th>Value</th><th>Read as</th><th>How</th><th>Raw source</th></tr>"]
+    for row in rows:
+        lines.append(f"<tr><td>{code(row['field'])}</td><td>{code(row['value'])}</td>"
+                     f"<td>{escape_text(row['how'])}</td>"
+                     f"<td>{code(row['source_file'])}, line {int(row['source_line'])}</td></tr>")
+    return lines + ["</table>"]
+
+
 def audit_page(page: str, facts: list[Fact], *, runs_dir: Path, root: Path,
-               titles: dict[str, str], by_id: dict[str, Fact]) -> str:
-    """The audit page `page` as HTML: the facts audited there, in the order of their ids."""
+               titles: dict[str, str], by_id: dict[str, Fact],
+               inferred: list[dict] | None = None) -> str:
+    """The audit page `page` as HTML: the facts audited there, in the order of their ids (for a
+    run's page, after its cmd.sh and, where it has no meta.json, the values read instead)."""
     facts = sorted(facts, key=lambda f: f.id)
     runs = sorted({r for f in facts for r in f.run_ids})
     stages = sorted({f.stage for f in facts})
@@ -148,6 +164,8 @@ def audit_page(page: str, facts: list[Fact], *, runs_dir: Path, root: Path,
     if len(runs) == 1 and runs[0] == page:
         body += ["<p>The command that started the engine:</p>",
                  render_evidence("cat", page, "cmd.sh", runs_dir=runs_dir, root=root)]
+        if inferred:
+            body += inferred_table(inferred)
     for fact in facts:
         body += fact_entry(fact, titles, by_id)
     queries = {f.name: f.sql for f in facts if not f.inputs}
@@ -161,14 +179,16 @@ def audit_page(page: str, facts: list[Fact], *, runs_dir: Path, root: Path,
     return _document(f"Audit: {page}", body)
 
 
-def audit_pages(facts: list[Fact], *, runs_dir: Path, root: Path,
-                titles: dict[str, str]) -> dict[str, str]:
-    """Every audit page's HTML, by page name."""
+def audit_pages(facts: list[Fact], *, runs_dir: Path, root: Path, titles: dict[str, str],
+                inferred: dict[str, list[dict]] | None = None) -> dict[str, str]:
+    """Every audit page's HTML, by page name; `inferred`: run_inferred's rows by run."""
     grouped: dict[str, list[Fact]] = defaultdict(list)
     for fact in facts:
         grouped[fact.audit_page].append(fact)
     by_id = {f.id: f for f in facts}
-    return {page: audit_page(page, group, runs_dir=runs_dir, root=root, titles=titles, by_id=by_id)
+    inferred = inferred or {}
+    return {page: audit_page(page, group, runs_dir=runs_dir, root=root, titles=titles, by_id=by_id,
+                             inferred=inferred.get(page))
             for page, group in sorted(grouped.items())}
 
 

@@ -50,14 +50,16 @@ class ColumnFact:
     display: str | None = None      # a key of DISPLAYS
     no_line: str | None = None      # why no raw line holds the value, when none does
     no_line_when: tuple[str, tuple[tuple[str, str], ...]] | None = None  # (column, ((value, note),))
+    note: str | None = None         # a column whose text, where not null, is said beside the line
 
     def columns(self) -> set[str]:
         """The table's columns the query names."""
         named = {m for m in EXPRESSION_TOKEN.findall(self.value) if m} - EXPRESSION_FUNCTIONS
         lines = {f"{self.line}_file", f"{self.line}_line"} if self.line else set()
         when = {self.no_line_when[0]} if self.no_line_when else set()
+        note = {self.note} if self.note else set()
         return named | set(self.keys) | {c for c, _ in self.where} | \
-            {o.split()[0] for o in self.order} | lines | when
+            {o.split()[0] for o in self.order} | lines | when | note
 
     def named_columns(self) -> dict[str, set[str]]:
         """The columns the query names, by table."""
@@ -78,9 +80,11 @@ class ColumnFact:
         column, notes = self.no_line_when or ("", ())
         cases = "".join(f"when {column} = '{v}' then '{n}' " for v, n in notes)
         text = f"case {cases}else '{self.no_line}' end" if notes else f"'{self.no_line}'"
-        note = ("" if self.no_line is None else f"        {text} as source_note,\n"
-                if self.line is None else
-                f"        case when {self.line}_file is null then {text} end as source_note,\n")
+        said = (None if self.no_line is None else text if self.line is None
+                else f"case when {self.line}_file is null then {text} end")
+        if self.note:
+            said = f"concat_ws(' ', {said}, {self.note})" if said else self.note
+        note = "" if said is None else f"        {said} as source_note,\n"
         source = (("cast(null as varchar)", "cast(null as integer)") if self.line is None
                   else (f"{self.line}_file", f"{self.line}_line"))
         return (

@@ -51,9 +51,10 @@ def _unit(path: Path, name: str, entry: dict) -> str | None:
 
 def _column_fact(path: Path, group: dict, name: str, entry: Any) -> ColumnFact:
     if not isinstance(entry, dict) or \
-            set(entry) - {"value", "unit", "line", "no_line", "no_line_when", "display", "description"}:
+            set(entry) - {"value", "unit", "line", "no_line", "no_line_when", "note", "display",
+                          "description"}:
         raise FactError(f"{path.name}: {name}: an entry has value, unit, line, no_line, no_line_when, "
-                        "display and description only")
+                        "note, display and description only")
     display = entry.get("display")
     if display is not None and display not in DISPLAYS:
         raise FactError(f"{path.name}: {name}: display is one of {', '.join(DISPLAYS)}")
@@ -69,7 +70,8 @@ def _column_fact(path: Path, group: dict, name: str, entry: Any) -> ColumnFact:
         line=None if line == "none" else _declared(path, name, line, IDENTIFIER, "line"),
         description=_description(path, name, entry), order=group["order"], display=display,
         no_line=None if no_line is None else no_line.strip(),
-        no_line_when=_no_line_when(path, name, entry.get("no_line_when"), no_line))
+        no_line_when=_no_line_when(path, name, entry.get("no_line_when"), no_line),
+        note=None if entry.get("note") is None else _declared(path, name, entry["note"], IDENTIFIER, "note"))
 
 
 def _no_line_when(path: Path, name: str, when: Any, no_line: str | None

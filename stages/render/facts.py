@@ -6,7 +6,7 @@ of one row of a public table or counts its rows, an entry of `stages/render/sql/
 query is generated (see ColumnFact, CountFact). The query returns one row with columns value,
 run_id, source_file, source_line (and optionally unit, display: the printed form of the value
 when the query knows it better, e.g. 4 GiB for a size in bytes, and source_note: why no raw line
-holds the value, when none does). The value is formatted, linked to its audit
+holds the value, when none does, or what to know of the line it cites). The value is formatted, linked to its audit
 page and recorded. Tables whose numeric cells are facts, evidence blocks (a command run on a raw
 file at build time) and run references work the same way.
 
@@ -215,7 +215,7 @@ class FactBook:
             run_ids=run_ids(row["run_id"]),
             source_file=source_file, source_line=int(source_line) if source_line else None,
             excerpt=excerpt, stage=STAGE, git_sha=self.sha,
-            source_note=None if source_file else row.get("source_note"),
+            source_note=row.get("source_note"),
             **dict(zip(("statistic", "input_rows"), input_rows(self.con, name, params, cache=self._inputs))))
 
     def rows(self, name: str, params: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:

@@ -279,3 +279,21 @@ def page_shown(spec: PageSpec, book: FactBook) -> str | None:
         _, rows = book.rows("run_set_models", {"run_ids": run_ids})
         spec.meta["models"] = [r["model"] for r in rows]
     return None
+
+
+def uncovered_runs(book: FactBook, parts: list[PageSpec]) -> str | None:
+    """One line naming the runs that no shown Part's run set covers (a run of a profile no Part
+    selects, or imported without one), or None when every run is on a page."""
+    covered = {run_id for part in parts for run_id in part.meta.get("run_ids") or ()}
+    _, rows = book.rows("all_runs", {})
+    left = [r for r in rows if r["run_id"] not in covered]
+    if not left:
+        return None
+    by_profile: dict[str, int] = {}
+    for r in left:
+        key = r["profile"] or "no profile"
+        by_profile[key] = by_profile.get(key, 0) + 1
+    counts = ", ".join(f"{n} of {profile}" for profile, n in sorted(by_profile.items()))
+    shown = ", ".join(r["run_id"] for r in left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
+    return (f"{len(left)} run(s) belong to no Part of the series ({counts}): {shown}; "
+            "a Part's run set (site/series.yaml) or params.yaml run_sets must select them")

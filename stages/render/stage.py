@@ -40,7 +40,7 @@ from stages.derive.stage import PUBLIC_TABLES
 from stages.render.escape import escape_text
 from stages.render.facts import FactBook
 from stages.render.pages import (PageSpec, arm_labels, load_page, load_series, page_shown,
-                                 render_page)
+                                 render_page, uncovered_runs)
 from stages.render.site_build import build_site, check_ours, fresh_dir, mark, site_nav, swap_in
 from stages.render.sources import load_sources, sources_page
 from stages.core.secrets import redact_text
@@ -126,6 +126,9 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
             else:
                 notices.append(reason)
         parts = shown
+        uncovered = uncovered_runs(book, parts)
+        if uncovered:
+            notices.append(uncovered)
         writer = ChartWriter(docs_dir, book, cache_dir=chart_cache, static=tuple(static_images))
         kwargs = dict(env=env, book=book, parts=parts, writer=writer, sources=sources,
                       runs_dir=runs_dir, root=root, nodes_dir=nodes_dir, arms=arm_labels(arms))
@@ -147,7 +150,11 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
         facts = sorted(book.facts.values(), key=lambda f: f.id)
         audit = docs_dir / "audit"
         audit.mkdir()
-        for page, text in audit_pages(facts, runs_dir=runs_dir, root=root, titles=titles).items():
+        inferred: dict[str, list[dict]] = {}
+        for row in book.rows("run_inferred_rows", {})[1]:
+            inferred.setdefault(row["run_id"], []).append(row)
+        for page, text in audit_pages(facts, runs_dir=runs_dir, root=root, titles=titles,
+                                      inferred=inferred).items():
             (audit / f"{page}.html").write_text(text)
         (audit / "index.html").write_text(audit_index(facts, titles))
         downloads = write_csv_downloads(con, docs_dir)

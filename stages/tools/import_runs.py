@@ -38,11 +38,10 @@ from typing import Any, Callable, Iterator
 
 from stages.core import rawfile
 from stages.core.config import CampaignError, ctx_label, max_context
-from stages.core.provenance import RUN_MANIFEST, seal
+from stages.core.provenance import IMPORT_RECORD, RUN_MANIFEST, seal
 from stages.ingest.parsers.cmd import parse_cmd
 from stages.ingest.parsers.run_files import is_run_id, parse_run_id
 
-IMPORT_RECORD = "import.json"
 SCHEMA_VERSION = 1
 STAGING_PREFIX = ".import-"
 _STAGING = re.compile(r"^\.import-(?P<run_id>.+)-(?P<pid>\d+)$")

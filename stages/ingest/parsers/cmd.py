@@ -63,6 +63,8 @@ class Command:
     kv_cache_dtype: str | None = None
     prefix_caching: bool | None = None
     block_size: int | None = None
+    # the wrapper's options with a value, as written (docker run's --gpus, --device, ...)
+    wrapper_options: list[tuple[str, str]] = field(default_factory=list)
 
 
 def logical_lines(text: str) -> list[tuple[int, str]]:
@@ -140,9 +142,11 @@ def _engine_start(tokens: list[str]) -> tuple[int, int, str, bool] | None:
     return None
 
 
-def _docker_image(tokens: list[str], start: int,
-                  env: list[tuple[str, str | None, int]], line: int) -> int | None:
-    """Index of the image in `docker run ...` whose `run` is at tokens[start]; docker -e go to env."""
+def _docker_image(tokens: list[str], start: int, env: list[tuple[str, str | None, int]], line: int,
+                  options: list[tuple[str, str]] | None = None) -> int | None:
+    """Index of the image in `docker run ...` whose `run` is at tokens[start]; docker -e go to env,
+    every option with a value to `options` (name, value)."""
+    options = [] if options is None else options
     i = start + 1
     while i < len(tokens):
         tok = tokens[i]
@@ -154,10 +158,14 @@ def _docker_image(tokens: list[str], start: int,
         if tok in _DOCKER_BARE or _DOCKER_SHORT_BARE.match(tok) or (eq and name.startswith("--")):
             if eq and name in ("--env", "-e"):
                 _env_pair(value, env, line)
+            elif eq:
+                options.append((name, value))
             i += 1
             continue
         if i + 1 < len(tokens) and tok in ("-e", "--env"):
             _env_pair(tokens[i + 1], env, line)
+        elif i + 1 < len(tokens):
+            options.append((tok, tokens[i + 1]))
         i += 2
     return None
 
@@ -266,13 +274,15 @@ def _wrapper(tokens: list[str], start: int) -> str:
     return "none"
 
 
-def _engine_in(tokens: list[str], env: list, line: int) -> tuple[int, int, str | None, bool, str | None] | None:
-    """Where the engine command starts in one logical line, looking inside docker run."""
+def _engine_in(tokens: list[str], env: list, line: int, options: list[tuple[str, str]]
+               ) -> tuple[int, int, str | None, bool, str | None] | None:
+    """Where the engine command starts in one logical line, looking inside docker run (whose
+    options with a value go to `options`)."""
     for i, tok in enumerate(tokens):
         if _is_stop(tok):
             break
         if _basename(tok) in ("docker", "podman") and i + 1 < len(tokens) and tokens[i + 1] == "run":
-            image_at = _docker_image(tokens, i + 1, env, line)
+            image_at = _docker_image(tokens, i + 1, env, line, options)
             if image_at is None:
                 return None
             image = tokens[image_at]
@@ -309,7 +319,8 @@ def parse_cmd(text: str) -> tuple[Command | None, list[ParseError]]:
             continue
         if tokens[0] in _SHELL_WORDS:
             continue
-        found = _engine_in(tokens, env, line)
+        options: list[tuple[str, str]] = []
+        found = _engine_in(tokens, env, line, options)
         if found is None:
             if any(t in _MODEL for t in tokens):
                 fallback = (line, body, tokens)
@@ -319,7 +330,8 @@ def parse_cmd(text: str) -> tuple[Command | None, list[ParseError]]:
             if _ASSIGN.match(tok):
                 _env_pair(tok, env, line)
         cmd = Command(command=" ".join(body.split()), line=line, engine=engine,
-                      wrapper="docker" if image else _wrapper(tokens, start), image=image, env=env)
+                      wrapper="docker" if image else _wrapper(tokens, start), image=image, env=env,
+                      wrapper_options=options)
         cmd.model_path, cmd.flags = parse_flags(tokens[arg0:], has_serve=serve)
         _derive(cmd, errors)
         return cmd, errors

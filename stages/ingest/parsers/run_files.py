@@ -155,17 +155,34 @@ def _probe(obj: dict[str, Any], idx: int, line: int) -> dict[str, Any]:
 
 def parse_meta(data: bytes) -> tuple[dict[str, Any] | None, list[ParseError]]:
     """meta.json as a dict, or None with the reason it cannot be used."""
+    return _json_record(data, "meta.json", META_SCHEMA_VERSIONS)
+
+
+IMPORT_SCHEMA_VERSIONS = (1,)
+
+
+def parse_import(data: bytes) -> tuple[dict[str, Any] | None, list[ParseError]]:
+    """import.json (the record `campaign import` writes beside the files it copied) as a dict, or
+    None with the reason it cannot be used."""
+    return _json_record(data, "import.json", IMPORT_SCHEMA_VERSIONS, record="import")
+
+
+def _json_record(data: bytes, name: str, versions: tuple[int, ...], record: str | None = None
+                 ) -> tuple[dict[str, Any] | None, list[ParseError]]:
+    """A JSON object of a known schema_version (and `record` kind, where given), or None with why."""
     try:
-        meta = json.loads(decode(data))
+        parsed = json.loads(decode(data))
     except json.JSONDecodeError as exc:
-        return None, [ParseError(exc.lineno, f"meta.json: not valid JSON: {exc.msg}")]
-    if not isinstance(meta, dict):
-        return None, [ParseError(1, "meta.json: not a JSON object")]
-    version = meta.get("schema_version")
-    if version not in META_SCHEMA_VERSIONS:
-        return None, [ParseError(1, f"meta.json: schema_version {version!r} is not one this ingest "
-                                    f"knows ({', '.join(map(str, META_SCHEMA_VERSIONS))})")]
-    return meta, []
+        return None, [ParseError(exc.lineno, f"{name}: not valid JSON: {exc.msg}")]
+    if not isinstance(parsed, dict):
+        return None, [ParseError(1, f"{name}: not a JSON object")]
+    if record is not None and parsed.get("record") != record:
+        return None, [ParseError(1, f"{name}: not an {record} record (record: {record})")]
+    version = parsed.get("schema_version")
+    if version not in versions:
+        return None, [ParseError(1, f"{name}: schema_version {version!r} is not one this ingest "
+                                    f"knows ({', '.join(map(str, versions))})")]
+    return parsed, []
 
 
 def parse_time(value: Any) -> datetime | None:

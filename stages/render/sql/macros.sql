@@ -1,9 +1,12 @@
 -- Table macros the row queries share, created (temporary) on the render stage's connection.
 -- section_runs(run_ids, model): every attempt of one model among a Part's runs, with its launch's
--- status and its gate's verdict, oldest first.
+-- status and its gate's verdict, oldest first. `spec` is the name the pages give the run
+-- (runs.spec_label: its spec, else its model, layout, context and engine); params_spec is its
+-- spec in params.yaml, null for a run without one.
 create or replace temp macro section_runs(run_ids, model_name) as table
     select
-        r.*,
+        r.* replace (r.spec_label as spec),
+        r.spec                                as params_spec,
         coalesce(l.status, 'unknown')         as status,
         coalesce(g.provisional, false)        as gate_provisional,
         g.run_id is not null                  as gated

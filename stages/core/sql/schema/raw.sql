@@ -23,7 +23,8 @@ create table if not exists raw_folders (
 -- What a run folder holds, one row per thing found in its files.
 
 -- meta.json, flattened; spec_json keeps the whole spec. Absent folders get a row recovered from
--- the run id and cmd.sh (recovered = true).
+-- the run id, cmd.sh and the log (recovered = true; raw_run_inferred names the line of each value
+-- read that way), with the profile and spec of import.json where `campaign import` brought it in.
 create table if not exists raw_runs (
     run_id         varchar not null,
     spec           varchar,                -- key in params `specs`
@@ -45,7 +46,22 @@ create table if not exists raw_runs (
     recovered      boolean not null,       -- true when meta.json was missing or unreadable
     spec_json      varchar,
     source_file    varchar not null,
-    source_line    integer not null
+    source_line    integer not null,
+    gpu_count      integer,                -- GPUs the run took: meta.json's gpus counted, or inferred
+    imported_from  varchar,                -- import.json: the folder `campaign import` copied
+    imported_at    timestamptz,
+    imported_by    varchar
+);
+
+-- What meta.json would have said, read from another file of a folder that has none: one row per
+-- value (field is the raw_runs column), with how it was read and the line it came from.
+create table if not exists raw_run_inferred (
+    run_id      varchar not null,
+    field       varchar not null,          -- image | engine_version | gpus | gpu_count | max_model_len
+    value       varchar not null,
+    how         varchar not null,          -- what was read, e.g. the device list of docker run --gpus
+    source_file varchar not null,
+    source_line integer not null
 );
 
 -- cmd.sh: the engine command found inside any wrapper.

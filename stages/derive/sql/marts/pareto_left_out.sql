@@ -1,6 +1,7 @@
 -- One row per benchmark point of a reported attempt (runs.is_current) that pareto_points does not
 -- place, with the first reason that keeps it out, in this order:
---   'no GPU set'            the run names no GPU set (meta.json gpus), so no throughput per GPU;
+--   'no GPU set'            nothing says how many GPUs the run took (runs.gpu_count: meta.json
+--                           gpus, or read from the folder), so no throughput per GPU;
 --   'no workload'           its result file names no workload;
 --   'no request completed'  every request it sent failed;
 --   'no decode speed'       no time per output token: its result file holds no per-request times
@@ -18,8 +19,8 @@ with points as (
         r.spec,
         r.model,
         concat_ws(' | ', r.model, r.layout, r.engine, coalesce(r.image, 'local')) as setup,
-        s.gpus                                                      as gpu_set,
-        len(list_filter(string_split(coalesce(s.gpus, ''), ','), lambda g: trim(g) <> '')) as gpus,
+        r.gpus                                                      as gpu_set,
+        coalesce(r.gpu_count, 0)                                    as gpus,
         p.completed,
         p.tpot_median_ms,
         p.decode_tok_s_per_user,
@@ -28,7 +29,6 @@ with points as (
         p.source_line
     from bench_points as p
     inner join runs as r on r.run_id = p.run_id
-    inner join stg_runs as s on s.run_id = p.run_id
     where r.is_current
 ),
 

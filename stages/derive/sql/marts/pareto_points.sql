@@ -1,7 +1,10 @@
--- One row per benchmark point of a reported attempt (runs.is_current) whose run names its GPU set
--- (meta.json gpus): the point placed for the Pareto frontier of its setup. A repeat of a point is a
--- point of its own.
--- gpus: the GPUs of the run's set (comma separated indices in meta.json), counted.
+-- One row per benchmark point of a reported attempt (runs.is_current) whose run says how many GPUs
+-- it took (runs.gpu_count: meta.json's GPU set counted, or read from a folder without one): the
+-- point placed for the Pareto frontier of its setup. A repeat of a point is a point of its own.
+-- gpus: runs.gpu_count; gpu_set: runs.gpus (null where only the count is known).
+-- gpus_from: 'meta.json', or how the count was read from the run's other files (run_inferred),
+--   whose line gpus_source_file and gpus_source_line name (meta.json's first line for the first);
+--   gpus_note says so in a sentence for the audit entries, null for meta.json.
 -- setup: model, layout, engine and image joined by ' | ' (the image 'local' for a local engine):
 --   what a frontier is drawn for. Two runs of one setup share its frontier.
 -- output_tok_s_per_gpu: the point's output tokens/s (all users) divided by gpus.
@@ -17,11 +20,18 @@ with runs_with_gpus as (
         r.image,
         r.spec,
         r.profile,
-        s.gpus                                                      as gpu_set,
-        len(list_filter(string_split(s.gpus, ','), lambda g: trim(g) <> '')) as gpus
+        r.gpus                                                      as gpu_set,
+        r.gpu_count                                                 as gpus,
+        coalesce(i.how, 'meta.json')                                as gpus_from,
+        coalesce(i.source_file, r.source_file)                      as gpus_source_file,
+        coalesce(i.source_line, r.source_line)                      as gpus_source_line,
+        case when i.how is not null then
+            'The GPU count was inferred (the run has no meta.json): ' || i.how || ', '
+            || i.source_file || ' line ' || i.source_line || '.'
+        end                                                         as gpus_note
     from runs as r
-    inner join stg_runs as s on s.run_id = r.run_id
-    where r.is_current and s.gpus is not null
+    left join run_inferred as i on i.run_id = r.run_id and i.field = 'gpu_count'
+    where r.is_current and r.gpu_count is not null
 ),
 
 points as (
@@ -40,6 +50,10 @@ points as (
         concat_ws(' | ', r.model, r.layout, r.engine, coalesce(r.image, 'local')) as setup,
         r.gpu_set,
         r.gpus,
+        r.gpus_from,
+        r.gpus_source_file,
+        r.gpus_source_line,
+        r.gpus_note,
         p.output_tok_s,
         p.output_tok_s / r.gpus                                     as output_tok_s_per_gpu,
         p.tpot_median_ms,
@@ -92,7 +106,11 @@ final as (
         points.capacity_limited,
         points.provisional,
         points.source_file,
-        points.source_line
+        points.source_line,
+        points.gpus_from,
+        points.gpus_source_file,
+        points.gpus_source_line::integer                            as gpus_source_line,
+        points.gpus_note
     from points
     left join dominated
         on dominated.run_id = points.run_id and dominated.point_id = points.point_id

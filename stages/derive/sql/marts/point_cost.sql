@@ -22,7 +22,8 @@ final as (
         (points.gpus * prices.usd_per_gpu_hour * 1000000.0
             / (points.output_tok_s * 3600.0))::double               as usd_per_million_output_tokens,
         points.source_file,
-        points.source_line
+        points.source_line,
+        points.gpus_note
     from points
     cross join param_prices as prices
 )

@@ -10,8 +10,18 @@
 -- longer matches its seal (tampered_files names the files); tampered_rows_kept says its rows were
 -- read before the change. sealed_by: run (sealed when the run ended, or by `campaign seal`) or
 -- ingest (it arrived unsealed and ingest sealed it at sealed_at); null while it has no seal.
+-- spec_label names the run where the articles name it: its spec, else its model, layout, context
+-- and engine. A run without meta.json has its GPUs, image, engine version and maximum context read
+-- from its other files; `inferred` lists which (stg_run_inferred holds the line of each), and
+-- imported_* say where `campaign import` brought it from.
 with runs as (
     select * from stg_runs
+),
+
+inferred as (
+    select run_id, string_agg(distinct field, ', ' order by field) as inferred
+    from stg_run_inferred
+    group by run_id
 ),
 
 seals as (
@@ -91,10 +101,12 @@ marked as (
         tampered.tampered_files,
         tampered.tampered_rows_kept,
         seals.sealed_by,
-        seals.sealed_at
+        seals.sealed_at,
+        inferred.inferred
     from numbered
     left join tampered on tampered.run_id = numbered.run_id
     left join seals on seals.run_id = numbered.run_id
+    left join inferred on inferred.run_id = numbered.run_id
 ),
 
 final as (
@@ -125,7 +137,14 @@ final as (
         sealed_by,
         sealed_at,
         source_file,
-        source_line
+        source_line,
+        coalesce(spec, concat_ws('__', model, layout, ctx_label, engine)) as spec_label,
+        gpus,
+        gpu_count,
+        inferred,
+        imported_from,
+        imported_at,
+        imported_by
     from marked
 )
 

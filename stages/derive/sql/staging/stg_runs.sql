@@ -1,4 +1,5 @@
--- meta.json of each run (or what was recovered from the run id and cmd.sh).
+-- meta.json of each run (or what was recovered from the run id, cmd.sh and the log, with the
+-- profile and spec of import.json where the run was imported).
 with source as (
     select * from raw.raw_runs
 ),
@@ -25,7 +26,11 @@ final as (
         recovered::boolean            as recovered,
         spec_json::varchar            as spec_json,
         source_file::varchar          as source_file,
-        source_line::integer          as source_line
+        source_line::integer          as source_line,
+        gpu_count::integer            as gpu_count,
+        imported_from::varchar        as imported_from,
+        imported_at::timestamptz      as imported_at,
+        imported_by::varchar          as imported_by
     from source
 )
 

@@ -1,6 +1,7 @@
 -- Remove every raw row of one run folder before it is read again (or after it is gone).
 -- raw_seals is kept: a folder that comes back is checked against the seal it had.
 delete from raw_runs where run_id = $run_id;
+delete from raw_run_inferred where run_id = $run_id;
 delete from raw_commands where run_id = $run_id;
 delete from raw_command_flags where run_id = $run_id;
 delete from raw_launch_out where run_id = $run_id;

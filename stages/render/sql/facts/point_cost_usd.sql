@@ -15,7 +15,7 @@ final as (
         printf('%d GPUs x %.6g USD per GPU-hour (price set %s, source %s) / (%.6g output tok/s x 3600 s) '
                || 'x 1000000; the output rate is output_throughput in %s, line %d.',
                gpus, usd_per_gpu_hour, price_set, price_source, output_tok_s, source_file,
-               source_line) as source_note,
+               source_line) || coalesce(' ' || gpus_note, '') as source_note,
         cast(null as varchar) as source_file,
         cast(null as integer) as source_line
     from cost

@@ -1,6 +1,6 @@
 -- One row per agents workload of the reported attempt of each spec on a profile.
 with current_runs as (
-    select r.run_id, r.spec, r.started_at
+    select r.run_id, r.spec_label as spec, r.started_at
     from runs as r
     where r.profile = $profile and r.is_current
 ),

@@ -1,7 +1,7 @@
 -- Bench points of the reported attempt (runs.is_current) of each spec on a profile, labelled by spec for colour.
 -- One row per point (shown_points: a repeated point is drawn by the median of its repeats).
 with latest as (
-    select r.run_id, r.spec
+    select r.run_id, r.spec_label as spec
     from runs as r
     where r.profile = $profile and r.is_current
 ),

@@ -3,7 +3,7 @@
 with final as (
     select
         e.run_id,
-        r.spec,
+        r.spec_label as spec,
         e.event,
         case e.event
             when 'point_failed' then 'point failed'

@@ -29,7 +29,7 @@ reported as (
 final as (
     select
         r.run_id,
-        r.spec,
+        r.spec_label as spec,
         r.run_status,
         r.is_current,
         e.interrupted,

@@ -1,6 +1,6 @@
 -- Sequences-that-fit rows for the latest ready attempt of each spec on a profile.
 with latest as (
-    select r.run_id, r.spec, r.started_at
+    select r.run_id, r.spec_label as spec, r.started_at
     from runs as r
     inner join launches as l on l.run_id = r.run_id
     where r.profile = $profile and r.is_current and l.status = 'ready'

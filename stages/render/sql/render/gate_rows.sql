@@ -2,7 +2,7 @@
 with final as (
     select
         r.run_id,
-        r.spec,
+        r.spec_label as spec,
         g.gate,
         case when g.provisional then 'provisional' else 'passed' end as verdict
     from runs as r

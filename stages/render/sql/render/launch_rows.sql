@@ -2,7 +2,7 @@
 with final as (
     select
         r.run_id,
-        r.spec,
+        r.spec_label as spec,
         l.status,
         coalesce(l.error_type, '') as error_type
     from runs as r

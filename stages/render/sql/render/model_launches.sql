@@ -14,7 +14,10 @@ final as (
     select
         a.run_id,
         a.spec,
+        a.params_spec,
         a.image,
+        a.imported_from,
+        a.inferred,
         a.status,
         a.is_current,
         a.gated,

@@ -1,7 +1,7 @@
 -- Runs of a profile, every attempt, oldest first, with how their launch ended.
 with profile_runs as (
     select
-        r.run_id, r.spec, r.model, r.layout, r.ctx_label, r.engine, r.attempt, r.is_latest,
+        r.run_id, r.spec_label as spec, r.model, r.layout, r.ctx_label, r.engine, r.attempt, r.is_latest,
         r.started_at, r.tampered, r.tampered_files, r.tampered_rows_kept
     from runs as r
     where r.profile = $profile

@@ -1,7 +1,7 @@
 -- Ramp turns of the reported attempt (runs.is_current) of each spec on a profile, labelled by spec
 -- for colour: the rows of the ramp chart.
 with current_runs as (
-    select r.run_id, r.spec
+    select r.run_id, r.spec_label as spec
     from runs as r
     where r.profile = $profile and r.is_current
 ),

@@ -1,8 +1,8 @@
--- Every run spec of the campaign, in a fixed order: one colour each, on every page.
+-- Every run spec of the campaign (a run without one by its model, layout, context and engine:
+-- runs.spec_label), in a fixed order: one colour each, on every page.
 with specs as (
-    select distinct r.spec
+    select distinct r.spec_label as spec
     from runs as r
-    where r.spec is not null
 ),
 
 final as (

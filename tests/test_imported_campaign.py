@@ -1,0 +1,176 @@
+"""A campaign run before this project, brought in with `campaign import`, publishes like the
+project's own. The synthetic node campaign (tests/fixtures/node_campaign) stands in for it: its
+folders without meta.json (and without the manifest that lists it), imported with --profile
+h200x8, must give the same published numbers as the folders with meta.json; and with no spec of
+params.yaml matching them, each run is still drawn, named and placed by its setup, its GPU count
+marked as inferred with the line it came from.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from site_browser import CHART_MARKS, Browser, SiteServer, find_chromium
+from test_node_part import GIANTS, NODE_RUNS, plain, project_copy
+
+BIN = Path(sys.executable).parent
+GLM_READY = "glm53__tp8_dcp8__1024k__vllm__1116-062500"
+GLM_FAILED = "glm53__tp8_dcp8__1024k__vllm__1116-060000"
+
+
+def campaign(root: Path, *args: str) -> subprocess.CompletedProcess:
+    out = subprocess.run([str(BIN / "campaign"), *args, "--root", str(root)], cwd=root,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, (args, out.stdout[-2000:], out.stderr[-2000:])
+    return out
+
+
+def node_project(root: Path, *, specs: bool = True) -> None:
+    """A project copy with the node profile active and no spec to launch; without `specs`,
+    params.yaml lists no spec of the node campaign (nor arms or comparisons naming one), as a
+    team's own params.yaml may not."""
+    project_copy(root)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params.update(profile="h200x8", run_specs=[])
+    if not specs:
+        node = {name for name, spec in params["specs"].items() if spec["profile"] == "h200x8"}
+        params["specs"] = {k: v for k, v in params["specs"].items() if k not in node}
+        params["arms"] = {k: v for k, v in params["arms"].items() if k not in node}
+        params["compare"] = [c for c in params["compare"] if not {c["base"], c["head"]} & node]
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+def stripped_copies(dest: Path) -> list[Path]:
+    """The node campaign's folders as a team without this project has them: no meta.json, no
+    manifest, writable."""
+    out = []
+    for folder in sorted(NODE_RUNS.iterdir()):
+        copy = dest / folder.name
+        shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("meta.json", "MANIFEST.sha256"))
+        for path in [copy, *copy.rglob("*")]:
+            path.chmod(path.stat().st_mode | 0o200)
+        out.append(copy)
+    return out
+
+
+def build(root: Path) -> dict:
+    campaign(root, "ingest")
+    campaign(root, "derive")
+    out = campaign(root, "render")
+    facts = {f["id"]: f for f in json.loads((root / "data" / "facts.json").read_text())}
+    return {"root": root, "facts": facts, "render": out.stdout + out.stderr,
+            "giants": (root / "data" / "docs" / "posts" / f"{GIANTS}.md").read_text(),
+            "setups": (root / "data" / "docs" / "posts" / "part-setups.md").read_text()}
+
+
+@pytest.fixture(scope="module")
+def sites(tmp_path_factory) -> dict:
+    """The node campaign three ways: its own folders; stripped and imported (specs in params.yaml);
+    stripped and imported into a project whose params.yaml has none of its specs, with one more
+    stripped folder copied in by hand, which no import gave a profile."""
+    made = {}
+    own = tmp_path_factory.mktemp("own")
+    node_project(own)
+    for folder in sorted(NODE_RUNS.iterdir()):
+        shutil.copytree(folder, own / "data" / "runs" / folder.name)
+    made["own"] = build(own)
+    for name, specs in (("imported", True), ("no_spec", False)):
+        root = tmp_path_factory.mktemp(name)
+        node_project(root, specs=specs)
+        sources = stripped_copies(tmp_path_factory.mktemp(f"{name}-elsewhere"))
+        made[f"{name}_import"] = campaign(root, "import", *map(str, sources), "--profile", "h200x8")
+        if not specs:   # one more folder, copied in by hand: no import gave it a profile
+            stray = sources[0].with_name(sources[0].name.replace("1116-110000", "1117-110000"))
+            shutil.copytree(sources[0], root / "data" / "runs" / stray.name)
+            made["stray"] = stray.name
+        made[name] = build(root)
+    return made
+
+
+def test_imported_folders_publish_the_same_numbers_as_with_meta_json(sites):
+    own, imported = sites["own"]["facts"], sites["imported"]["facts"]
+    assert len(own) > 1000 and set(own) == set(imported)
+    for fid, fact in own.items():
+        other = imported[fid]
+        assert other["display"] == fact["display"], fid
+        if isinstance(fact["value"], float):
+            assert other["value"] == pytest.approx(fact["value"], rel=1e-9), fid
+        else:
+            assert other["value"] == fact["value"], fid
+
+
+def test_each_import_says_what_it_brought_in(sites):
+    said = sites["imported_import"].stdout + sites["imported_import"].stderr
+    assert said.count("imported ") >= 8 and "spec glm53-tp8-dcp8" in said
+
+
+def test_without_a_spec_every_run_is_named_by_its_setup_and_drawn(sites):
+    page = plain(sites["no_spec"]["giants"])
+    assert "Spec -" not in page and "Spec :" not in page
+    assert ("A run of no spec of `params.yaml`, named by its model, layout, context and engine,\n"
+            "glm53__tp8_dcp8__1024k__vllm:\ndid not become ready") in page
+    assert "brought in by `campaign import`" in page
+    charts = sites["no_spec"]["root"] / "data" / "site" / "assets" / "charts" / GIANTS
+    for spec_file in sorted(charts.glob("*_chart-*.vl.json")):
+        domains = re.findall(r'"domain":\[([^\]]*)\]', spec_file.read_text())
+        if spec_file.name.startswith(("ttft", "decode", "throughput", "completed", "latency_cdf")):
+            assert any('__vllm"' in d for d in domains), spec_file.name
+
+
+def test_the_gpu_count_of_a_run_without_meta_json_is_marked_inferred_with_its_line(sites):
+    facts = sites["no_spec"]["facts"]
+    gpus = [f for f in facts.values() if f["name"] == "pareto_gpus" and GLM_READY in f["run_ids"]]
+    assert gpus and all(f["value"] == 8 for f in gpus)
+    fact = gpus[0]
+    assert fact["source_file"] == f"data/runs/{GLM_READY}/cmd.sh" and fact["source_line"] == 3
+    assert fact["source_note"].startswith("The GPU count was inferred (the run has no meta.json): "
+                                          "the device list of `docker run --gpus")
+    audit = (sites["no_spec"]["root"] / "data" / "site" / "audit" / f"{GLM_READY}.html").read_text()
+    assert "The run has no <code>meta.json</code>" in audit and "The GPU count was inferred" in audit
+    per_gpu = [f for f in facts.values() if f["name"] == "pareto_tok_s_per_gpu" and GLM_READY in f["run_ids"]]
+    assert per_gpu and all("The GPU count was inferred" in f["source_note"] for f in per_gpu)
+
+
+def test_the_setups_part_places_every_point_of_the_imported_runs(sites):
+    own = [f for f in sites["own"]["facts"].values() if f["name"] == "pareto_tok_s_per_gpu"]
+    mine = [f for f in sites["no_spec"]["facts"].values() if f["name"] == "pareto_tok_s_per_gpu"]
+    assert len(own) == len(mine) > 20
+    assert "no GPU set" not in plain(sites["no_spec"]["setups"])
+
+
+def test_the_cached_share_of_prompt_tokens_is_a_caveat(sites):
+    page = plain(sites["no_spec"]["giants"])
+    assert "Part of the prompt tokens of these points were served from the engine's prefix cache" in page
+    cached = [f for f in sites["no_spec"]["facts"].values()
+              if f["name"] == "point_cache_hit_pct" and f["value"] and f["value"] > 0]
+    assert cached
+
+
+def test_render_names_the_runs_no_part_covers(sites):
+    lines = [l for l in sites["no_spec"]["render"].splitlines() if "belong to no Part" in l]
+    assert len(lines) == 1 and sites["stray"] in lines[0] and "1 of no profile" in lines[0], lines
+    assert "belong to no Part" not in sites["own"]["render"]
+
+
+def test_charts_of_imported_runs_without_a_spec_draw_as_many_marks_as_with_one(sites):
+    binary = find_chromium()
+    if binary is None:
+        pytest.fail("headless Chromium not found: install the `chromium` package")
+    counts = {}
+    for name in ("own", "no_spec"):
+        with Browser(binary) as browser, SiteServer(sites[name]["root"] / "data" / "site") as server:
+            tab = browser.page(width=1280)
+            tab.goto(server.base + f"{GIANTS}.html")
+            tab.wait_for("""(() => {
+              const charts = [...document.querySelectorAll('div.vega-chart')];
+              return charts.length > 0 && charts.every(c => c.querySelector('svg.marks') !== null);
+            })()""")
+            counts[name] = sorted(c["marks"] for c in json.loads(tab.js(CHART_MARKS)))
+    assert len(counts["own"]) == 18 and counts["no_spec"] == counts["own"]
