@@ -190,8 +190,8 @@ def test_a_run_no_spec_of_the_profile_names_is_imported_with_spec_null(project, 
     assert result.exit_code == 0, result.stderr
     record = json.loads((project / "data" / "runs" / GLM / "import.json").read_text())
     assert record["spec"] is None and record["profile"] == "h200x1"
-    assert record["spec_match"].startswith("no spec of params.yaml has model glm53, layout tp8_dcp8 "
-                                           "and context 1024k")
+    assert record["spec_match"].startswith("no spec of params.yaml has model glm53, layout tp8_dcp8, "
+                                           "context 1024k and engine vllm")
     assert "spec none" in result.stderr
 
 
@@ -343,3 +343,12 @@ def test_a_staging_folder_of_a_running_process_is_left_alone(one_imported, old_r
     finally:
         running.kill()
         running.wait()
+
+
+def test_a_spec_of_another_engine_is_not_the_run_s(tmp_path, old_runs):
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    sglang = {**params["specs"]["glm53-tp8-dcp8"], "engine": "sglang"}
+    project = make_project(tmp_path / "project", {"glm53-tp8-dcp8": sglang})
+    assert import_(project, old_runs / GLM).exit_code == 0
+    record = json.loads((project / "data" / "runs" / GLM / "import.json").read_text())
+    assert record["spec"] is None and "engine vllm" in record["spec_match"]

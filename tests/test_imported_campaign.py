@@ -117,6 +117,8 @@ def test_without_a_spec_every_run_is_named_by_its_setup_and_drawn(sites):
     assert ("A run of no spec of `params.yaml`, named by its model, layout, context and engine,\n"
             "glm53__tp8_dcp8__1024k__vllm:\ndid not become ready") in page
     assert "brought in by `campaign import`" in page
+    quoted = re.findall(r'evidence-cmd">\$ sed -n \d+p data/runs/([^/]+)/server.log', sites["no_spec"]["giants"])
+    assert len(quoted) == 3 and GLM_FAILED.replace("_", "&#95;") in quoted   # every failed launch
     charts = sites["no_spec"]["root"] / "data" / "site" / "assets" / "charts" / GIANTS
     for spec_file in sorted(charts.glob("*_chart-*.vl.json")):
         domains = re.findall(r'"domain":\[([^\]]*)\]', spec_file.read_text())
@@ -174,3 +176,14 @@ def test_charts_of_imported_runs_without_a_spec_draw_as_many_marks_as_with_one(s
             })()""")
             counts[name] = sorted(c["marks"] for c in json.loads(tab.js(CHART_MARKS)))
     assert len(counts["own"]) == 18 and counts["no_spec"] == counts["own"]
+
+
+def test_trace_says_the_gpu_count_was_inferred_and_from_which_line(sites):
+    root = sites["no_spec"]["root"]
+    fact = next(f for f in sites["no_spec"]["facts"].values()
+                if f["name"] == "pareto_gpus" and GLM_READY in f["run_ids"])
+    out = campaign(root, "trace", fact["id"]).stdout
+    assert f"raw       data/runs/{GLM_READY}/cmd.sh:3" in out
+    assert "note      The GPU count was inferred (the run has no meta.json)" in out
+    assert "image     vllm/vllm-openai:v0.31.0" in out and "engine vllm 0.31.0" in out
+    assert "inferred  engine_version, gpu_count, gpus, image, max_model_len" in out

@@ -94,6 +94,15 @@ def _run_file(paths: Paths, run_id: str, name: str) -> str | None:
 
 
 def _run_meta(paths: Paths, run_id: str) -> dict:
+    """The run's image, digest, engine and version: its row of the public runs table (which holds
+    them for a run without meta.json too, read from its other files: `inferred` names which), else
+    its meta.json."""
+    if paths.campaign_db.exists():
+        with duckdb.connect(str(paths.campaign_db), read_only=True) as db:
+            cur = db.execute("select * from runs where run_id = $r", {"r": run_id})
+            row = cur.fetchone()
+            if row is not None:
+                return dict(zip([d[0] for d in cur.description], row))
     try:
         meta = json.loads(_run_file(paths, run_id, "meta.json") or "{}")
     except ValueError:
@@ -162,6 +171,9 @@ def chain(fact: dict, paths: Paths, limit: int | None = 20) -> str:
         lines.append(f"image     {meta.get('image') or 'none (local process)'}"
                      f"  digest {meta.get('image_digest') or '-'}  engine {meta.get('engine')} "
                      f"{meta.get('engine_version') or ''}".rstrip())
+        if meta.get("inferred"):
+            lines.append(f"inferred  {meta['inferred']} (no meta.json: read from the run's other "
+                         "files; run_inferred names each line)")
     db_rel = str(paths.campaign_db.relative_to(paths.root))
     lines.append(f"stage     {fact['stage']}  (dvc.lock md5 of {db_rel}: "
                  f"{stage_hash(paths.root, fact['stage'], db_rel) or '-'}; re-run: dvc repro {fact['stage']})")

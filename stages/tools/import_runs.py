@@ -231,14 +231,16 @@ def _spec_context(spec: dict[str, Any]) -> str | None:
 def match_spec(run_id: str, profile: str, params: dict[str, Any],
                image: str | None) -> tuple[str | None, str]:
     """The spec of params.yaml a run id stands for, and one sentence why: among the specs of
-    `profile`, those of the run's model, layout and context; of several, the one whose image is
+    `profile`, those of the run's model, layout, context and engine; of several, the one whose image is
     `image` (the one cmd.sh ran)."""
     rid = parse_run_id(run_id)
     profiles = params.get("profiles") or {}
+    engine = (profiles.get(profile) or {}).get("engine")
     found = [name for name, s in (params.get("specs") or {}).items()
              if isinstance(s, dict) and s.get("profile") == profile and s.get("model") == rid.model
-             and s.get("layout") == rid.layout and _spec_context(s) == rid.ctx_label]
-    what = f"model {rid.model}, layout {rid.layout} and context {rid.ctx_label}"
+             and s.get("layout") == rid.layout and _spec_context(s) == rid.ctx_label
+             and (s.get("engine") or engine) == rid.engine]
+    what = f"model {rid.model}, layout {rid.layout}, context {rid.ctx_label} and engine {rid.engine}"
     if not found:
         return None, f"no spec of params.yaml has {what} for profile {profile}"
     if len(found) == 1:
