@@ -1,0 +1,33 @@
+"""Result files of benchmark tools other than `vllm bench serve` and SGLang's `bench_serving`
+(whose shapes bench_json.py reads): one module per tool, each recognising the tool's files by
+their content, whatever their names, and reading them into the same benchmark points and
+requests (raw_bench_points, raw_bench_requests), every figure keeping the JSON path it came from.
+
+A tool module has:
+    TOOL = "<name>"                       # raw_bench_points.tool
+    def recognise(name: str, data: bytes) -> bool
+    def parse(name: str, data: bytes, siblings: frozenset[str]) -> BenchParse
+
+`name` is the file's path in its run folder (`bench/profile_export_aiperf.json`), `siblings` the
+names of the other files beside it (so that a CSV export is not read twice beside its JSON).
+common.py holds what every module shares (point ids, units, JSON paths). TOOLS is every module
+of this package but common, by name; the first that recognises a file reads it.
+
+Example:
+    tool = recognised("bench/benchmarks.json", data)
+    parsed = tool.parse("bench/benchmarks.json", data, frozenset()) if tool else None
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from types import ModuleType
+
+TOOLS: tuple[ModuleType, ...] = tuple(
+    importlib.import_module(f"{__name__}.{info.name}")
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name) if info.name != "common")
+
+
+def recognised(name: str, data: bytes) -> ModuleType | None:
+    """The tool module that recognises file `name`, or None."""
+    return next((tool for tool in TOOLS if tool.recognise(name, data)), None)

@@ -1,0 +1,90 @@
+"""What the benchmark tools' parsers share: the point a result becomes, units converted once,
+JSON paths written one way, and the rows' shapes (bench_json's BenchParse).
+
+A point row holds the raw_bench_points columns (bench_json.POINT_COLUMNS, in their units: times in
+milliseconds for *_ms, seconds for duration_s, tokens per second for the throughputs), plus
+`point_id`, `workload`, `concurrency`, `repeat`, `source_line`, `metadata_json` (the tool's other
+settings), `tool`, `tool_version` and `summary_paths`: a JSON object naming, for each figure read
+from the tool's own summary, the JSON path (or CSV cell) in the file it came from.
+
+A request row holds the raw_bench_requests columns (ttft_s, latency_s, input_tokens,
+output_tokens, itl_count, itl_sum_s, start_time_s, error, ...; seconds), plus `tpot_ms` (the
+request's time per output token as the tool recorded it, inter-token latency included, in ms;
+null where latency and output tokens give it), `record_path` (the JSON path of the request's
+record in the file, such as `[3]` or `benchmarks[0].requests.successful[3]`; null for a JSON line,
+whose source_line names it) and `field_paths` (a JSON object: column -> the path inside the record,
+such as {"ttft_s": "time_to_first_token_ms"}).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import PurePosixPath
+from typing import Any
+
+from stages.ingest.parsers.bench_json import BenchParse, split_point_id  # noqa: F401 (re-exported)
+from stages.ingest.parsers.lines import ParseError  # noqa: F401 (re-exported)
+
+# Seconds in one unit of time, as the tools write their units.
+SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0,
+           "second": 1.0, "seconds": 1.0, "min": 60.0}
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def seconds(value: Any, unit: str) -> float | None:
+    """`value` in `unit` (ns, us, ms, s, ...) as seconds; None for a value that is not a finite
+    number. An unknown unit is a ValueError: the parser must not guess."""
+    number = finite(value)
+    if number is None:
+        return None
+    key = unit.strip().lower()
+    if key not in SECONDS:
+        raise ValueError(f"unknown time unit {unit!r}")
+    return number * SECONDS[key]
+
+
+def millis(value: Any, unit: str) -> float | None:
+    """`value` in `unit` as milliseconds (the *_ms columns)."""
+    got = seconds(value, unit)
+    return None if got is None else got * 1000.0
+
+
+def finite(value: Any) -> float | None:
+    """A finite number as float, else None (bool, str, NaN, infinity, null)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def path(*parts: str | int) -> str:
+    """A JSON path as the audit pages print it: path("benchmarks", 0, "metrics", "x-y") ->
+    'benchmarks[0].metrics["x-y"]'."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _IDENT.match(part):
+            out += f".{part}" if out else part
+        else:
+            out += f"[{json.dumps(part)}]"
+    return out
+
+
+def point_id(name: str, concurrency: int | None, index: int | None = None) -> str:
+    """The point id of a result read from file `name`: its stem when the stem already names a
+    point (`<workload>__c<NN>`, as the run stage writes them), else `<stem>__c<NN>` from the
+    concurrency the file states (`<stem>__i<N>` for a point with none, such as a fixed request
+    rate, N its position in the file, from 1)."""
+    stem = PurePosixPath(name).name.split(".", 1)[0]
+    if split_point_id(stem)[0] is not None:
+        return stem
+    if concurrency is not None:
+        return f"{stem}__c{concurrency:02d}"
+    return f"{stem}__i{index or 1}"
+
+
+def paths_json(paths: dict[str, str]) -> str | None:
+    """summary_paths / field_paths as stored: a JSON object, keys sorted; None when empty."""
+    return json.dumps(paths, sort_keys=True) if paths else None
