@@ -349,7 +349,13 @@ def add_later_columns(con) -> None:
             ("point_energy", "idle_samples", "bigint", "0"),
             ("point_energy", "window_source_file", "varchar", "null"),
             ("point_gpu_energy", "idle_power_w", "double", "null"),
-            ("point_gpu_energy", "idle_samples", "bigint", "0")):
+            ("point_gpu_energy", "idle_samples", "bigint", "0"),
+            ("bench_points", "tool", "varchar", "'vllm bench serve'"),
+            ("bench_points", "tool_version", "varchar", "null"),
+            ("bench_points", "summary_paths", "varchar", "null"),
+            ("bench_points", "tool_note", "varchar", "null"),
+            ("bench_requests", "record_path", "varchar", "null"),
+            ("bench_requests", "field_paths", "varchar", "null")):
         con.execute(f"alter table {table} add column if not exists {column} {kind} default {default}")
     con.execute("create table if not exists pareto_left_out (run_id varchar, point_id varchar,"
                 " workload varchar, concurrency integer, repeat integer, spec varchar, model varchar,"

@@ -14,6 +14,7 @@ import numpy as np
 from stages.core import rawfile
 from stages.core.provenance import IMPORT_RECORD
 from stages.ingest.parsers import bench_json, cmd as cmd_parser, gpu_samples, metrics, lines, run_files, turns
+from stages.ingest.parsers import tools as bench_tools
 from stages.core.rawfile import Refused
 from stages.core.secrets import REDACTED, SECRET_FLAGS, is_secret_name
 from stages.ingest.parsers.sglang_log import parse_sglang_log
@@ -26,6 +27,13 @@ from stages.ingest.rows import FolderRows, redact
 LOG_NAMES = ("server.log",)
 BENCH_SUFFIXES = (".json", ".jsonl")
 METRICS_MARK = ".metrics."
+# bench/ files the run writes beside each result that ingest has no use for: the benchmark's
+# command and printout.
+BENCH_SIDE_FILES = (".cmd", ".out")
+# Files of a run folder's top level a reader takes, or that ingest has no use for (Slurm's record
+# and output of the job, read by `campaign schedule`); any other file is an unrecognised error row.
+KNOWN_FILES = frozenset({"meta.json", IMPORT_RECORD, "cmd.sh", *LOG_NAMES, "launch.out", "niah.log",
+                         MANIFEST, "slurm.json", "slurm.out"})
 
 
 def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> FolderRows:
@@ -78,17 +86,18 @@ def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> 
             guard(name, reader)
     for name in sorted(n for n in names if turns.is_turns_log(n)):
         guard(name, _read_turns)
-    for name in sorted(names):
-        if not name.startswith("bench/"):
-            continue
-        base = name.rsplit("/", 1)[-1]
+    bench = frozenset(n for n in names if n.startswith("bench/"))
+    for name in sorted(bench):
+        folder_of, _, base = name.rpartition("/")
         if METRICS_MARK in base and base.endswith(".txt"):
             guard(name, _read_metrics)
-        elif base.endswith(BENCH_SUFFIXES):
-            guard(name, _read_bench)
+        elif not _plain(base).endswith(BENCH_SIDE_FILES):
+            guard(name, _read_bench, frozenset(n for n in bench if n.rpartition("/")[0] == folder_of) - {name})
 
     for name in sorted(n for n in names if gpu_samples.is_sampler_file(n)):
         guard(name, _read_gpu_samples)
+    for name in sorted(n for n in names if not _known(n, bench)):
+        guard(name, _unrecognised)
 
     if MANIFEST in names:
         _guard(rows, rel(MANIFEST), lambda: _check_manifest(folder, rows, rel(MANIFEST), names))
@@ -270,12 +279,64 @@ def _read_turns(folder: Path, name: str, rows: FolderRows, source: str) -> None:
     rows.add_errors(source, parsed.errors)
 
 
-def _read_bench(folder: Path, name: str, rows: FolderRows, source: str) -> None:
-    point_id = name.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    parsed = bench_json.parse_bench(rawfile.read_raw(folder, name, rawfile.RESULT_BYTES), point_id)
+def _read_bench(folder: Path, name: str, rows: FolderRows, source: str, siblings: frozenset[str]) -> None:
+    """A file of bench/: a benchmark tool's result recognised by its content (stages/ingest/
+    parsers/tools/), else vLLM's or SGLang's result shape, else one unrecognised error row."""
+    data = rawfile.read_raw(folder, name, rawfile.RESULT_BYTES)
+    tool = bench_tools.recognised(name, data)
+    if tool is not None:
+        parsed = tool.parse(name, data, siblings)
+    elif _plain(name).endswith(BENCH_SUFFIXES) and bench_json.recognise(data):
+        parsed = bench_json.parse_bench(data, _plain(name).rsplit("/", 1)[-1].rsplit(".", 1)[0])
+    else:
+        rows.error(source, reason=f"unrecognised: {content_kind(data)}, not a result file of a "
+                                  "benchmark tool ingest reads; not read")
+        return
     rows.add_all("raw_bench_points", source, parsed.points)
     rows.add_all("raw_bench_requests", source, parsed.requests)
     rows.add_errors(source, parsed.errors)
+
+
+def _unrecognised(folder: Path, name: str, rows: FolderRows, source: str) -> None:
+    """A file of a run folder that no reader takes: one error row naming what its first bytes are."""
+    with rawfile.open_raw(folder, name, rawfile.RESULT_BYTES) as fh:
+        head = fh.read(4096)
+    rows.error(source, reason=f"unrecognised: {content_kind(head)}, not a file of a run folder "
+                              "ingest reads; not read")
+
+
+def _known(name: str, bench: frozenset[str]) -> bool:
+    """A file some reader above takes, or one a run writes that ingest has no use for."""
+    plain = _plain(name)
+    return (plain in KNOWN_FILES or name in bench or turns.is_turns_log(plain)
+            or gpu_samples.is_sampler_file(name))
+
+
+def _plain(name: str) -> str:
+    """A file's name without the .gz it may be stored with."""
+    return name[: -len(rawfile.GZ)] if name.endswith(rawfile.GZ) else name
+
+
+def content_kind(data: bytes) -> str:
+    """What a file's first bytes are, in words: empty, gzip, a JSON object or array, text, binary."""
+    head = data[:4096]
+    if not head:
+        return "an empty file"
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip data"
+    if b"\x00" in head:
+        return "binary data"
+    text = head.lstrip()
+    if text[:1] == b"{":
+        return "a JSON object"
+    if text[:1] == b"[":
+        return "a JSON array"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3:      # not just a character cut at the 4 KiB mark
+            return "binary data"
+    return "text"
 
 
 def _read_metrics(folder: Path, name: str, rows: FolderRows, source: str) -> None:

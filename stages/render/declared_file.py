@@ -71,7 +71,8 @@ def _column_fact(path: Path, group: dict, name: str, entry: Any) -> ColumnFact:
         description=_description(path, name, entry), order=group["order"], display=display,
         no_line=None if no_line is None else no_line.strip(),
         no_line_when=_no_line_when(path, name, entry.get("no_line_when"), no_line),
-        note=None if entry.get("note") is None else _declared(path, name, entry["note"], IDENTIFIER, "note"))
+        note=group.get("note") if entry.get("note") is None
+        else _declared(path, name, entry["note"], IDENTIFIER, "note"))
 
 
 def _no_line_when(path: Path, name: str, when: Any, no_line: str | None
@@ -123,9 +124,10 @@ def _change_fact(path: Path, by: str, name: str, entry: Any, declared: dict) -> 
 def _group(path: Path, raw: Any) -> dict:
     """A group of facts, its table, keys and fixed filters checked."""
     kinds = {"table", "count", "change"} & set(raw) if isinstance(raw, dict) else set()
-    if len(kinds) != 1 or set(raw) - {"table", "count", "change", "keys", "where", "order", "facts"}:
-        raise FactError(f"{path.name}: a group has table (or count, or change), keys, where, order "
-                        "and facts only")
+    if len(kinds) != 1 or set(raw) - {"table", "count", "change", "keys", "where", "order", "note",
+                                      "facts"}:
+        raise FactError(f"{path.name}: a group has table (or count, or change), keys, where, order, "
+                        "note and facts only")
     [kind] = kinds
     if kind == "change":
         if set(raw) != {"change", "facts"}:
@@ -147,6 +149,7 @@ def _group(path: Path, raw: Any) -> dict:
                         _declared(path, table, v, LITERAL, "filter value"))
                        for c, v in (raw.get("where") or {}).items()),
         "order": tuple(_declared(path, table, o, ORDER, "order") for o in raw.get("order") or ()),
+        "note": None if raw.get("note") is None else _declared(path, table, raw["note"], IDENTIFIER, "note"),
     }
 
 

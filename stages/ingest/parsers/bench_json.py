@@ -291,6 +291,29 @@ def _objects(text: str) -> tuple[list[tuple[int, dict]], list[ParseError]]:
     return out, errors
 
 
+# Keys by which a result object is one of vLLM's or SGLang's (any release): a figure, a per-request
+# array, or a setting only their result files hold.
+_SHAPE_KEYS = frozenset({*POINT_COLUMNS, *_RENAMED, *_ALIASES, *ARRAYS, *_SGLANG_KEYS, "request_goodput:"})
+
+
+def recognise(data: bytes) -> bool:
+    """The file is a result of `vllm bench serve` (or benchmark_serving.py) or SGLang's
+    bench_serving: its object (or its first JSON line, or the first object of its list) holds a
+    key only those write; or, where it is not valid JSON (cut short, damaged), its text names one
+    (parse_bench then says what is wrong with it). Anything else in bench/ is left to the other
+    tools' readers, or reported as unrecognised."""
+    text = decode(data[:1 << 20]).strip()
+    for candidate in (text, text.split("\n", 1)[0]):
+        try:
+            obj = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, list) and obj and isinstance(obj[0], dict):
+            obj = obj[0]
+        return isinstance(obj, dict) and bool(_SHAPE_KEYS & obj.keys())
+    return text[:1] in ("{", "[") and any(f'"{key}"' in text for key in _SHAPE_KEYS)
+
+
 def parse_bench(data: bytes, point_id: str) -> BenchParse:
     """Points, per-request rows and errors of one result file named `point_id` (its stem)."""
     result = BenchParse()

@@ -191,7 +191,10 @@ create table if not exists raw_bench_points (
     mean_e2el_ms double, median_e2el_ms double,
     metadata_json        varchar,          -- every other top-level scalar key
     source_file          varchar not null,
-    source_line          integer not null
+    source_line          integer not null,
+    tool                 varchar,          -- another tool's file (parsers/tools/): aiperf, guidellm, ...
+    tool_version         varchar,
+    summary_paths        varchar           -- JSON {column: where in the file the tool's summary gives it}
 );
 
 -- Per-request rows of --save-detailed (arrays zipped by index).
@@ -210,7 +213,10 @@ create table if not exists raw_bench_requests (
     error          varchar,
     generated_text varchar,
     source_file    varchar not null,
-    source_line    integer not null
+    source_line    integer not null,
+    tpot_ms        double,                 -- the request's time per output token as another tool recorded it
+    record_path    varchar,                -- JSON path of the request's record in the file (null: the line)
+    field_paths    varchar                 -- JSON {column: path inside the record}
 );
 
 -- /metrics snapshots: <point_id>.metrics.before.txt / .after.txt

@@ -5,12 +5,15 @@
 -- tpot_ms = (latency - ttft) / (output tokens - 1) * 1000, from latencies[i] where the file has
 --   them, else sum(itls[i]) / (output tokens - 1) * 1000 (the same time: the gaps between the
 --   first token and the last); tpot_from says which ('latencies' or 'itls').
+--   A request of another benchmark tool's file that records its own time per output token
+--   (inter-token latency) keeps it: tpot_from 'tool request'.
 -- prefill_tok_s = input tokens / ttft.
 -- ok: the request reported no error. The workload's sizes are those of the run's own profile.
 with requests as (
     select
         *,
         case
+            when tool_tpot_ms is not null then 'tool request'
             when output_tokens > 1 and latency_s is not null and ttft_s is not null then 'latencies'
             when output_tokens > 1 and latency_s is null and itl_count > 0 then 'itls'
         end                                             as tpot_from
@@ -47,6 +50,7 @@ final as (
         end                                             as latency_from,
         requests.start_time_s,
         case requests.tpot_from
+            when 'tool request' then requests.tool_tpot_ms
             when 'latencies' then (requests.latency_s - requests.ttft_s) / (requests.output_tokens - 1) * 1000
             when 'itls' then requests.itl_sum_s / (requests.output_tokens - 1) * 1000
         end                                             as tpot_ms,
@@ -59,7 +63,9 @@ final as (
         requests.generated_text,
         workloads.output_tokens                         as workload_output_tokens,
         requests.source_file,
-        requests.source_line
+        requests.source_line,
+        requests.record_path,
+        requests.field_paths
     from requests
     left join points
         on points.run_id = requests.run_id and points.point_id = requests.point_id

@@ -143,7 +143,10 @@ joined as (
         end                                                         as seq_limit,
         gate_flags.provisional                                as provisional,
         points.source_file,
-        points.source_line
+        points.source_line,
+        points.tool,
+        points.tool_version,
+        points.summary_paths
     from points
     left join int_run_params as run_params
         on run_params.run_id = points.run_id
@@ -193,7 +196,15 @@ final as (
         provisional,
         source_file,
         source_line,
-        tpot_from::varchar                                          as tpot_from
+        tpot_from::varchar                                          as tpot_from,
+        coalesce(tool, 'vllm bench serve')                          as tool,
+        tool_version,
+        summary_paths,
+        case when tool is not null then
+            'Read from a result file of ' || tool || coalesce(' ' || tool_version, '')
+            || ' (stages/ingest/parsers/tools/' || tool || '.py)'
+            || coalesce('; the figures its own summary gives are at ' || summary_paths, '') || '.'
+        end                                                         as tool_note
     from joined
 )
 

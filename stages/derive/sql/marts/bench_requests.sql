@@ -29,7 +29,9 @@ final as (
         requests.source_file,
         requests.source_line,
         requests.tpot_from,
-        requests.latency_from
+        requests.latency_from,
+        requests.record_path,
+        requests.field_paths
     from requests
     left join flagged
         on flagged.run_id = requests.run_id

@@ -38,7 +38,10 @@ final as (
         median_e2el_ms::double            as median_e2el_ms,
         metadata_json::varchar            as metadata_json,
         source_file::varchar              as source_file,
-        source_line::integer              as source_line
+        source_line::integer              as source_line,
+        tool::varchar                     as tool,
+        tool_version::varchar             as tool_version,
+        summary_paths::varchar            as summary_paths
     from source
 )
 

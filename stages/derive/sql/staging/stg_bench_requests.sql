@@ -19,7 +19,10 @@ final as (
         error::varchar                as error,
         generated_text::varchar       as generated_text,
         source_file::varchar          as source_file,
-        source_line::integer          as source_line
+        source_line::integer          as source_line,
+        tpot_ms::double               as tool_tpot_ms,
+        record_path::varchar          as record_path,
+        field_paths::varchar          as field_paths
     from source
 )
 

@@ -12,9 +12,12 @@
 -- result file, as bench_points holds them. A point whose requests give a TTFT but no TPOT (neither
 -- latencies nor itls: bench_points.tpot_from 'tool summary') keeps its requests for the TTFT and
 -- lists the summary as the one input of its TPOT.
+-- A request of another benchmark tool's file names its figures by the JSON path of its record
+-- and the field inside it (bench_requests.record_path, field_paths; a JSON-lines record by its
+-- line); a tool's summary names its figures by the paths of bench_points.summary_paths.
 with summary as (
     select source_file, coalesce(figures_from = 'tool summary', false) as whole, ttft_median_s, ttft_p90_s,
-           ttft_p99_s, tpot_median_ms, tpot_p90_ms, tpot_p99_ms
+           ttft_p99_s, tpot_median_ms, tpot_p90_ms, tpot_p99_ms, summary_paths
     from bench_points
     where run_id = $run_id and workload = $workload and concurrency = $concurrency
       and (figures_from = 'tool summary' or tpot_from = 'tool summary')
@@ -22,7 +25,19 @@ with summary as (
 
 requests as (
     select point_id, request_idx as i, ttft_s, prefill_tok_s, tpot_ms, ok, source_file,
-           case when tpot_from = 'itls' then printf('sum(itls[%d]) / (output_lens[%d] - 1)', request_idx, request_idx)
+           case when field_paths is not null
+                then coalesce(record_path || '.', printf('line %d: ', source_line)) end as record_at,
+           case when field_paths is not null
+                then record_at || json_extract_string(field_paths, '$.ttft_s')
+                else printf('ttfts[%d]', request_idx) end as ttft_at,
+           case when field_paths is not null
+                then record_at || json_extract_string(field_paths, '$.input_tokens') || ' / ' || ttft_at
+                else printf('input_lens[%d] / ttfts[%d]', request_idx, request_idx) end as prefill_at,
+           case when tpot_from = 'tool request' then record_at || json_extract_string(field_paths, '$.tpot_ms')
+                when field_paths is not null
+                then printf('(%s - %s) / (%s - 1)', record_at || json_extract_string(field_paths, '$.latency_s'),
+                            ttft_at, record_at || json_extract_string(field_paths, '$.output_tokens'))
+                when tpot_from = 'itls' then printf('sum(itls[%d]) / (output_lens[%d] - 1)', request_idx, request_idx)
                 else printf('(latencies[%d] - ttfts[%d]) / (output_lens[%d] - 1)', request_idx, request_idx, request_idx)
            end as tpot_expr
     from bench_requests
@@ -46,16 +61,16 @@ request_inputs as (
         r.i,
         r.source_file,
         r.ttft_s                                                     as ttft_value,
-        printf('ttfts[%d]', r.i)                                     as ttft_path,
+        r.ttft_at                                                    as ttft_path,
         r.ok and not coalesce(x.no_ttft, false)                      as ttft_used,
         r.ttft_s                                                     as ttft90_value,
-        printf('ttfts[%d]', r.i)                                     as ttft90_path,
+        r.ttft_at                                                    as ttft90_path,
         r.ok and not coalesce(x.no_ttft, false)                      as ttft90_used,
         r.ttft_s                                                     as ttft99_value,
-        printf('ttfts[%d]', r.i)                                     as ttft99_path,
+        r.ttft_at                                                    as ttft99_path,
         r.ok and not coalesce(x.no_ttft, false)                      as ttft99_used,
         r.prefill_tok_s                                              as prefill_value,
-        printf('input_lens[%d] / ttfts[%d]', r.i, r.i)               as prefill_path,
+        r.prefill_at                                                 as prefill_path,
         r.ok and not coalesce(x.no_ttft, false)                      as prefill_used,
         r.tpot_ms                                                    as tpot_value,
         r.tpot_expr                                                  as tpot_path,
@@ -80,15 +95,15 @@ summary_inputs as (
         -1                                                           as i,
         source_file,
         case when whole then ttft_median_s end                       as ttft_value,
-        case when whole then 'median_ttft_ms / 1000'
+        case when whole then coalesce(json_extract_string(summary_paths, '$.median_ttft_ms') || ' (in seconds)', 'median_ttft_ms / 1000')
              else 'none: the requests give the TTFT' end             as ttft_path,
         whole and ttft_median_s is not null                          as ttft_used,
         case when whole then ttft_p90_s end                          as ttft90_value,
-        case when whole then 'p90_ttft_ms / 1000'
+        case when whole then coalesce(json_extract_string(summary_paths, '$.p90_ttft_ms') || ' (in seconds)', 'p90_ttft_ms / 1000')
              else 'none: the requests give the TTFT' end             as ttft90_path,
         whole and ttft_p90_s is not null                             as ttft90_used,
         case when whole then ttft_p99_s end                          as ttft99_value,
-        case when whole then 'p99_ttft_ms / 1000'
+        case when whole then coalesce(json_extract_string(summary_paths, '$.p99_ttft_ms') || ' (in seconds)', 'p99_ttft_ms / 1000')
              else 'none: the requests give the TTFT' end             as ttft99_path,
         whole and ttft_p99_s is not null                             as ttft99_used,
         cast(null as double)                                         as prefill_value,
@@ -96,13 +111,13 @@ summary_inputs as (
              else 'none: the requests give the prefill rate' end     as prefill_path,
         false                                                        as prefill_used,
         tpot_median_ms                                               as tpot_value,
-        'median_tpot_ms'                                             as tpot_path,
+        coalesce(json_extract_string(summary_paths, '$.median_tpot_ms') || ' (in milliseconds)', 'median_tpot_ms') as tpot_path,
         tpot_median_ms is not null                                   as tpot_used,
         tpot_p90_ms                                                  as tpot90_value,
-        'p90_tpot_ms'                                                as tpot90_path,
+        coalesce(json_extract_string(summary_paths, '$.p90_tpot_ms') || ' (in milliseconds)', 'p90_tpot_ms') as tpot90_path,
         tpot_p90_ms is not null                                      as tpot90_used,
         tpot_p99_ms                                                  as tpot99_value,
-        'p99_tpot_ms'                                                as tpot99_path,
+        coalesce(json_extract_string(summary_paths, '$.p99_tpot_ms') || ' (in milliseconds)', 'p99_tpot_ms') as tpot99_path,
         tpot_p99_ms is not null                                      as tpot99_used,
         case when whole then 'the benchmark tool summary'
              else 'the benchmark tool summary: the requests hold no time per output token' end as reason
