@@ -229,9 +229,13 @@ def seal(run_ids: tuple[str, ...], root: str) -> None:
 @click.option("--profile", "profile_name", required=True,
               help="The profile the runs were made on (a key of params.yaml profiles); their "
                    "specs are looked for among its specs.")
+@click.option("--results", "results_as", metavar="RUN_ID",
+              help="SRC is a folder of benchmark result files (vllm bench serve, AIPerf, GenAI-Perf, "
+                   "GuideLLM, LLMPerf, inference-perf): import it as the bench/ folder of a new run "
+                   "RUN_ID, which names its setup (<model>__<layout>__<ctx>__<engine>__<MMDD-HHMMSS>).")
 @root_option
 @user_errors
-def import_cmd(sources: tuple[str, ...], profile_name: str, root: str) -> None:
+def import_cmd(sources: tuple[str, ...], profile_name: str, results_as: str | None, root: str) -> None:
     """Bring run folders made before this project (no meta.json) into the runs folder: each is
     copied byte for byte (mtimes kept, every copy's sha256 checked), given an import.json (source,
     host, time, user, the spec of params.yaml its run id names, every file's sha256) and sealed.
@@ -239,10 +243,14 @@ def import_cmd(sources: tuple[str, ...], profile_name: str, root: str) -> None:
     id already there, a link or FIFO inside, a manifest, another profile's meta.json) refuses
     them all; an interrupted import leaves the runs folder as it was.
 
+    With --results RUN_ID, SRC is one folder of a benchmark tool's result files, imported the
+    same way as the bench/ folder of a new run RUN_ID.
+
     \b
     Example:
       campaign import /old/runs/glm53__tp8_dcp8__1024k__vllm__1010-053939 --profile h200x8
       campaign import /old/runs/*__vllm__* --profile h200x8
+      campaign import ./aiperf-artifacts --profile h200x8 --results llama8b__tp1__128k__vllm__1201-090000
     """
     from stages.tools import import_runs
 
@@ -250,7 +258,7 @@ def import_cmd(sources: tuple[str, ...], profile_name: str, root: str) -> None:
     with locks.writing(paths.root, [paths.runs], "campaign import"):
         try:
             summary = import_runs.run(list(sources), profile=profile_name, params=params,
-                                      runs=paths.runs, progress=progress)
+                                      runs=paths.runs, progress=progress, results_as=results_as)
         except KeyboardInterrupt as exc:
             raise CampaignError(f"interrupted ({str(exc) or 'SIGINT'}): nothing was imported") from None
     _echo_summary(summary)

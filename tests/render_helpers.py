@@ -35,7 +35,7 @@ create table runs (run_id varchar, spec varchar, profile varchar, model varchar,
   tampered boolean, tampered_files varchar, tampered_rows_kept boolean, sealed_by varchar,
   sealed_at timestamptz, source_file varchar, source_line integer, spec_label varchar, gpus varchar,
   gpu_count integer, inferred varchar, imported_from varchar, imported_at timestamptz,
-  imported_by varchar);
+  imported_by varchar, imported_kind varchar);
 create table launches (run_id varchar, status varchar, ready_s double, kv_tokens bigint,
   kv_cache_gib double, weights_gib double, load_s double, init_s double, max_model_len bigint,
   max_num_seqs integer, seq_cap integer, engines integer, tp integer, moe_backend varchar,
@@ -268,7 +268,7 @@ def build_campaign(root: Path) -> Path:
         con.execute(
             "insert into runs values (?, ?, 'local-cpu', 'tiny-llama', ?, '4k', 'vllm', '0.32.0', "
             "null, null, 'local', ?, ?, null, ?, ?, ?, 'complete', ?, true, false, null, null, 'run', null,"
-            " ?, 1, ?, null, null, null, null, null, null)",
+            " ?, 1, ?, null, null, null, null, null, null, null)",
             [run_id, spec, layout, started, started, f"{spec} | no image | 0.32.0", attempt, latest, latest,
              rel(d / "cmd.sh"), spec])
         cmd_line = _line_of(d / "cmd.sh", "--max-num-seqs")

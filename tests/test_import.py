@@ -36,7 +36,7 @@ SPECS = {"glm53__tp8_dcp8__1024k__vllm__1116-060000": "glm53-tp8-dcp8",
          "qwen3_235b__tp4__256k__vllm__1116-140000": "qwen3-235b-tp4",
          "dsv4_pro__tep8__781k__vllm__1116-112000": "dsv4-pro-tep8",
          "dsv4_pro__dep8__781k__vllm__1116-110000": "dsv4-pro-dep8"}
-RECORD_KEYS = {"record", "schema_version", "run_id", "profile", "spec", "spec_match", "source",
+RECORD_KEYS = {"record", "kind", "schema_version", "run_id", "profile", "spec", "spec_match", "source",
                "source_host", "imported_at", "imported_by", "files"}
 BIG = 300 * 1024 * 1024
 
@@ -352,3 +352,33 @@ def test_a_spec_of_another_engine_is_not_the_run_s(tmp_path, old_runs):
     assert import_(project, old_runs / GLM).exit_code == 0
     record = json.loads((project / "data" / "runs" / GLM / "import.json").read_text())
     assert record["spec"] is None and "engine vllm" in record["spec_match"]
+
+
+RESULTS_RUN = "llama-1b__imported__32k__vllm__1202-170000"
+
+
+def test_a_folder_of_result_files_becomes_the_bench_folder_of_a_new_run(project, tmp_path):
+    shapes = Path(__file__).parent / "fixtures" / "bench_shapes"
+    results = tmp_path / "results"
+    shutil.copytree(shapes, results / "sweep", ignore=shutil.ignore_patterns("README.md"))
+    result = campaign("import", str(results), "--profile", "h200x1", "--results", RESULTS_RUN,
+                      "--root", str(project))
+    assert result.exit_code == 0, result.stderr
+    folder = project / "data" / "runs" / RESULTS_RUN
+    assert {f"bench/{n}": h for n, h in files_of(results).items()}.items() <= files_of(folder).items()
+    record = json.loads((folder / "import.json").read_text())
+    assert record["kind"] == "results" and record["profile"] == "h200x1" and record["spec"] is None
+    assert set(record["files"]) == {f"bench/{n}" for n in files_of(results)}
+    assert subprocess.run(["sha256sum", "-c", "--quiet", RUN_MANIFEST], cwd=folder).returncode == 0
+    assert folder.stat().st_mode & 0o222 == 0
+
+
+def test_result_files_are_refused_as_one_run_with_a_run_id_not_there_yet(project, tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "a.json").write_text("{}")
+    refused(project, [results, "--results", "not-a-run-id"], "--results 'not-a-run-id' is not a run id")
+    refused(project, [results, results, "--results", RESULTS_RUN],
+            "--results imports one folder of result files as one run")
+    (tmp_path / "empty").mkdir()
+    refused(project, [tmp_path / "empty", "--results", RESULTS_RUN], "holds no file")

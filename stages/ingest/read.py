@@ -413,4 +413,5 @@ def _add_recovered_row(rows: FolderRows, files: list[tuple[str, int, int]],
         imported_from=text_value(record.get("source")),
         imported_at=run_files.parse_time(record.get("imported_at")),
         imported_by=text_value(record.get("imported_by")),
+        imported_kind=text_value(record.get("kind")) or ("run folder" if record else None),
     )

@@ -47,6 +47,7 @@ STAGING_PREFIX = ".import-"
 _STAGING = re.compile(r"^\.import-(?P<run_id>.+)-(?P<pid>\d+)$")
 RUN_FILES = ("cmd.sh", "server.log", "launch.out")     # a run folder holds at least one of these
 META = "meta.json"
+BENCH = "bench"                 # where a run folder keeps its benchmark results
 # A name MANIFEST.sha256 can list as `sha256sum -c` reads it back: no newline, no backslash.
 _UNLISTABLE = re.compile(r"[\n\r\\]")
 
@@ -60,6 +61,7 @@ class Source:
     folders: list[str] = field(default_factory=list)     # relative posix names, parents first
     files: list[str] = field(default_factory=list)
     size: int = 0
+    prefix: str = ""                # where in the run folder its files go: bench/ for results
 
 
 @dataclass
@@ -188,14 +190,49 @@ def check_source(given: str, runs: Path, profile: str) -> tuple[Source | None, l
     return source, problems
 
 
-def check_sources(givens: list[str], runs: Path, profile: str, params: dict[str, Any]) -> list[Source]:
-    """Every source checked; a CampaignError with one line per problem of any of them."""
+def check_results(given: str, run_id: str, runs: Path) -> tuple[Source | None, list[str]]:
+    """A folder of benchmark result files (any tool's) to become the bench/ folder of a new run
+    `run_id`: a folder (not a link) holding only folders and regular files, at least one."""
+    where = Path(given)
+    try:
+        st = os.lstat(where)
+    except OSError as exc:
+        return None, [f"{exc.strerror or 'cannot read'}"]
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        return None, ["is not a folder of result files (a link is not followed)"]
+    problems = []
+    if not is_run_id(run_id):
+        problems.append(f"--results {_shown(run_id)} is not a run id "
+                        "(<model>__<layout>__<ctx>__<engine>__<MMDD-HHMMSS>)")
+    elif os.path.lexists(runs / run_id):
+        problems.append(f"run {run_id} is already in the runs folder ({runs / run_id})")
+    path = where.resolve()
+    if runs.resolve().is_relative_to(path):
+        return None, problems + [f"holds the runs folder ({runs})"]
+    source = Source(given=given, path=path, run_id=run_id, prefix=BENCH + "/")
+    problems += _walk(path, source)
+    if not source.files:
+        problems.append("holds no file")
+    return source, problems
+
+
+def check_sources(givens: list[str], runs: Path, profile: str, params: dict[str, Any],
+                  results_as: str | None = None) -> list[Source]:
+    """Every source checked; a CampaignError with one line per problem of any of them. With
+    `results_as`, the one source is a folder of result files to import as run `results_as`."""
     profiles = params.get("profiles") or {}
     if profile not in profiles:
         raise CampaignError(f"--profile {profile!r} is not one of params.yaml profiles "
                             f"({', '.join(map(str, profiles)) or 'none'})")
     if not givens:
         raise CampaignError("give at least one run folder to import")
+    if results_as is not None:
+        if len(givens) != 1:
+            raise CampaignError("--results imports one folder of result files as one run")
+        source, found = check_results(givens[0], results_as, runs)
+        if found:
+            raise CampaignError("\n".join(f"{_shown(givens[0])}: {p}" for p in found))
+        return [source]
     problems: list[str] = []
     sources: list[Source] = []
     first: dict[str, str] = {}
@@ -282,25 +319,31 @@ def stage(source: Source, profile: str, params: dict[str, Any], staged: Staged) 
     """Copy `source` into `staged.folder` byte for byte (mtimes kept), check every copy's sha256,
     write import.json, seal the folder."""
     folder = staged.folder
+    into = source.prefix
+    if into:
+        (folder / into).mkdir()
     for name in source.folders:
-        (folder / name).mkdir()
+        (folder / into / name).mkdir()
     digests: dict[str, str] = {}
     for name in source.files:
         try:
             before = rawfile.sha256(source.path, name)   # opened as ingest would: no link followed
-            shutil.copy2(source.path / name, folder / name, follow_symlinks=False)
-            after = rawfile.sha256(folder, name)
+            shutil.copy2(source.path / name, folder / into / name, follow_symlinks=False)
+            after = rawfile.sha256(folder, into + name)
         except rawfile.Refused as exc:
             raise CampaignError(f"{_shown(source.given)}: {_shown(name)} is now {exc.reason}; "
                                 "nothing was imported") from None
         if after != before:
             raise CampaignError(f"{_shown(source.given)}: {_shown(name)} changed while it was "
                                 "copied; nothing was imported")
-        digests[name] = after
+        digests[into + name] = after
     for name in reversed(source.folders):                # a file copied in would have moved them
-        shutil.copystat(source.path / name, folder / name, follow_symlinks=False)
+        shutil.copystat(source.path / name, folder / into / name, follow_symlinks=False)
+    if into:
+        shutil.copystat(source.path, folder / into, follow_symlinks=False)
     spec, why = match_spec(source.run_id, profile, params, cmd_image(folder))
     record = {"record": "import", "schema_version": SCHEMA_VERSION, "run_id": source.run_id,
+              "kind": "results" if into else "run folder",
               "profile": profile, "spec": spec, "spec_match": why, "source": str(source.path),
               "source_host": socket.gethostname(), "imported_at": _utc_now(),
               "imported_by": getpass.getuser(), "files": digests}
@@ -421,12 +464,14 @@ def _commit(staged: list[Staged], runs: Path) -> list[Staged]:
 
 
 def run(sources: list[str], *, profile: str, params: dict[str, Any], runs: Path,
-        progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    """Import the run folders `sources` into `runs` (all or none); the summary. The caller holds
-    the runs folder's write lock. A KeyboardInterrupt (SIGINT, or SIGTERM) before the commit
-    removes what was staged and is raised again."""
+        progress: Callable[[str], None] = lambda _: None, results_as: str | None = None) -> dict[str, Any]:
+    """Import the run folders `sources` into `runs` (all or none); the summary. With
+    `results_as`, the one source is a folder of benchmark result files (any tool's), imported as
+    the bench/ folder of a new run of that id, which names its setup. The caller holds the runs
+    folder's write lock. A KeyboardInterrupt (SIGINT, or SIGTERM) before the commit removes what
+    was staged and is raised again."""
     runs = Path(runs)
-    checked = check_sources(list(sources), runs, profile, params)
+    checked = check_sources(list(sources), runs, profile, params, results_as)
     staged: list[Staged] = []
     with Interrupts() as interrupts:
         try:

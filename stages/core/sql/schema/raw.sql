@@ -50,7 +50,8 @@ create table if not exists raw_runs (
     gpu_count      integer,                -- GPUs the run took: meta.json's gpus counted, or inferred
     imported_from  varchar,                -- import.json: the folder `campaign import` copied
     imported_at    timestamptz,
-    imported_by    varchar
+    imported_by    varchar,
+    imported_kind  varchar                 -- import.json kind: run folder | results (a bench/ folder alone)
 );
 
 -- What meta.json would have said, read from another file of a folder that has none: one row per

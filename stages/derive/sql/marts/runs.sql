@@ -144,7 +144,8 @@ final as (
         inferred,
         imported_from,
         imported_at,
-        imported_by
+        imported_by,
+        imported_kind
     from marked
 )
 

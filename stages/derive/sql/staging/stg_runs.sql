@@ -30,7 +30,8 @@ final as (
         gpu_count::integer            as gpu_count,
         imported_from::varchar        as imported_from,
         imported_at::timestamptz      as imported_at,
-        imported_by::varchar          as imported_by
+        imported_by::varchar          as imported_by,
+        imported_kind::varchar        as imported_kind
     from source
 )
 

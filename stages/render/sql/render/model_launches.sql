@@ -10,6 +10,12 @@ changes as (
     group by run_id
 ),
 
+tools as (
+    select run_id, string_agg(distinct tool, ', ' order by tool) as tools
+    from bench_points
+    group by run_id
+),
+
 final as (
     select
         a.run_id,
@@ -17,6 +23,8 @@ final as (
         a.params_spec,
         a.image,
         a.imported_from,
+        a.imported_kind,
+        tools.tools,
         a.inferred,
         a.status,
         a.is_current,
@@ -34,6 +42,7 @@ final as (
     from attempts as a
     left join launches as l on l.run_id = a.run_id
     left join changes on changes.run_id = a.run_id
+    left join tools on tools.run_id = a.run_id
     order by a.started_at, a.run_id
 )
 
