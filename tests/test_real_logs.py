@@ -312,7 +312,7 @@ def test_facts_of_a_summary_point_say_where_their_figure_comes_from(campaign, fa
     tpot = fact in ("point_tpot_median_ms", "point_decode_tok_s")      # TPOT has sources of its own
     assert (column, [v for v, _ in notes]) == (("tpot_from", ["tool summary", "itls"]) if tpot
                                                else ("figures_from", ["tool summary"]))
-    assert f"else '{declared.no_line}' end as source_note" in declared.sql()
+    assert f"else '{declared.no_line}' end, tool_note), '') as source_note" in declared.sql()
     bench_07 = RESULTS.index("bench_07_vllm_p999_with_input_output_lens.json")
     run_id = f"real-model__tp1__4k__vllm__1130-{bench_07:02d}0000"
     value, note, source_file = campaign.execute(

@@ -83,7 +83,7 @@ class ColumnFact:
         said = (None if self.no_line is None else text if self.line is None
                 else f"case when {self.line}_file is null then {text} end")
         if self.note:
-            said = f"concat_ws(' ', {said}, {self.note})" if said else self.note
+            said = f"nullif(concat_ws(' ', {said}, {self.note}), '')" if said else self.note
         note = "" if said is None else f"        {said} as source_note,\n"
         source = (("cast(null as varchar)", "cast(null as integer)") if self.line is None
                   else (f"{self.line}_file", f"{self.line}_line"))
