@@ -1,12 +1,12 @@
 """NVIDIA AIPerf (the successor of GenAI-Perf) result files, in every shape its releases write:
 
 * `profile_export_aiperf.json`, the summary of one run: one object per metric (`unit`, `avg`,
-  `min`, `max`, `p1` ... `p99`, `std`; from 0.9 or so also `count` and `sum`) and the run's
+  `min`, `max`, `p1` ... `p99`, `std`; by 0.10.0 also `count` and `sum`) and the run's
   settings (`input_config`). Releases 0.1.x nest the metrics under `records`, keyed by tag, each
   also naming its `tag` and `header`, time to first token being `ttft`; from 0.2.0 each metric is a
   top-level key (the GenAI-Perf layout), time to first token being `time_to_first_token`; from
   0.4.0 `schema_version`, `aiperf_version` and `benchmark_id` lead the file. The load is
-  `input_config.loadgen` (`concurrency`, `request_rate`, ...) up to about 0.7, then
+  `input_config.loadgen` (`concurrency`, `request_rate`, ...) through 0.5.0, and by 0.8.0
   `input_config.phases` (a `warmup` phase excluded from the results, and a `profiling` one).
 * `profile_export_aiperf.csv`, the same summary rounded to two decimals: a table `Metric,avg,
   min,max,[sum,]p1,...` (one row per metric with percentiles, named `Header (unit)`), a blank line,
@@ -15,15 +15,16 @@
 * `profile_export.jsonl` (0.2.0 on), one JSON line per request of the profiling phase:
   `metadata` (`session_num`, `request_start_ns`, `request_end_ns` as epoch nanoseconds,
   `benchmark_phase`, `was_cancelled`, ...), `metrics` (each `{"value", "unit"}`, in display units)
-  and `error` (`{"code", "type", "message"}`; null, or from about 0.9 absent, when it succeeded).
+  and `error` (`{"code", "type", "message"}`; null when it succeeded, absent by 0.10.0). Before
+  0.2.0 the main branch wrote `timestamp_ns` and `credit_phase` instead, and the summary's tags.
 
 What the figures are: `request_count` counts the requests that succeeded, `error_request_count`
 those that failed (cancelled ones included; absent where none failed), so the requests sent are
 their sum. `inter_token_latency` is each request's (latency - TTFT) / (output tokens - 1), the
 time per output token (TPOT) of vLLM's tool; `inter_chunk_latency` pools the gaps between
 streamed chunks, the ITL. `output_sequence_length` (`total_osl`) counts reasoning tokens too, and
-`output_token_throughput` is `total_osl` over `benchmark_duration`; `total_output_tokens` counted
-only the non-reasoning tokens before about 0.2, so it is not read. Units are read from the file:
+`output_token_throughput` is `total_osl` over `benchmark_duration`; `total_output_tokens` leaves
+the reasoning tokens out in the 0.1.x layout, so it is not read. Units are read from the file:
 ms and sec for times, ns for timestamps, tokens/sec and requests/sec for rates.
 
 The point: AIPerf names its files the same for every run (or `<prefix>.json`, `<prefix>.jsonl`
@@ -136,12 +137,14 @@ def recognise(name: str, data: bytes) -> bool:
             return True
     elif first.startswith(b'{"metadata"') and any(mark in first for mark in _RECORD_MARKS):
         return True
-    if len(data) <= _MAX_JSON_BYTES:
+    if len(data) <= _MAX_JSON_BYTES and (data.find(b'"input_config"') != -1
+                                         or data.find(b'"records"') != -1):
         whole = _json_object(data)
         if whole is not None:
             return _is_summary(whole)
     return (any(mark in head for mark in _SUMMARY_MARKS)
-            or (b'"input_config"' in head and (b'"loadgen"' in head or b'"phases"' in head)))
+            or (b'"input_config"' in head and (b'"loadgen"' in head or b'"phases"' in head))
+            or (head.startswith(b'{\n  "records": {') and b'"tag"' in head and b'"header"' in head))
 
 
 def _json_object(raw: bytes) -> dict | None:
@@ -164,10 +167,10 @@ def _is_summary(obj: dict) -> bool:
     if not isinstance(config, dict):
         return False
     records = obj.get("records")
-    metrics = (isinstance(records, dict) and any(isinstance(v, dict) and "tag" in v and "unit" in v
-                                                 for v in records.values())) \
-        or any(isinstance(v, dict) and "unit" in v and "avg" in v for v in obj.values())
-    aiperf = ("aiperf_version" in obj or "loadgen" in config or "phases" in config
+    tagged = isinstance(records, dict) and any(
+        isinstance(v, dict) and {"tag", "header", "unit"} <= v.keys() for v in records.values())
+    metrics = tagged or any(isinstance(v, dict) and "unit" in v and "avg" in v for v in obj.values())
+    aiperf = (tagged or "aiperf_version" in obj or "loadgen" in config or "phases" in config
               or isinstance(config.get("models"), dict)
               or str(_cli_command(obj) or "").startswith("aiperf"))
     return metrics and aiperf
@@ -572,7 +575,15 @@ def _parse_records(name: str, data: bytes, siblings: frozenset[str]) -> BenchPar
     number, leaves every request of the file out, with an error naming each such line."""
     result = BenchParse()
     summary_stem = _summary_stem(name)
-    pid = common.point_id(_point_name(name, summary_stem), _folder_concurrency(name))
+    point_name = _point_name(name, summary_stem)
+    concurrency = _folder_concurrency(name)
+    pid = common.point_id(point_name, concurrency)
+    if (concurrency is None and not _names_point(_stem(_plain_path(point_name)))
+            and _beside(name, siblings, f"{summary_stem}.json")):
+        result.errors.append(ParseError(1, f"{pid}: the point's concurrency is stated only inside "
+                                           f"{summary_stem}.json, which no name here repeats (the "
+                                           "file's, its folder's); the requests meet that summary's "
+                                           "point only where it states no concurrency"))
     rows: list[dict[str, Any]] = []
     bad: list[ParseError] = []
     text = decode(data)
@@ -613,7 +624,9 @@ def _request_row(obj: dict, idx: int, line: int, pid: str) -> tuple[dict[str, An
     metrics = obj.get("metrics") if isinstance(obj.get("metrics"), dict) else {}
     meta = obj["metadata"]
     row: dict[str, Any] = {"point_id": pid, "request_idx": idx, "source_line": line,
-                           "record_path": None}
+                           "record_path": None, "input_tokens": None, "output_tokens": None,
+                           "ttft_s": None, "latency_s": None, "tpot_ms": None, "itl_count": None,
+                           "itl_sum_s": None, "start_time_s": None}
     fields: dict[str, str] = {}
     problems: list[str] = []
     for column, (tags, kind) in _REQUEST_FIGURES.items():
