@@ -81,3 +81,16 @@ def test_a_damaged_vllm_result_is_still_vllm_s_so_that_its_error_is_said():
     data = (SHAPES / sorted(p.name for p in SHAPES.glob("*.json"))[0]).read_bytes()
     assert bench_json.recognise(data[: len(data) // 2])
     assert not bench_json.recognise(b'{"model": "x"}') and not bench_json.recognise(b"not json")
+
+
+def test_per_request_records_meet_the_point_of_the_summary_beside_them(tmp_path):
+    """AIPerf's profile_export.jsonl states no concurrency; in a folder whose name states none
+    either, its requests take the point of profile_export_aiperf.json beside them."""
+    source = FIXTURES / "bench_tools" / "aiperf" / "aiperf_0.10.x_schema1.3"
+    files = {f"bench/c2/{p.name}": p.read_bytes() for p in sorted(next(source.iterdir()).iterdir())}
+    con = ingest(tmp_path, NODE_RUNS / "dsv4_pro__dep8__781k__vllm__1116-110000", files)
+    points = con.execute("select point_id, concurrency, tool from raw_bench_points").fetchall()
+    assert points == [("profile_export_aiperf__c02", 2, "aiperf")]
+    requests = con.execute("select distinct point_id from raw_bench_requests").fetchall()
+    assert requests == [("profile_export_aiperf__c02",)]
+    assert con.execute("select count(*) from ingest_errors").fetchone()[0] == 0

@@ -15,6 +15,7 @@ from stages.core import rawfile
 from stages.core.provenance import IMPORT_RECORD
 from stages.ingest.parsers import bench_json, cmd as cmd_parser, gpu_samples, metrics, lines, run_files, turns
 from stages.ingest.parsers import tools as bench_tools
+from stages.ingest.parsers.tools.common import Siblings
 from stages.core.rawfile import Refused
 from stages.core.secrets import REDACTED, SECRET_FLAGS, is_secret_name
 from stages.ingest.parsers.sglang_log import parse_sglang_log
@@ -92,7 +93,8 @@ def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> 
         if METRICS_MARK in base and base.endswith(".txt"):
             guard(name, _read_metrics)
         elif not _plain(base).endswith(BENCH_SIDE_FILES):
-            guard(name, _read_bench, frozenset(n for n in bench if n.rpartition("/")[0] == folder_of) - {name})
+            beside = [n for n in bench if n.rpartition("/")[0] == folder_of and n != name]
+            guard(name, _read_bench, Siblings(beside, lambda n: rawfile.read_raw(folder, n, rawfile.RESULT_BYTES)))
 
     for name in sorted(n for n in names if gpu_samples.is_sampler_file(n)):
         guard(name, _read_gpu_samples)
@@ -279,7 +281,7 @@ def _read_turns(folder: Path, name: str, rows: FolderRows, source: str) -> None:
     rows.add_errors(source, parsed.errors)
 
 
-def _read_bench(folder: Path, name: str, rows: FolderRows, source: str, siblings: frozenset[str]) -> None:
+def _read_bench(folder: Path, name: str, rows: FolderRows, source: str, siblings: Siblings) -> None:
     """A file of bench/: a benchmark tool's result recognised by its content (stages/ingest/
     parsers/tools/), else vLLM's or SGLang's result shape, else one unrecognised error row."""
     data = rawfile.read_raw(folder, name, rawfile.RESULT_BYTES)

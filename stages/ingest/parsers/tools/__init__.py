@@ -9,7 +9,9 @@ A tool module has:
     def parse(name: str, data: bytes, siblings: frozenset[str]) -> BenchParse
 
 `name` is the file's path in its run folder (`bench/profile_export_aiperf.json`), `siblings` the
-names of the other files beside it (so that a CSV export is not read twice beside its JSON).
+paths of the other files beside it (so that a CSV export is not read twice beside its JSON), a
+common.Siblings whose `read(path)` gives a sibling's bytes (so that a per-request file can take
+its point from the summary beside it).
 common.py holds what every module shares (point ids, units, JSON paths). TOOLS is every module
 of this package but common, by name; the first that recognises a file reads it.
 

@@ -569,6 +569,23 @@ def _csv_number(cell: str) -> Any:
 # Per-request records (profile_export.jsonl)
 
 
+def _summary_point(name: str, summary_stem: str, siblings: frozenset[str]) -> str | None:
+    """The point id of the summary JSON beside per-request file `name`, read through
+    `siblings` (common.Siblings); None where there is none or it gives no one point."""
+    read = getattr(siblings, "read", None)
+    path = str(_plain_path(name).with_name(f"{summary_stem}.json"))
+    data = None
+    for candidate in (path, path + ".gz"):
+        data = read(candidate) if read is not None else None
+        if data is not None:
+            path = candidate
+            break
+    if data is None:
+        return None
+    points = _parse_summary(path, data).points
+    return points[0]["point_id"] if len(points) == 1 else None
+
+
 def _parse_records(name: str, data: bytes, siblings: frozenset[str]) -> BenchParse:
     """One request row per JSON line of the profiling phase, in file order. Like vLLM's arrays,
     the requests are all or nothing: a line that is not a record, or a figure that is not a finite
@@ -578,7 +595,10 @@ def _parse_records(name: str, data: bytes, siblings: frozenset[str]) -> BenchPar
     point_name = _point_name(name, summary_stem)
     concurrency = _folder_concurrency(name)
     pid = common.point_id(point_name, concurrency)
-    if (concurrency is None and not _names_point(_stem(_plain_path(point_name)))
+    from_summary = _summary_point(name, summary_stem, siblings)
+    if from_summary is not None:
+        pid = from_summary
+    elif (concurrency is None and not _names_point(_stem(_plain_path(point_name)))
             and _beside(name, siblings, f"{summary_stem}.json")):
         result.errors.append(ParseError(1, f"{pid}: the point's concurrency is stated only inside "
                                            f"{summary_stem}.json, which no name here repeats (the "

@@ -21,7 +21,7 @@ import json
 import math
 import re
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Callable
 
 from stages.ingest.parsers.bench_json import BenchParse, split_point_id  # noqa: F401 (re-exported)
 from stages.ingest.parsers.lines import ParseError  # noqa: F401 (re-exported)
@@ -88,3 +88,23 @@ def point_id(name: str, concurrency: int | None, index: int | None = None) -> st
 def paths_json(paths: dict[str, str]) -> str | None:
     """summary_paths / field_paths as stored: a JSON object, keys sorted; None when empty."""
     return json.dumps(paths, sort_keys=True) if paths else None
+
+
+class Siblings(frozenset):
+    """The names of the other files beside a result file (a frozenset of their paths in the run
+    folder), whose bytes `read` gives: a per-request file whose records do not say their point can
+    take it from the summary beside it. `read` returns None for a name not among them or one that
+    cannot be read."""
+
+    def __new__(cls, names=(), reader: Callable[[str], bytes] | None = None):
+        made = super().__new__(cls, names)
+        made._reader = reader
+        return made
+
+    def read(self, name: str) -> bytes | None:
+        if name not in self or self._reader is None:
+            return None
+        try:
+            return self._reader(name)
+        except Exception:  # noqa: BLE001 - an unreadable sibling is reported where it is read
+            return None
