@@ -25,8 +25,9 @@ is no point of its own (its figures mix the stages): it gives no rows and no err
 per-LoRA-adapter report across stages; one per adapter and stage is a point, named by its file.
 
 The per-request records name no stage (the tool drops `stage_id` when it writes them), so their
-requests meet a stage's point only where the file's name names the point (`<workload>__cNN.` as
-report prefix, the same for the stage report beside it); otherwise they are kept under a point of
+requests meet a stage's point where the file's name names the point (`<workload>__cNN.` as
+report prefix, the same for the stage report beside it) or where one stage report alone is beside
+them (a run of one stage); otherwise they are kept under a point of
 their own and an error says so. Each record gives start_time, end_time (latency = end - start),
 its tokens and the times its tokens arrived: ttft = first token time - start_time (for a request
 that streamed two tokens or more, as the tool counts it), the gaps' count and sum from the first
@@ -305,14 +306,21 @@ def _requests(name: str, text: str, line: int, siblings: frozenset[str]) -> Benc
 
 
 def _requests_point(name: str, line: int, siblings: frozenset[str], errors: list[ParseError]) -> str:
-    """The point the requests belong to: the one the file's name names, else one of their own
-    (with an error: the records cannot be tied to a stage)."""
+    """The point the requests belong to: the one the file's name names, else that of the one
+    stage report beside them (read through common.Siblings), else one of their own (with an
+    error: the records cannot be tied to a stage)."""
     stem = PurePosixPath(name).name.split(".", 1)[0]
     if common.split_point_id(stem)[0] is not None:
         return stem
     point_id = common.point_id(name, None, 1)
     stages = sorted(s for s in siblings if _STAGE_NAME.search(PurePosixPath(s).name)
                     and not _ADAPTER_STAGE_NAME.search(PurePosixPath(s).name))
+    read = getattr(siblings, "read", None)
+    if len(stages) == 1 and read is not None:      # the one stage beside them: its point
+        data = read(stages[0])
+        points = parse(stages[0], data, frozenset()).points if data is not None else []
+        if len(points) == 1:
+            return points[0]["point_id"]
     where = (f"; they all belong to {PurePosixPath(stages[0]).name}, the only stage report beside it"
              if len(stages) == 1 else "")
     errors.append(ParseError(line, f"{point_id}: inference-perf's per-request records name no stage, and the "
