@@ -61,13 +61,14 @@ def stripped_copies(dest: Path) -> list[Path]:
 
 
 def build(root: Path) -> dict:
+    """ingest, derive and render in `root`: the facts, what render said, and each Part's page."""
     campaign(root, "ingest")
     campaign(root, "derive")
     out = campaign(root, "render")
     facts = {f["id"]: f for f in json.loads((root / "data" / "facts.json").read_text())}
-    return {"root": root, "facts": facts, "render": out.stdout + out.stderr,
-            "giants": (root / "data" / "docs" / "posts" / f"{GIANTS}.md").read_text(),
-            "setups": (root / "data" / "docs" / "posts" / "part-setups.md").read_text()}
+    pages = {p.stem: p.read_text() for p in (root / "data" / "docs" / "posts").glob("*.md")}
+    return {"root": root, "facts": facts, "render": out.stdout + out.stderr, "pages": pages,
+            "giants": pages.get(GIANTS), "setups": pages.get("part-setups")}
 
 
 @pytest.fixture(scope="module")

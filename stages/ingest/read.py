@@ -288,6 +288,9 @@ def _read_bench(folder: Path, name: str, rows: FolderRows, source: str, siblings
     tool = bench_tools.recognised(name, data)
     if tool is not None:
         parsed = tool.parse(name, data, siblings)
+        for point in parsed.points:     # a point id of a tool's own naming: its stem is the workload
+            if point.get("workload") is None:
+                point["workload"] = point["point_id"].rsplit("__", 1)[0]
     elif _plain(name).endswith(BENCH_SUFFIXES) and bench_json.recognise(data):
         parsed = bench_json.parse_bench(data, _plain(name).rsplit("/", 1)[-1].rsplit(".", 1)[0])
     else:

@@ -39,12 +39,14 @@ create or replace temp macro shown_points() as table
     where p.point_id = coalesce(pr.first_point_id, p.point_id);
 
 -- section_points(run_ids, model): the points (shown_points) of the reported attempt (is_current)
--- of each spec of one model among a Part's runs, with the spec and when its run started.
+-- of each spec of one model among a Part's runs, with the spec and when its run started. A point
+-- another tool ran at a fixed request rate, with no number of users, is not among them: every
+-- table and chart of a model's section is by users.
 create or replace temp macro section_points(run_ids, model_name) as table
     select p.*, a.spec, a.started_at
     from shown_points() as p
     inner join section_runs(run_ids, model_name) as a on a.run_id = p.run_id
-    where a.is_current;
+    where a.is_current and p.concurrency is not null;
 
 -- timeline_point(run_ids, model): the one point of a model in a Part (section_points) whose
 -- requests the request timeline draws: the one with the most requests whose send times the

@@ -76,10 +76,12 @@ windows as (
     select
         run_id,
         point_id,
-        strptime(bench_date, '%Y%m%d-%H%M%S')                                        as ended_at,
+        try_strptime(bench_date, '%Y%m%d-%H%M%S')                                    as ended_at,
         duration_s
     from stg_bench_points
-    where bench_date is not null and duration_s is not null
+    -- vllm bench serve's `date` (when it finished); another tool's date may mean its start
+    where try_strptime(bench_date, '%Y%m%d-%H%M%S') is not null and duration_s is not null
+      and tool is null
 ),
 
 prefills as (

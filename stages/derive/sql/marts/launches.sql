@@ -1,6 +1,7 @@
 -- One row per run: how its engine launch went.
 -- status: launch.out `status=` (its last such line), else ready when the engine log says it was
--- ready, else failed. kv_tokens is the engine's own startup figure for one engine: the KV cache
+-- ready, else failed; 'not launched' for a run that is benchmark results alone (imported with
+-- `campaign import --results`: no engine command or log came with them). kv_tokens is the engine's own startup figure for one engine: the KV cache
 -- size line, else blocks x block size (the block size logged, else --block-size, else vLLM's
 -- default of 16), else SGLang max_total_num_tokens, else launch.out engine_kv_tokens.
 -- seq_cap: --max-num-seqs / --max-running-requests as given, else the figure SGLang logs, else
@@ -206,10 +207,12 @@ launch_errors as (
 joined as (
     select
         runs.run_id,
-        coalesce(
-            status_line.status,
-            case when coalesce(fact_values.log_ready, false) then 'ready' else 'failed' end
-        )                                                   as status,
+        case
+            when runs.imported_kind = 'results' then 'not launched'
+            else coalesce(
+                status_line.status,
+                case when coalesce(fact_values.log_ready, false) then 'ready' else 'failed' end)
+        end                                                 as status,
         ready_s_line.ready_s,
         kv.kv_tokens,
         fact_values.kv_cache_gib,

@@ -8,10 +8,12 @@ with points as (
     select
         points.run_id,
         points.point_id,
-        strptime(points.bench_date, '%Y%m%d-%H%M%S')                         as ended_at,
+        try_strptime(points.bench_date, '%Y%m%d-%H%M%S')                     as ended_at,
         points.duration_s
     from stg_bench_points as points
-    where points.bench_date is not null and points.duration_s is not null
+    -- vllm bench serve's `date` (when it finished); another tool's date may mean its start
+    where try_strptime(points.bench_date, '%Y%m%d-%H%M%S') is not null
+      and points.duration_s is not null and points.tool is null
 ),
 
 stats as (

@@ -28,15 +28,21 @@ requests as (
            case when field_paths is not null
                 then coalesce(record_path || '.', printf('line %d: ', source_line)) end as record_at,
            case when field_paths is not null
-                then record_at || json_extract_string(field_paths, '$.ttft_s')
+                then coalesce(record_at || json_extract_string(field_paths, '$.ttft_s'),
+                              'none: its record gives no time to first token')
                 else printf('ttfts[%d]', request_idx) end as ttft_at,
            case when field_paths is not null
-                then record_at || json_extract_string(field_paths, '$.input_tokens') || ' / ' || ttft_at
+                then coalesce(record_at || json_extract_string(field_paths, '$.input_tokens') || ' / '
+                              || record_at || json_extract_string(field_paths, '$.ttft_s'),
+                              'none: its record gives no prompt length or time to first token')
                 else printf('input_lens[%d] / ttfts[%d]', request_idx, request_idx) end as prefill_at,
            case when tpot_from = 'tool request' then record_at || json_extract_string(field_paths, '$.tpot_ms')
                 when field_paths is not null
-                then printf('(%s - %s) / (%s - 1)', record_at || json_extract_string(field_paths, '$.latency_s'),
-                            ttft_at, record_at || json_extract_string(field_paths, '$.output_tokens'))
+                then coalesce(printf('(%s - %s) / (%s - 1)',
+                                     record_at || json_extract_string(field_paths, '$.latency_s'),
+                                     record_at || json_extract_string(field_paths, '$.ttft_s'),
+                                     record_at || json_extract_string(field_paths, '$.output_tokens')),
+                              'none: its record gives no time per output token')
                 when tpot_from = 'itls' then printf('sum(itls[%d]) / (output_lens[%d] - 1)', request_idx, request_idx)
                 else printf('(latencies[%d] - ttfts[%d]) / (output_lens[%d] - 1)', request_idx, request_idx, request_idx)
            end as tpot_expr

@@ -12,6 +12,7 @@ final as (
         latest.spec as series
     from shown_points() as p
     inner join latest on latest.run_id = p.run_id
+    where p.concurrency is not null
     order by latest.spec, p.workload, p.concurrency
 )
 
