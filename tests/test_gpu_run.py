@@ -130,7 +130,7 @@ def test_the_part_shows_decode_speeds_a_frontier_and_joules_per_token_marked_by_
     text = built["text"]
     assert "## The setups" in text and "## What a token costs in energy" in text
     assert "Marked TPOT from itls" in built["md"]                    # the decode chart's note
-    tails = [line for line in text.splitlines() if line.startswith("| llama1b-gpu1") and line.endswith("| itls |")]
+    tails = [line for line in text.splitlines() if line.startswith("| llama1b-gpu1") and line.endswith("| itls | vllm bench serve |")]
     assert len(tails) == len(SWEEP)                                  # the tails table's column
     facts = [f for f in built["facts"].values() if f["name"] == "point_j_per_output_token"]
     assert len(facts) == len(SWEEP) and all(f["value"] > 0 for f in facts)

@@ -3,7 +3,8 @@
 -- point placed for the Pareto frontier of its setup. A repeat of a point is a point of its own.
 -- gpus: runs.gpu_count; gpu_set: runs.gpus (null where only the count is known).
 -- gpus_from: 'meta.json', or how the count was read from the run's other files (run_inferred),
---   whose line gpus_source_file and gpus_source_line name (meta.json's first line for the first);
+--   whose line gpus_source_file and gpus_source_line name (null for meta.json: no one line of it
+--   holds the count);
 --   gpus_note says so in a sentence for the audit entries, null for meta.json.
 -- setup: model, layout, engine and image joined by ' | ' (the image 'local' for a local engine):
 --   what a frontier is drawn for. Two runs of one setup share its frontier.
@@ -23,8 +24,8 @@ with runs_with_gpus as (
         r.gpus                                                      as gpu_set,
         r.gpu_count                                                 as gpus,
         coalesce(i.how, 'meta.json')                                as gpus_from,
-        coalesce(i.source_file, r.source_file)                      as gpus_source_file,
-        coalesce(i.source_line, r.source_line)                      as gpus_source_line,
+        i.source_file                                               as gpus_source_file,
+        i.source_line                                               as gpus_source_line,
         case when i.how is not null then
             'The GPU count was inferred (the run has no meta.json): ' || i.how || ', '
             || i.source_file || ' line ' || i.source_line || '.'
