@@ -3,7 +3,6 @@ recorded (import.json), sealed; all or nothing, whether a source is refused or t
 interrupted, even by SIGKILL."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -21,7 +20,7 @@ from click.testing import CliRunner
 
 from stages.cli import main
 from stages.core import locks
-from stages.core.provenance import RUN_MANIFEST
+from stages.core.provenance import RUN_MANIFEST, file_sha256
 from stages.ingest import stage as ingest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,12 +40,7 @@ RECORD_KEYS = {"record", "kind", "schema_version", "run_id", "profile", "spec", 
 BIG = 300 * 1024 * 1024
 
 
-def sha(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+sha = file_sha256
 
 
 def files_of(folder: Path) -> dict[str, str]:
