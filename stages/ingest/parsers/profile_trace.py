@@ -13,8 +13,9 @@ event (`ph` "X") has a name, a category `cat`, a start `ts` and a duration `dur`
 Each event lands in exactly one kind of KINDS, by the first rule of GPU_RULES (or CPU_RULES)
 whose pattern its name matches (case-insensitive search); none matching: `other`. The rows, one
 per kind in KINDS order, give the events counted, their total µs, their share of the whole (%,
-the shares sum to 100), and for the audit the longest-running names of the kind (TOP_NAMES) with
-the index in `traceEvents` of their longest event.
+the shares sum to 100; kernels of several streams may overlap, so the whole can exceed the
+trace's window, `window_us`), and for the audit the longest-running names of the kind (TOP_NAMES)
+with the index in `traceEvents` of their longest event.
 
     read_profile_trace(folder, name)  the file, through stages/core/rawfile (a regular file,
                                       size-limited, `.gz` decompressed)
@@ -25,7 +26,6 @@ count, gives `errors` and no rows; a malformed event is an error naming its inde
 """
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import re
@@ -61,7 +61,7 @@ GPU_RULES: tuple[tuple[str, str], ...] = (
 )
 CPU_RULES: tuple[tuple[str, str], ...] = (
     ("collective", r"c10d|nccl|gloo|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all"
-                   r"|shm_allreduce|broadcast"),
+                   r"|shm_allreduce"),
     ("memcpy", r"^aten::(copy_|_to_copy|to|clone|contiguous)$|memcpy|memset"),
     ("moe", r"moe|expert|topk_?softmax|grouped_topk"),
     ("attention", r"attention|attn|flash|paged|\bmla|_mla|scaled_dot_product|sdpa|kv_cache_update"
@@ -100,6 +100,7 @@ class TraceSplit:
     source: str | None = None                # SOURCE_GPU, SOURCE_CPU, or None (nothing counted)
     rows: list[KindRow] = field(default_factory=list)
     events_total: int = 0                    # events in traceEvents
+    window_us: float = 0.0                   # first counted event's start to the last one's end
     errors: list[ParseError] = field(default_factory=list)
 
     @property
@@ -175,10 +176,13 @@ def _duration(event: dict) -> float | None:
     return float(dur) if math.isfinite(dur) and dur >= 0 else None
 
 
-def _selected(events: list) -> tuple[str | None, list[tuple[int, str, str, float]], list[ParseError]]:
-    """(source, [(index, name, fixed kind or '', µs)], errors) of the events to count."""
+Selected = list[tuple[int, str, str, float, float]]     # (index, name, fixed kind or '', ts, µs)
+
+
+def _selected(events: list) -> tuple[str | None, Selected, list[ParseError]]:
+    """(source, the events to count, errors)."""
     errors: list[ParseError] = []
-    gpu: list[tuple[int, str, str, float]] = []
+    gpu: Selected = []
     cpu: list[tuple[int, Any, float, float, str]] = []      # (index, thread, ts, µs, name)
     for index, event in enumerate(events):
         if not isinstance(event, dict) or event.get("ph") != "X":
@@ -198,7 +202,7 @@ def _selected(events: list) -> tuple[str | None, list[tuple[int, str, str, float
                 continue
             cpu.append((index, (event.get("pid"), event.get("tid")), float(ts), dur, name))
         else:
-            gpu.append((index, name, GPU_CATS[cat] or "", dur))
+            gpu.append((index, name, GPU_CATS[cat] or "", float(ts), dur))
     if len(errors) > MAX_EVENT_ERRORS:
         errors = errors[:MAX_EVENT_ERRORS] + [
             ParseError(None, f"{len(errors) - MAX_EVENT_ERRORS} more malformed events left out")]
@@ -207,7 +211,7 @@ def _selected(events: list) -> tuple[str | None, list[tuple[int, str, str, float
     return (SOURCE_CPU if cpu else None), _top_level(cpu), errors
 
 
-def _top_level(cpu: list[tuple[int, Any, float, float, str]]) -> list[tuple[int, str, str, float]]:
+def _top_level(cpu: list[tuple[int, Any, float, float, str]]) -> Selected:
     """The CPU operators no other operator of their thread encloses (ts, ts + dur)."""
     out = []
     by_thread: dict[Any, list] = {}
@@ -218,7 +222,7 @@ def _top_level(cpu: list[tuple[int, Any, float, float, str]]) -> list[tuple[int,
         end = -math.inf
         for index, _, ts, dur, name in items:
             if ts >= end:                      # starts after the enclosing one ended: top level
-                out.append((index, name, "", dur))
+                out.append((index, name, "", ts, dur))
                 end = ts + dur
             # else: inside the current top-level operator (or overlapping it): not counted again
     out.sort()
@@ -232,9 +236,9 @@ def split_events(events: list) -> TraceSplit:
     if source is None:
         split.errors.append(ParseError(None, "no GPU kernel and no CPU operator event to count"))
         return split
-    totals = {kind: [0, 0.0, {}] for kind in KINDS}        # events, µs, name -> [n, µs, index, max]
-    kinds: dict[str, str] = {}             # name -> kind: a kernel's name is thousands of characters
-    for index, name, fixed, dur in selected:
+    totals = {kind: [0, 0.0, {}] for kind in KINDS}   # events, µs, name -> [n, µs, index, max]
+    kinds: dict[str, str] = {}        # name -> kind: a kernel's name is thousands of characters
+    for index, name, fixed, _, dur in selected:
         kind = fixed or kinds.get(name) or kinds.setdefault(name, classify(name, source))
         entry = totals[kind]
         entry[0] += 1
@@ -245,6 +249,8 @@ def split_events(events: list) -> TraceSplit:
         if dur > per[3]:
             per[2], per[3] = index, dur
     whole = sum(entry[1] for entry in totals.values())
+    split.window_us = (max(ts + dur for _, _, _, ts, dur in selected)
+                       - min(ts for _, _, _, ts, _ in selected))
     if whole <= 0:
         split.errors.append(ParseError(None, f"{len(selected)} events counted, with no time"))
         split.source = None
