@@ -27,6 +27,7 @@ GiB = 1024 * MiB
 LOG_BYTES = 4 * GiB          # server logs, multi-turn request logs
 RESULT_BYTES = 1 * GiB       # benchmark result files and /metrics snapshots
 SMALL_BYTES = 16 * MiB       # cmd.sh, launch.out, meta.json, niah.log, node probe files
+TRACE_BYTES = 2 * GiB        # an engine profiler's trace (Chrome-trace JSON), decompressed
 GZ = ".gz"
 
 _KINDS = ((stat.S_ISLNK, "symbolic link, not followed"), (stat.S_ISDIR, "not a regular file (folder)"),
