@@ -21,6 +21,9 @@ IMPORT_RECORD = "import.json"
 # The GPU sampler's file of a benchmark point: gpu/<point_id>.csv of the run folder (the run stage
 # writes it, ingest reads it).
 GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX = "gpu", ".csv"
+# The engine profiler's trace of a profiled point: profile/<point_id>.<anything>.pt.trace.json.gz
+# (one file per worker), read by ingest (stages/ingest/parsers/profile_trace.py).
+PROFILE_FOLDER = "profile"
 _SHA = re.compile(r"[0-9a-f]{40}")
 
 

@@ -12,9 +12,9 @@ from typing import Any, Callable
 import numpy as np
 
 from stages.core import rawfile
-from stages.core.provenance import IMPORT_RECORD
+from stages.core.provenance import IMPORT_RECORD, PROFILE_FOLDER
 from stages.ingest.parsers import bench_json, cmd as cmd_parser, gpu_samples, metrics, lines, run_files, turns
-from stages.ingest.parsers import tools as bench_tools
+from stages.ingest.parsers import profile_trace, tools as bench_tools
 from stages.ingest.parsers.tools.common import Siblings
 from stages.core.rawfile import Refused
 from stages.core.secrets import REDACTED, SECRET_FLAGS, is_secret_name
@@ -98,6 +98,8 @@ def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> 
 
     for name in sorted(n for n in names if gpu_samples.is_sampler_file(n)):
         guard(name, _read_gpu_samples)
+    for name in sorted(n for n in names if _is_profile(n)):
+        guard(name, _read_profile)
     for name in sorted(n for n in names if not _known(n, bench)):
         guard(name, _unrecognised)
 
@@ -314,7 +316,25 @@ def _known(name: str, bench: frozenset[str]) -> bool:
     """A file some reader above takes, or one a run writes that ingest has no use for."""
     plain = _plain(name)
     return (plain in KNOWN_FILES or name in bench or turns.is_turns_log(plain)
-            or gpu_samples.is_sampler_file(name))
+            or gpu_samples.is_sampler_file(name) or _is_profile(name))
+
+
+def _is_profile(name: str) -> bool:
+    """profile/<point_id>...pt.trace.json(.gz): the engine profiler's trace of a point."""
+    folder, _, base = name.partition("/")
+    return folder == PROFILE_FOLDER and "/" not in base and profile_trace.is_trace_file(base)
+
+
+def _read_profile(folder: Path, name: str, rows: FolderRows, source: str) -> None:
+    """A profiled point's trace: its kernel time by kind, one row per kind."""
+    split = profile_trace.read_profile_trace(folder, name)
+    point_id = name.rsplit("/", 1)[-1].split(".", 1)[0]
+    for row in profile_trace.as_rows(split):
+        rows.add("raw_profile_kinds", source, 1, point_id=point_id, counted=split.source,
+                 kind=row["kind"], events=row["events"], total_us=row["total_us"],
+                 share_pct=row["share_pct"], window_us=split.window_us,
+                 top_json=json.dumps(row["top"], ensure_ascii=False))
+    rows.add_errors(source, split.errors)
 
 
 def _plain(name: str) -> str:

@@ -160,10 +160,10 @@ def chain(fact: dict, paths: Paths, limit: int | None = 20) -> str:
         now = read_line(paths.root, fact["source_file"], fact["source_line"], _raw_dirs(paths))
         lines.append(f"raw       {fact['source_file']}:{fact['source_line']}")
         lines.append(f"excerpt   {now}")
-        if fact.get("source_note"):
-            lines.append(f"note      {fact['source_note']}")
         if fact.get("excerpt") and now != fact["excerpt"]:
             lines.append(f"warning   the line differs from the excerpt published: {fact['excerpt']}")
+    if fact.get("source_note"):
+        lines.append(f"note      {fact['source_note']}")
     for run_id in fact.get("run_ids") or []:
         meta = _run_meta(paths, run_id)
         lines.append(f"run       {paths.runs.relative_to(paths.root) / run_id}")

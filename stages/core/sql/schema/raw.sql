@@ -54,6 +54,22 @@ create table if not exists raw_runs (
     imported_kind  varchar                 -- import.json kind: run folder | results (a bench/ folder alone)
 );
 
+-- The engine profiler's trace of a profiled point (profile/<point_id>...pt.trace.json.gz): its GPU
+-- kernel time (a CPU engine's: its top-level operators) split by kind, one row per kind and file.
+create table if not exists raw_profile_kinds (
+    run_id      varchar not null,
+    point_id    varchar not null,
+    counted     varchar,                   -- gpu_kernels | cpu_ops
+    kind        varchar not null,          -- collective | gemm | attention | moe | memcpy | other
+    events      integer not null,
+    total_us    double  not null,
+    share_pct   double  not null,
+    window_us   double,                    -- first counted event's start to the last one's end
+    top_json    varchar,                   -- JSON [{name, events, total_us, event_index}]: the kind's longest-running names
+    source_file varchar not null,
+    source_line integer not null
+);
+
 -- What meta.json would have said, read from another file of a folder that has none: one row per
 -- value (field is the raw_runs column), with how it was read and the line it came from.
 create table if not exists raw_run_inferred (

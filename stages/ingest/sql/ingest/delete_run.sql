@@ -2,6 +2,7 @@
 -- raw_seals is kept: a folder that comes back is checked against the seal it had.
 delete from raw_runs where run_id = $run_id;
 delete from raw_run_inferred where run_id = $run_id;
+delete from raw_profile_kinds where run_id = $run_id;
 delete from raw_commands where run_id = $run_id;
 delete from raw_command_flags where run_id = $run_id;
 delete from raw_launch_out where run_id = $run_id;
