@@ -163,6 +163,9 @@ create table point_cost (run_id varchar, point_id varchar, workload varchar, con
   source_file varchar, source_line integer, gpus_note varchar);
 create table run_inferred (run_id varchar, field varchar, value varchar, how varchar,
   source_file varchar, source_line integer);
+create table point_profile (run_id varchar, point_id varchar, workload varchar, concurrency integer,
+  kind varchar, counted varchar, events integer, total_us double, share_pct double,
+  trace_files integer, source_file varchar, top_note varchar);
 """
 
 

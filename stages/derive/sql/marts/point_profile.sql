@@ -7,8 +7,10 @@ with kinds as (
     select
         *,
         array_to_string(list_transform(
-            from_json(top_json, '[{"name":"VARCHAR","events":"INTEGER","total_us":"DOUBLE","event_index":"INTEGER"}]'),
-            lambda t: printf('%s (%d, %.0f us; event %d)', left(t.name, 120), t.events, t.total_us, t.event_index)),
+            from_json(top_json, '["JSON"]'),
+            lambda t: printf('%s (%d, %.0f us; event %d)', left(json_extract_string(t, '$.name'), 120),
+                             json_extract(t, '$.events')::integer, json_extract(t, '$.total_us')::double,
+                             json_extract(t, '$.event_index')::integer)),
             '; ')                                                   as top_text
     from stg_profile_kinds
 ),
