@@ -32,13 +32,13 @@ def campaign(root: Path, *args: str) -> subprocess.CompletedProcess:
     return out
 
 
-def node_project(root: Path, *, specs: bool = True) -> None:
-    """A project copy with the node profile active and no spec to launch; without `specs`,
-    params.yaml lists no spec of the node campaign (nor arms or comparisons naming one), as a
-    team's own params.yaml may not."""
+def node_project(root: Path, *, specs: bool = True, profile: str = "h200x8") -> None:
+    """A project copy with `profile` active and no spec to launch; without `specs`, params.yaml
+    lists no spec of the node campaign (nor arms or comparisons naming one), as a team's own
+    params.yaml may not."""
     project_copy(root)
     params = yaml.safe_load((root / "params.yaml").read_text())
-    params.update(profile="h200x8", run_specs=[])
+    params.update(profile=profile, run_specs=[])
     if not specs:
         node = {name for name, spec in params["specs"].items() if spec["profile"] == "h200x8"}
         params["specs"] = {k: v for k, v in params["specs"].items() if k not in node}

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
-import yaml
 
-from test_imported_campaign import build, campaign
-from test_node_part import plain, project_copy
+from test_imported_campaign import build, campaign, node_project
+from test_node_part import plain
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GPU_RUN = next((FIXTURES / "gpu_h200x1").glob("llama-1b__*"))
@@ -25,10 +24,7 @@ POINT = "chat__c04"
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("profiled")
-    project_copy(root)
-    params = yaml.safe_load((root / "params.yaml").read_text())
-    params.update(profile="h200x1", run_specs=[])
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    node_project(root, profile="h200x1")
     run = root / "data" / "runs" / GPU_RUN.name
     shutil.copytree(GPU_RUN, run, ignore=shutil.ignore_patterns("MANIFEST.sha256"))
     for path in [run, *run.rglob("*")]:

@@ -6,17 +6,14 @@ every figure a fact whose audit entry names the tool, the file and where in it t
 """
 from __future__ import annotations
 
-import html
-import json
 import re
 import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
-from test_imported_campaign import campaign, build
-from test_node_part import plain, project_copy
+from test_imported_campaign import build, campaign, node_project
+from test_node_part import plain
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TOOLS = FIXTURES / "bench_tools"
@@ -39,10 +36,7 @@ def run_id(tool: str, n: int) -> str:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("tools")
-    project_copy(root)
-    params = yaml.safe_load((root / "params.yaml").read_text())
-    params.update(profile="h200x1", run_specs=[])
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    node_project(root, profile="h200x1")
     shutil.copytree(GPU_RUN, root / "data" / "runs" / GPU_RUN.name)
     imports = {}
     for n, (tool, patterns) in enumerate(sorted(RESULTS.items()), start=1):

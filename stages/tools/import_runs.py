@@ -142,15 +142,6 @@ def _meta_problem(src: Path, profile: str) -> str | None:
     return None
 
 
-def _kind(mode: int) -> str:
-    """What an entry that is not a folder is, in words."""
-    for test, what in ((stat.S_ISREG, "a file"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device")):
-        if test(mode):
-            return what
-    return "not a folder"
-
-
 def check_source(given: str, runs: Path, profile: str) -> tuple[Source | None, list[str]]:
     """One source: a folder (not a link) named by a run id, not in the runs folder yet, holding
     only folders and regular files, a run folder's files, no manifest, no import record, and no
@@ -163,7 +154,7 @@ def check_source(given: str, runs: Path, profile: str) -> tuple[Source | None, l
     if stat.S_ISLNK(st.st_mode):
         return None, ["is a symbolic link: give the folder it points to"]
     if not stat.S_ISDIR(st.st_mode):
-        return None, [f"is not a folder but {_kind(st.st_mode)}"]
+        return None, [f"is not a folder but {rawfile.kind_of(st.st_mode) or 'a file'}"]
     path = where.resolve()
     run_id = path.name
     if not is_run_id(run_id):
