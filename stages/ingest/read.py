@@ -289,10 +289,7 @@ def _read_bench(folder: Path, name: str, rows: FolderRows, source: str, siblings
     data = rawfile.read_raw(folder, name, rawfile.RESULT_BYTES)
     tool = bench_tools.recognised(name, data)
     if tool is not None:
-        parsed = tool.parse(name, data, siblings)
-        for point in parsed.points:     # a point id of a tool's own naming: its stem is the workload
-            if point.get("workload") is None:
-                point["workload"] = point["point_id"].rsplit("__", 1)[0]
+        parsed = bench_tools.parse(tool, name, data, siblings)
     elif _plain(name).endswith(BENCH_SUFFIXES) and bench_json.recognise(data):
         parsed = bench_json.parse_bench(data, _plain(name).rsplit("/", 1)[-1].rsplit(".", 1)[0])
     else:

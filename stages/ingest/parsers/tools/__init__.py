@@ -17,7 +17,7 @@ of this package but common, by name; the first that recognises a file reads it.
 
 Example:
     tool = recognised("bench/benchmarks.json", data)
-    parsed = tool.parse("bench/benchmarks.json", data, frozenset()) if tool else None
+    parsed = parse(tool, "bench/benchmarks.json", data, frozenset()) if tool else None
 """
 from __future__ import annotations
 
@@ -28,6 +28,16 @@ from types import ModuleType
 TOOLS: tuple[ModuleType, ...] = tuple(
     importlib.import_module(f"{__name__}.{info.name}")
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name) if info.name != "common")
+
+
+def parse(tool: ModuleType, name: str, data: bytes, siblings: frozenset[str]):
+    """`tool`'s BenchParse of file `name`, each point given a workload: a point id of the tool's
+    own naming (`<stem>__i1`, which names none) takes its stem."""
+    parsed = tool.parse(name, data, siblings)
+    for point in parsed.points:
+        if point.get("workload") is None:
+            point["workload"] = point["point_id"].rsplit("__", 1)[0]
+    return parsed
 
 
 def recognised(name: str, data: bytes) -> ModuleType | None:
