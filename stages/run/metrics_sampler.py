@@ -40,9 +40,9 @@ from typing import IO, Iterator
 import httpx
 
 from stages.core.config import CampaignError
-from stages.core.provenance import METRICS_SERIES_FOLDER, METRICS_SERIES_SUFFIX
+from stages.core.provenance import METRICS_SERIES_SUFFIX
 
-FOLDER, SUFFIX = METRICS_SERIES_FOLDER, METRICS_SERIES_SUFFIX
+FOLDER, SUFFIX = "bench", METRICS_SERIES_SUFFIX     # beside the point's result files
 SETTING = "metrics_sampler"           # the profile's key
 DEFAULT_INTERVAL_MS = 1000
 # The metric families kept, vLLM's then SGLang's.
