@@ -233,3 +233,27 @@ def sampling(folder: Path, point_id: str, base_url: str,
         yield sampler
     finally:
         sampler.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m stages.run.metrics_sampler --folder DIR --point ID --url http://127.0.0.1:8000
+    --interval-ms 1000 -- CMD...`: sample an engine's /metrics while CMD runs (a load of one's
+    own), as the run stage does around a point."""
+    import argparse
+    import subprocess
+    ap = argparse.ArgumentParser(prog="python -m stages.run.metrics_sampler", description=main.__doc__)
+    ap.add_argument("--folder", type=Path, required=True, help=f"folder that gets {FOLDER}/<point>{SUFFIX}")
+    ap.add_argument("--point", required=True)
+    ap.add_argument("--url", required=True, help="the engine's base URL (its /metrics is read)")
+    ap.add_argument("--interval-ms", type=int, default=DEFAULT_INTERVAL_MS)
+    ap.add_argument("cmd", nargs="+")
+    a = ap.parse_args(argv)
+    interval = settings({SETTING: {"interval_ms": a.interval_ms}})
+    with sampling(a.folder, a.point, a.url, interval) as sampler:
+        code = subprocess.run(a.cmd).returncode
+    print(sampler.path)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
