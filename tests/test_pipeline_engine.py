@@ -91,6 +91,13 @@ def test_repro_runs_the_engine_and_builds_the_site(project: Path):
     result = json.loads((folder / "bench" / "chat__c04.json").read_text())
     assert result["completed"] == 8 and len(result["ttfts"]) == 8
     assert (folder / "bench" / "chat__c04.metrics.after.txt").read_text().count("vllm:") > 10
+    # the /metrics sampler's series beside each point's result, and around each multi-turn workload
+    for point in ("chat__c01", "chat__c04", "ramp", "agents"):
+        series = (folder / "bench" / f"{point}.metrics-series.txt").read_text().splitlines()
+        assert series[0] == f"# point={point}" and series[-1] == "# sampler_exit=ok"
+        assert sum(line.startswith("@ ") for line in series) >= 1
+        assert any(line.startswith("vllm:num_requests_running{") for line in series)
+        assert not any(line.startswith("# HELP") for line in series)
     assert not engine_processes(range(8019, 8020))      # nothing left running
 
     with duckdb.connect(str(project / "data" / "campaign.duckdb"), read_only=True) as db:

@@ -24,6 +24,9 @@ GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX = "gpu", ".csv"
 # The engine profiler's trace of a profiled point: profile/<point_id>.<anything>.pt.trace.json.gz
 # (one file per worker), read by ingest (stages/ingest/parsers/profile_trace.py).
 PROFILE_FOLDER = "profile"
+# The /metrics sampler's file of a benchmark point (or multi-turn workload): bench/<point_id> with
+# this suffix (the run stage writes it, ingest reads it).
+METRICS_SERIES_SUFFIX = ".metrics-series.txt"
 _SHA = re.compile(r"[0-9a-f]{40}")
 
 

@@ -26,6 +26,7 @@ import httpx
 
 from stages.run import bench_client as bench
 from stages.run import gpu_sampler
+from stages.run import metrics_sampler
 from stages.run import multiturn
 from stages.run import needle
 from stages.core.config import (SAFE_NAME, CampaignError, Paths, ctx_label, max_context,
@@ -200,6 +201,7 @@ def run(*, spec_name: str, params: dict, paths: Paths,
     gpu_set = gpus if gpus is not None else (job.get("gpus") if in_slurm else default_gpus(spec))
     executor = executor_for(prof, root=paths.root)
     sampler = prof.get("gpu_sampler") if gpu_sampler.settings(prof.get("gpu_sampler")) else None
+    metrics_ms = metrics_sampler.settings(prof)
     started = utc_now()
     if run_id is not None and (not SAFE_NAME.match(run_id) or ".." in run_id):
         raise CampaignError(f"run id {run_id!r} is not safe as a folder name")
@@ -283,7 +285,9 @@ def run(*, spec_name: str, params: dict, paths: Paths,
                                tokenizer_file=tokenizer_file, folder=folder, run_id=run_id,
                                client=client, engine=engine_name, alive=eng.alive, say=say)
                 _benchmark(steps, eng, out, interrupts, client, engine_name, say, tally,
-                           sample=lambda name: gpu_sampler.sampling(folder, name, gpu_set, sampler))
+                           sample=lambda name: _sampling(
+                               gpu_sampler.sampling(folder, name, gpu_set, sampler),
+                               metrics_sampler.sampling(folder, name, eng.base_url, metrics_ms)))
             run_status = "engine_died" if tally.died else "complete"
             out.add(prefix_cache_resets=tally.resets)
     except KeyboardInterrupt:
@@ -331,6 +335,25 @@ def _steps(sweeps: dict, conversations: list[multiturn.Workload], *, base_url: s
     return [point(p) for p in points] + [conversation(w) for w in conversations]
 
 
+class _Samplers:
+    """The samplers around one step, told its requests window together."""
+
+    def __init__(self, samplers: list):
+        self.samplers = samplers
+
+    def mark_requests(self, sent: float, ended: float) -> None:
+        for s in self.samplers:
+            s.mark_requests(sent, ended)
+
+
+@contextlib.contextmanager
+def _sampling(*contexts):
+    """Every sampler of `contexts` around the body, as one (None when none of them samples)."""
+    with contextlib.ExitStack() as stack:
+        samplers = [s for s in (stack.enter_context(c) for c in contexts) if s is not None]
+        yield _Samplers(samplers) if samplers else None
+
+
 @dataclass
 class Tally:
     """What the benchmark steps of a run came to, kept up to date (an interrupt reads it)."""
@@ -344,8 +367,8 @@ def _benchmark(steps: list[Step], eng: Engine, out: LaunchOut, interrupts: _Inte
                sample: Callable[[str], Any] = lambda name: contextlib.nullcontext()) -> None:
     """Run the steps on a ready engine, the prefix cache emptied before each. A failed step is
     recorded and the run goes on; once the engine is gone the rest are skipped. `sample(name)`
-    wraps each step (the GPU sampler of a run with a GPU set), and is told the step's requests
-    window where the step could time its requests."""
+    wraps each step (the GPU sampler of a run with a GPU set, the /metrics sampler), and is told
+    the step's requests window where the step could time its requests."""
     for i, step in enumerate(steps, 1):
         interrupts.check()
         if not eng.alive():
