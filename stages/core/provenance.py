@@ -21,6 +21,9 @@ IMPORT_RECORD = "import.json"
 # The GPU sampler's file of a benchmark point: gpu/<point_id>.csv of the run folder (the run stage
 # writes it, ingest reads it).
 GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX = "gpu", ".csv"
+# The /metrics sampler's file of a benchmark point (or multi-turn workload): bench/<point_id> with
+# this suffix (the run stage writes it, ingest reads it).
+METRICS_SERIES_SUFFIX = ".metrics-series.txt"
 _SHA = re.compile(r"[0-9a-f]{40}")
 
 

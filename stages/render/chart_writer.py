@@ -25,6 +25,7 @@ import pandas as pd
 
 from stages.render import charts as chart_lib
 from stages.render import charts_requests  # noqa: F401 (registers the request charts)
+from stages.render import charts_metrics  # noqa: F401 (registers the /metrics series chart)
 from stages.render.errors import FactError
 from stages.render.escape import escape_cell
 from stages.render.facts import FactBook
