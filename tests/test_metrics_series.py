@@ -181,3 +181,63 @@ def test_summary_stall_queue_and_preemption(campaign):
     assert sg["gen_tok_s_while_running"] == pytest.approx(40 / 3)
     assert not sg["queued"] and not sg["preempted"]
     assert (sg["workload"], sg["concurrency"]) == ("chat", 1)
+
+
+# ---------------------------------------------------------------- render and trace
+
+STALL_FACT = f"metrics_stalled_s--4--{RUN}--long-shared"
+
+
+@pytest.fixture(scope="module")
+def rendered(campaign) -> tuple[Path, str, dict]:
+    """The campaign rendered with a Part whose model section covers the run (the one-GPU Part,
+    pointed at the run's profile)."""
+    import json
+    import sys
+    sys.path.insert(0, str(ROOT / "tests"))
+    from render_helpers import render_kwargs
+    from stages.render import stage as render
+
+    tmp, _ = campaign
+    series = tmp / "series.yaml"
+    series.write_text((ROOT / "site" / "series.yaml").read_text()
+                      .replace("runs: {profile: h200x1}", "runs: {profile: local-cpu}"))
+    render.run(**render_kwargs(tmp, build=False, static_images=(), series_file=series))
+    md = (tmp / "data" / "docs" / "posts" / "part-one-gpu.md").read_text()
+    facts = {f["id"]: f for f in json.loads((tmp / "data" / "facts.json").read_text())}
+    return tmp, md, facts
+
+
+def test_the_page_charts_the_timeline_points_series_and_states_the_stall(rendered):
+    tmp, md, facts = rendered
+    assert "request_timeline_chart-tiny-llama" in md
+    chart = md.index("metrics_series_chart-tiny-llama")
+    assert md.index("request_timeline_chart-tiny-llama") < chart        # beside the point's timeline
+    csv = next((tmp / "data" / "docs" / "assets" / "charts" / "part-one-gpu").glob("metrics_series_chart-*.csv"))
+    lines = csv.read_text().splitlines()
+    assert len(lines) == 1 + 10                       # the ten samples that read the engine
+    assert "long-shared__c04" in lines[1]
+    stall = facts[STALL_FACT]
+    assert stall["value"] == pytest.approx(3.0) and stall["source_line"] is None
+    assert STALL_FACT.split("--")[0] in md and "Stalled" in md
+    preempted = facts[f"metrics_preemptions--4--{RUN}--long-shared"]
+    assert preempted["value"] == 1
+    waiting = facts[f"metrics_waiting_max--4--{RUN}--long-shared"]
+    assert waiting["source_file"].endswith("bench/long-shared__c04.metrics-series.txt")
+    assert waiting["excerpt"] == 'vllm:num_requests_waiting{engine="0",model_name="tiny-llama"} 1.0'
+
+
+def test_trace_prints_the_stall_facts_chain(rendered):
+    import subprocess
+    import sys
+    tmp, _, _ = rendered
+    shutil.copy(ROOT / "params.yaml", tmp / "params.yaml")
+    out = subprocess.run([sys.executable, "-m", "stages.cli", "trace", STALL_FACT, "--root", str(tmp)],
+                         cwd=tmp, capture_output=True, text=True, timeout=120,
+                         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp)})
+    assert out.returncode == 0, out.stderr
+    assert f"fact      {STALL_FACT}" in out.stdout
+    assert "value     3.00 s" in out.stdout
+    assert "columns.yaml (metrics_stalled_s)" in out.stdout
+    assert "point_metrics_summary" in out.stdout and "long-shared__c04" in out.stdout
+    assert f"run       data/runs/{RUN}" in out.stdout and "stage     derive" in out.stdout
