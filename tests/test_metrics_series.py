@@ -9,11 +9,14 @@ data-parallel engines (vllm_dp2); SGLang (sglang).
 """
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
@@ -71,6 +74,18 @@ def test_parser_reports_lines_outside_a_sample_and_bad_times():
     assert metrics_series.parse_series_file(b"# point=p\n").errors[0].reason.startswith("metrics series: no samples")
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=300), st.integers(0, 4000), st.sampled_from([b"", b"\0\0", b"@ x\n", b"\xff\xfe",
+                                                                      b"vllm:x{a=\"}\n", b"@ nan\n"]))
+def test_parser_never_raises_on_damaged_files(junk, at, splice):
+    """A damaged file (cut, spliced with junk) gives rows and error rows, never an exception, and
+    every row it gives is of a sample it read the time of."""
+    original = (SERIES / "vllm_stall.metrics-series.txt").read_bytes()
+    parsed = metrics_series.parse_series_file(original[:at] + splice + junk + original[at:])
+    assert all(isinstance(e.reason, str) for e in parsed.errors)
+    assert all(s["t_s"] is not None and s["sample_idx"] >= 0 for s in parsed.samples)
+
+
 def test_series_files_are_known_by_their_suffix():
     assert metrics_series.is_series_file("bench/chat__c01.metrics-series.txt")
     assert metrics_series.is_series_file("bench/agents__s02.metrics-series.txt.gz")
@@ -89,6 +104,10 @@ def campaign(tmp_path_factory) -> tuple[Path, dict]:
     (folder / "MANIFEST.sha256").unlink()
     for name, point in POINTS.items():
         shutil.copy(SERIES / f"{name}.metrics-series.txt", folder / "bench" / f"{point}.metrics-series.txt")
+    # a point at sixteen users, beyond the run's four sequences: capacity-limited, its queue sampled
+    result = json.loads((folder / "bench" / "long-shared__c04.json").read_text())
+    result.update(workload="long", concurrency="16", max_concurrency=16)
+    (folder / "bench" / "long__c16.json").write_text(json.dumps(result))
     data = tmp / "data"
     summary = ingest.run(runs_dir=data / "runs", warehouse=data / "warehouse.duckdb", root=tmp)
     derive.run(warehouse=data / "warehouse.duckdb", campaign_db=data / "campaign.duckdb",
@@ -192,7 +211,6 @@ STALL_FACT = f"metrics_stalled_s--4--{RUN}--long-shared"
 def rendered(campaign) -> tuple[Path, str, dict]:
     """The campaign rendered with a Part whose model section covers the run (the one-GPU Part,
     pointed at the run's profile)."""
-    import json
     import sys
     sys.path.insert(0, str(ROOT / "tests"))
     from render_helpers import render_kwargs
@@ -213,10 +231,17 @@ def test_the_page_charts_the_timeline_points_series_and_states_the_stall(rendere
     assert "request_timeline_chart-tiny-llama" in md
     chart = md.index("metrics_series_chart-tiny-llama")
     assert md.index("request_timeline_chart-tiny-llama") < chart        # beside the point's timeline
-    csv = next((tmp / "data" / "docs" / "assets" / "charts" / "part-one-gpu").glob("metrics_series_chart-*.csv"))
-    lines = csv.read_text().splitlines()
-    assert len(lines) == 1 + 10                       # the ten samples that read the engine
-    assert "long-shared__c04" in lines[1]
+    charts = tmp / "data" / "docs" / "assets" / "charts" / "part-one-gpu"
+    timeline = next(charts.glob("request_timeline_chart-*.csv")).read_text().splitlines()
+    series = next(charts.glob("metrics_series_chart-*.csv")).read_text().splitlines()
+    assert "long__c16" in timeline[1]                 # the timeline's point: the most users
+    assert len(series) == 1 + 6 and all("long__c16" in line for line in series[1:])
+    header = series[0].split(",")
+    waiting = [float(line.split(",")[header.index("waiting")]) for line in series[1:]]
+    assert waiting == [0, 4, 8, 12, 4, 0]             # the queue that builds
+    # the capacity-limited table says what /metrics saw: the point at sixteen users queued
+    queueing = md[md.index("By the engine"):].split("\n\n", 1)[0]
+    assert "| queued |" in queueing.replace("&#32;", " ")
     stall = facts[STALL_FACT]
     assert stall["value"] == pytest.approx(3.0) and stall["source_line"] is None
     assert STALL_FACT.split("--")[0] in md and "Stalled" in md
@@ -241,3 +266,7 @@ def test_trace_prints_the_stall_facts_chain(rendered):
     assert "columns.yaml (metrics_stalled_s)" in out.stdout
     assert "point_metrics_summary" in out.stdout and "long-shared__c04" in out.stdout
     assert f"run       data/runs/{RUN}" in out.stdout and "stage     derive" in out.stdout
+    verify = subprocess.run([sys.executable, "-m", "stages.cli", "trace", "--verify", STALL_FACT, "--root",
+                             str(tmp)], cwd=tmp, capture_output=True, text=True, timeout=300,
+                            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp)})
+    assert verify.returncode == 0 and "verify    OK: matches" in verify.stdout, verify.stdout + verify.stderr

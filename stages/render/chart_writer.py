@@ -82,10 +82,14 @@ def cache_key(spec_json: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _code_version() -> str:
-    """What a chart's spec depends on besides its rows: the chart functions' source and Altair."""
+    """What a chart's spec depends on besides its rows: the chart functions' source (charts.py and
+    each module that registers charts beside it) and Altair."""
     import altair
 
-    source = Path(chart_lib.__file__).read_bytes()
+    from stages.render import charts_pareto
+
+    source = b"".join(Path(module.__file__).read_bytes()
+                      for module in (chart_lib, charts_pareto, charts_requests, charts_metrics))
     return hashlib.sha256(source + altair.__version__.encode()).hexdigest()
 
 

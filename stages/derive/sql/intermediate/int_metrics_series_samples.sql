@@ -9,7 +9,8 @@
 --   generation   vllm:generation_tokens_total     sglang:generation_tokens_total    (counter)
 -- *_line: the line of the value where one line holds it (one engine); else the sample's `@` line.
 -- zero_s: the point's clock origin, the file's `# requests_start=` (first such line), else its
--- first sample's time. A sample whose scrape failed has its error and no figures.
+-- first sample's time. A sample whose scrape failed has its error and no figures. Requests and
+-- preemptions are whole numbers (exposed as 4.0); the token counters and KV usage are kept as read.
 with lines as (
     select * from stg_metrics_series
 ),
@@ -85,11 +86,11 @@ final as (
                                                                               as zero_s,
         o.requests_start_s,
         o.requests_end_s,
-        case when h.error is null then s.running end                          as running,
-        case when h.error is null then s.waiting end                          as waiting,
+        case when h.error is null then round(s.running)::bigint end           as running,
+        case when h.error is null then round(s.waiting)::bigint end           as waiting,
         case when h.error is null
              then 100.0 * coalesce(s.kv_usage, s.kv_usage_old) end            as kv_usage_pct,
-        case when h.error is null then s.preemptions_total end                as preemptions_total,
+        case when h.error is null then round(s.preemptions_total)::bigint end as preemptions_total,
         case when h.error is null then s.prompt_tokens_total end              as prompt_tokens_total,
         case when h.error is null then s.generation_tokens_total end          as generation_tokens_total,
         case when s.running_lines = 1 then s.running_value_line else h.source_line end as running_line,
