@@ -159,6 +159,8 @@ def test_series_figures_second_by_second(campaign):
     assert [r["preemptions"] for r in got] == [0, 0, 0, 0, 0, 0, 0, None, 1, 1, 1]
     assert got[9]["kv_usage_pct"] == pytest.approx(50.0)
     assert got[7]["error"] == "connection refused" and got[7]["kv_usage_pct"] is None
+    assert (got[7]["running_line"], got[7]["waiting_line"], got[7]["kv_line"]) == (None, None, None)
+    assert got[8]["waiting_line"] == got[8]["source_line"] + 2      # the sample's waiting line
     assert (got[0]["workload"], got[0]["concurrency"]) == ("long-shared", 4)
 
 

@@ -7,7 +7,8 @@
 --   preemptions  vllm:num_preemptions_total       sglang:num_retracted_reqs_total   (counter)
 --   prompt       vllm:prompt_tokens_total         sglang:prompt_tokens_total        (counter)
 --   generation   vllm:generation_tokens_total     sglang:generation_tokens_total    (counter)
--- *_line: the line of the value where one line holds it (one engine); else the sample's `@` line.
+-- *_line: the line of the value where one line holds it (one engine); else the sample's `@` line;
+-- null where the sample has no such value.
 -- zero_s: the point's clock origin, the file's `# requests_start=` (first such line), else its
 -- first sample's time. A sample whose scrape failed has its error and no figures. Requests and
 -- preemptions are whole numbers (exposed as 4.0); the token counters and KV usage are kept as read.
@@ -93,11 +94,18 @@ final as (
         case when h.error is null then round(s.preemptions_total)::bigint end as preemptions_total,
         case when h.error is null then s.prompt_tokens_total end              as prompt_tokens_total,
         case when h.error is null then s.generation_tokens_total end          as generation_tokens_total,
-        case when s.running_lines = 1 then s.running_value_line else h.source_line end as running_line,
-        case when s.waiting_lines = 1 then s.waiting_value_line else h.source_line end as waiting_line,
         case
+            when h.error is not null or s.running is null then null
+            when s.running_lines = 1 then s.running_value_line else h.source_line
+        end                                                                   as running_line,
+        case
+            when h.error is not null or s.waiting is null then null
+            when s.waiting_lines = 1 then s.waiting_value_line else h.source_line
+        end                                                                   as waiting_line,
+        case
+            when h.error is not null then null
             when s.kv_usage is not null then (case when s.kv_lines = 1 then s.kv_value_line else h.source_line end)
-            else (case when s.kv_old_lines = 1 then s.kv_old_value_line else h.source_line end)
+            when s.kv_usage_old is not null then (case when s.kv_old_lines = 1 then s.kv_old_value_line else h.source_line end)
         end                                                                   as kv_line
     from headers as h
     left join per_sample as s
