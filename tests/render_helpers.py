@@ -339,8 +339,8 @@ def build_campaign(root: Path) -> Path:
 
 def add_later_columns(con) -> None:
     """The columns and tables the public tables gained after the hand-written ones above, as
-    derive makes them: every point's TPOT from its requests' latencies, and nothing left out of
-    the setups' comparison."""
+    derive makes them: every point's TPOT from its requests' latencies, nothing left out of
+    the setups' comparison, and no /metrics series sampled."""
     for table, column, kind, default in (
             ("bench_points", "tpot_from", "varchar", "'latencies'"),
             ("bench_requests", "tpot_from", "varchar", "'latencies'"),
@@ -363,6 +363,19 @@ def add_later_columns(con) -> None:
     con.execute("create table if not exists pareto_left_out (run_id varchar, point_id varchar,"
                 " workload varchar, concurrency integer, repeat integer, spec varchar, model varchar,"
                 " setup varchar, gpu_set varchar, reason varchar, source_file varchar, source_line integer)")
+    con.execute("create table if not exists point_metrics_series (run_id varchar, point_id varchar,"
+                " workload varchar, concurrency integer, repeat integer, sample_idx integer,"
+                " sampled_at timestamptz, seconds double, running bigint, waiting bigint,"
+                " kv_usage_pct double, gen_tok_s double, prompt_tok_s double, preemptions bigint,"
+                " generation_tokens_total double, error varchar, source_file varchar, source_line integer,"
+                " running_line integer, waiting_line integer, kv_line integer)")
+    con.execute("create table if not exists point_metrics_summary (run_id varchar, point_id varchar,"
+                " workload varchar, concurrency integer, repeat integer, samples bigint, error_samples bigint,"
+                " readings bigint, running_max bigint, waiting_max bigint, kv_usage_max_pct double,"
+                " preemptions bigint, stalled_s double, gen_tok_s_while_running double, queued boolean,"
+                " preempted boolean, interval_ms double, sampler_exit varchar, source_file varchar,"
+                " source_line integer, waiting_source_file varchar, waiting_source_line integer,"
+                " kv_source_file varchar, kv_source_line integer)")
 
 
 def render_kwargs(root: Path, **extra) -> dict:

@@ -519,7 +519,7 @@ def test_point_without_gate_is_provisional(built):
 def test_outputs_summary_csv_and_metrics(built):
     summary, out = built
     assert summary == {"runs": 4, "launches": 4, "launch_log_facts": 9, "launch_changes": 1,
-                       "point_engine_stats": 0, "run_events": 0, "gates": 2, "gate_probes": 4, "bench_requests": 14,
+                       "point_engine_stats": 0, "point_metrics_series": 0, "point_metrics_summary": 0, "run_events": 0, "gates": 2, "gate_probes": 4, "bench_requests": 14,
                        "bench_points": 3, "point_repeats": 3, "invalid_rows": 8, "sequences_fit": 9, "turn_requests": 0,
                        "ramp_turns": 0, "agent_runs": 0, "ingest_errors": 1, "quarantine": 0, "nodes": 0, "node_gpus": 0, "node_topology": 0, "node_p2p": 0,
                        "node_allreduce": 0, "node_allreduce_peak": 0, "point_gpu_energy": 0,

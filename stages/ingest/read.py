@@ -14,7 +14,12 @@ import numpy as np
 from stages.core import rawfile
 from stages.core.provenance import IMPORT_RECORD, PROFILE_FOLDER
 from stages.ingest.parsers import bench_json, cmd as cmd_parser, gpu_samples, metrics, lines, run_files, turns
+<<<<<<< HEAD
 from stages.ingest.parsers import profile_trace, tools as bench_tools
+=======
+from stages.ingest.parsers import metrics_series
+from stages.ingest.parsers import tools as bench_tools
+>>>>>>> wt-series
 from stages.ingest.parsers.tools.common import Siblings
 from stages.core.rawfile import Refused
 from stages.core.secrets import REDACTED, SECRET_FLAGS, is_secret_name
@@ -90,7 +95,9 @@ def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> 
     bench = frozenset(n for n in names if n.startswith("bench/"))
     for name in sorted(bench):
         folder_of, _, base = name.rpartition("/")
-        if METRICS_MARK in base and base.endswith(".txt"):
+        if metrics_series.is_series_file(name):     # before the result readers, which know it not
+            guard(name, _read_metrics_series)
+        elif METRICS_MARK in base and base.endswith(".txt"):
             guard(name, _read_metrics)
         elif not _plain(base).endswith(BENCH_SIDE_FILES):
             beside = [n for n in bench if n.rpartition("/")[0] == folder_of and n != name]
@@ -371,6 +378,15 @@ def _read_metrics(folder: Path, name: str, rows: FolderRows, source: str) -> Non
             "value": np.array(samples.values, dtype=np.float64),
             "source_line": np.array(samples.lines, dtype=np.int64)})
     rows.add_errors(source, errors)
+
+
+def _read_metrics_series(folder: Path, name: str, rows: FolderRows, source: str) -> None:
+    point_id = metrics_series.point_of(name)
+    parsed = metrics_series.parse_series_file(rawfile.read_raw(folder, name, rawfile.RESULT_BYTES))
+    for key, value, line in parsed.settings:
+        rows.add("raw_metrics_series_settings", source, line, point_id=point_id, key=key, value=value)
+    rows.add_all("raw_metrics_series", source, ({**s, "point_id": point_id} for s in parsed.samples))
+    rows.add_errors(source, parsed.errors)
 
 
 def _read_gpu_samples(folder: Path, name: str, rows: FolderRows, source: str) -> None:

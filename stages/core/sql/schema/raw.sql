@@ -317,6 +317,34 @@ create table if not exists raw_gpu_samples (
     source_line         integer not null
 );
 
+-- bench/<point_id>.metrics-series.txt, the engine's /metrics scraped every interval around a
+-- benchmark point (or multi-turn workload): one row per sample's `@ <epoch seconds>` line (name
+-- null; error holds what the line says after the time, e.g. `connection refused`), and one row
+-- per exposition line of that sample (name, labels, value as exposed).
+create table if not exists raw_metrics_series (
+    run_id      varchar not null,
+    point_id    varchar not null,          -- the file's name without .metrics-series.txt
+    sample_idx  integer not null,          -- 0-based, in the file's order
+    t_s         double,                    -- the sample's time, epoch seconds (UTC)
+    name        varchar,                   -- null on the sample's `@` line
+    labels      varchar,                   -- the label set as written, without braces
+    value       double,
+    error       varchar,                   -- on the `@` line: why the scrape failed; else null
+    source_file varchar not null,
+    source_line integer not null
+);
+
+-- The `# key=value` lines of a metrics series file: point, url, interval_ms, clock before the
+-- samples; requests_start, requests_end (epoch seconds), samples, sampler_exit after them.
+create table if not exists raw_metrics_series_settings (
+    run_id      varchar not null,
+    point_id    varchar not null,
+    key         varchar not null,
+    value       varchar,
+    source_file varchar not null,
+    source_line integer not null
+);
+
 -- ---------------------------------------------------------------- ingest records
 -- What ingest records of its own reading, beside what the folders hold.
 
