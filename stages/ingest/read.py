@@ -14,12 +14,7 @@ import numpy as np
 from stages.core import rawfile
 from stages.core.provenance import IMPORT_RECORD, PROFILE_FOLDER
 from stages.ingest.parsers import bench_json, cmd as cmd_parser, gpu_samples, metrics, lines, run_files, turns
-<<<<<<< HEAD
-from stages.ingest.parsers import profile_trace, tools as bench_tools
-=======
-from stages.ingest.parsers import metrics_series
-from stages.ingest.parsers import tools as bench_tools
->>>>>>> wt-series
+from stages.ingest.parsers import metrics_series, profile_trace, tools as bench_tools
 from stages.ingest.parsers.tools.common import Siblings
 from stages.core.rawfile import Refused
 from stages.core.secrets import REDACTED, SECRET_FLAGS, is_secret_name
