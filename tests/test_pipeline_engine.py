@@ -98,6 +98,12 @@ def test_repro_runs_the_engine_and_builds_the_site(project: Path):
         assert sum(line.startswith("@ ") for line in series) >= 1
         assert any(line.startswith("vllm:num_requests_running{") for line in series)
         assert not any(line.startswith("# HELP") for line in series)
+    # the profiled point (chat's `profile: [4]`): the engine's trace moved into profile/, named
+    # after the point, and nothing left in the profiler's scratch folder
+    traces = sorted(p.name for p in (folder / "profile").iterdir())
+    assert traces and all(t.startswith("chat__c04.") and t.endswith(".pt.trace.json.gz") for t in traces)
+    assert launch["profile"] == "chat__c04 " + " ".join(f"profile/{t}" for t in traces)
+    assert "profile_error" not in launch
     assert not engine_processes(range(8019, 8020))      # nothing left running
 
     with duckdb.connect(str(project / "data" / "campaign.duckdb"), read_only=True) as db:
@@ -108,6 +114,8 @@ def test_repro_runs_the_engine_and_builds_the_site(project: Path):
         turns = db.sql("select turn, answered, needle_found, context_tokens, cache_hit_pct "
                        "from ramp_turns order by turn").fetchall()
         agents = db.sql("select sessions, sent, completed from agent_runs").fetchall()
+        profiled = db.sql("select point_id, sum(share_pct), sum(events) from point_profile "
+                          "group by point_id").fetchall()
     ramp = [t[:3] for t in turns]
     contexts = [t[3] for t in turns]
     cached = [t[4] for t in turns]
@@ -120,6 +128,8 @@ def test_repro_runs_the_engine_and_builds_the_site(project: Path):
     assert 400 < contexts[0] < contexts[1] < contexts[2] <= 2048 + 64   # the conversation grew
     assert cached[0] == 0 and all(c > 30 for c in cached[1:])   # later turns re-read from cache
     assert agents == [(2, 4, 4)]
+    assert [(p, round(share, 6)) for p, share, _ in profiled] == [("chat__c04", 100.0)]
+    assert profiled[0][2] > 100                           # the CPU engine's operators, counted
     assert (project / "data" / "site" / "index.html").exists()
 
     again = sh("dvc", "repro", cwd=project).stdout

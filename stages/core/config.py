@@ -323,6 +323,9 @@ def _check_workload(name: Any, w: Any, where: str) -> list[str]:
         problems.append(f"{where}.prompts_per_user must be a positive integer, not {w['prompts_per_user']!r}")
     if "repeats" in w and not _positive_int(w["repeats"]):
         problems.append(f"{where}.repeats must be a positive integer, not {w['repeats']!r}")
+    flag = w.get("profile", False)      # stages/run/profiler.py: true, or the concurrencies profiled
+    if not (isinstance(flag, bool) or (isinstance(flag, list) and flag and all(map(_positive_int, flag)))):
+        problems.append(f"{where}.profile must be true, false or a list of concurrencies, not {flag!r}")
     levels = w.get("concurrency")
     if not isinstance(levels, list) or not levels:
         problems.append(f"{where}.concurrency must be a list of positive integers, not {levels!r}")

@@ -95,7 +95,7 @@ class LocalExecutor:
         return version[0] if done.returncode == 0 and version else None
 
     def launch(self, *, run_id: str, engine: str, model_path: str, args: dict, env: dict,
-               port: int, gpus: list[int] | None = None) -> Launch:
+               port: int, gpus: list[int] | None = None, writable: tuple[Path, ...] = ()) -> Launch:
         if engine != "vllm":
             raise CampaignError(f"the local executor runs vllm only, not {engine!r}")
         argv = [self.python, "-m", "vllm.entrypoints.openai.api_server",
@@ -143,7 +143,7 @@ class DockerExecutor:
         self.docker = docker_bin
 
     def launch(self, *, run_id: str, engine: str, model_path: str, args: dict, env: dict,
-               port: int, gpus: list[int] | None = None) -> Launch:
+               port: int, gpus: list[int] | None = None, writable: tuple[Path, ...] = ()) -> Launch:
         if engine not in self.ENTRYPOINTS:
             raise CampaignError(f"the docker executor runs {', '.join(self.ENTRYPOINTS)}, not {engine!r}")
         entry, head = self.ENTRYPOINTS[engine]
@@ -153,6 +153,8 @@ class DockerExecutor:
                  "--network", "host"]
         for mount in self.cfg.get("mounts") or []:
             argv += ["-v", f"{mount}:{mount}:ro"]        # model folders, read-only
+        for folder in writable:                          # where the engine writes (its profiler)
+            argv += ["-v", f"{folder.resolve()}:{folder.resolve()}"]
         for k, v in sorted((env or {}).items()):
             argv += ["-e", f"{k}={v}"]
         argv += [str(a) for a in self.cfg.get("extra_args") or []]
@@ -206,12 +208,13 @@ class ContainerStepExecutor:
         self.srun = srun_bin
 
     def launch(self, *, run_id: str, engine: str, model_path: str, args: dict, env: dict,
-               port: int, gpus: list[int] | None = None) -> Launch:
+               port: int, gpus: list[int] | None = None, writable: tuple[Path, ...] = ()) -> Launch:
         if engine not in self.COMMANDS:
             raise CampaignError(f"the container launcher runs {', '.join(self.COMMANDS)}, not {engine!r}")
         argv = [self.srun, "--ntasks=1", f"--job-name={run_id}", f"--container-image={self.image}",
                 "--no-container-mount-home"]
         mounts = [f"{m}:{m}:ro" for m in self.cfg.get("mounts") or []]     # model folders, read-only
+        mounts += [f"{f.resolve()}:{f.resolve()}" for f in writable]     # where the engine writes
         argv += [f"--container-mounts={','.join(mounts)}"] if mounts else []
         argv += [str(a) for a in self.cfg.get("extra_args") or []]
         argv += self.COMMANDS[engine](model_path, port) + flag_args(args)

@@ -29,6 +29,7 @@ from stages.run import gpu_sampler
 from stages.run import metrics_sampler
 from stages.run import multiturn
 from stages.run import needle
+from stages.run import profiler
 from stages.core.config import (SAFE_NAME, CampaignError, Paths, ctx_label, max_context,
                                 profile as active_profile, profile_workloads)
 from stages.core.config import spec as get_spec
@@ -208,15 +209,22 @@ def run(*, spec_name: str, params: dict, paths: Paths,
     run_id = run_id or make_run_id(model=spec["model"], layout=spec["layout"],
                                    max_model_len=max_model_len, engine=engine_name, now=started)
     env = {**(prof.get("env") or {}), **(spec.get("env") or {})}
+    profiled = profiler.settings(prof) if profiler.wanted(sweeps) else None
+    writable, engine_args = (), args
+    if profiled is not None:        # the engine's profiler armed, writing into the run folder
+        writable = (profiler.scratch(paths.runs / run_id),)
+        more_args, more_env = profiler.launch_additions(engine_name, writable[0], profiled)
+        engine_args, env = {**args, **more_args}, {**env, **more_env}
     if port == "auto":      # jobs sharing a node start from different ports: their ids differ
         port = free_port(int(prof["port"]) + (int(job["job_id"]) % 100 if job else 0))
     port = int(port if port is not None else prof["port"])     # the scheduler's slot, or the profile's
     env, launch_args = internal_ports(engine_name, port=port, base_port=int(prof["port"]), env=env,
-                                      args=args)
+                                      args=engine_args)
     # Inside a Slurm job a local engine sees the job's GPUs as Slurm numbered them for it.
     launch_gpus = None if in_slurm and executor.name != "docker" else gpu_set
     launch = executor.launch(run_id=run_id, engine=engine_name, model_path=model_path,
-                             args=launch_args, env=env, port=port, gpus=launch_gpus)
+                             args=launch_args, env=env, port=port, gpus=launch_gpus,
+                             writable=writable)
     if dry_run:
         return launch
     if not (paths.root / model_path).exists():
@@ -246,6 +254,8 @@ def run(*, spec_name: str, params: dict, paths: Paths,
         "node": {"cpus": os.cpu_count(), "machine": platform.machine(), "system": platform.system()},
         "started_at": iso(started),
     }
+    for scratch in writable:
+        scratch.mkdir(parents=True)
     (folder / "meta.json").open("x").write(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     (folder / "cmd.sh").open("x").write(launch.script(f"engine command of run {run_id}, run from the project root"))
     out = LaunchOut(folder / "launch.out")
@@ -283,7 +293,8 @@ def run(*, spec_name: str, params: dict, paths: Paths,
             with httpx.Client(timeout=30.0) as client:
                 steps = _steps(sweeps, conversations, base_url=eng.base_url, model=model_path,
                                tokenizer_file=tokenizer_file, folder=folder, run_id=run_id,
-                               client=client, engine=engine_name, alive=eng.alive, say=say)
+                               client=client, engine=engine_name, alive=eng.alive, say=say,
+                               profiled=profiled, note=lambda k, v: out.add(**{k: v}))
                 _benchmark(steps, eng, out, interrupts, client, engine_name, say, tally,
                            sample=lambda name: _sampling(
                                gpu_sampler.sampling(folder, name, gpu_set, sampler),
@@ -296,6 +307,8 @@ def run(*, spec_name: str, params: dict, paths: Paths,
         raise
     finally:
         out.add(points=tally.done, run_status=run_status, finished_at=iso(utc_now()))
+        for scratch in writable:        # the profiler's scratch folder, empty unless a point failed
+            profiler.tidy(scratch)
         if not in_slurm:        # the Slurm submitter seals it once it has Slurm's record
             seal(folder)
     say(f"done: {tally.done} benchmark points, run {run_status}")
@@ -314,15 +327,24 @@ class Step:
 
 def _steps(sweeps: dict, conversations: list[multiturn.Workload], *, base_url: str, model: str,
            tokenizer_file: Path, folder: Path, run_id: str, client: httpx.Client, engine: str,
-           alive: Callable[[], bool], say: Callable[[str], None]) -> list[Step]:
-    """Every sweep point (`vllm bench serve`), then every multi-turn workload, in params order."""
+           alive: Callable[[], bool], say: Callable[[str], None],
+           profiled: profiler.Settings | None = None,
+           note: Callable[[str, str], None] = lambda k, v: None) -> list[Step]:
+    """Every sweep point (`vllm bench serve`), then every multi-turn workload, in params order.
+    A point its workload asks to profile runs inside the engine's profiler (`profiled`: the
+    profile's settings, None where no workload asks); `note(key, value)` records what it kept."""
     def point(p: bench.Point) -> Step:
+        profile = profiled is not None and profiler.profiles(sweeps[p.workload], p.concurrency)
+
         def go(window) -> None:
-            bench.run_point(p, base_url=base_url, model=model, tokenizer=model,
-                            bench_dir=folder / "bench", run_id=run_id, client=client, engine=engine,
-                            window=window)
+            with (profiler.profiling(client, base_url, engine, folder, p.point_id, profiled, note)
+                  if profile else contextlib.nullcontext()):
+                bench.run_point(p, base_url=base_url, model=model, tokenizer=model,
+                                bench_dir=folder / "bench", run_id=run_id, client=client,
+                                engine=engine, window=window)
         return Step(p.point_id, f"bench {p.point_id}: {p.num_prompts} prompts of {p.prompt_tokens} "
-                                f"tokens at concurrency {p.concurrency}", go)
+                                f"tokens at concurrency {p.concurrency}"
+                                + (", profiled" if profile else ""), go)
 
     def conversation(w: multiturn.Workload) -> Step:
         def go(window) -> str | None:

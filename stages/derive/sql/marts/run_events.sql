@@ -1,6 +1,8 @@
 -- What happened to each run, one row per launch.out line that records something going wrong:
 --   point_error=<point_id> <ExceptionType>: <message>  -> point_failed (the point in flight)
 --   point_skipped=<point_id> <why>                     -> point_skipped
+--   profile_error=<point_id> <why>                     -> profile_failed (the point ran, its
+--                                                         profiler trace is missing or not kept)
 --   run_status=interrupted | engine_died | failed      -> run_interrupted | engine_died | run_failed
 --   error=<message> (or status=failed without one)     -> launch_failed
 -- run_status=failed after a launch that failed is the same event as launch_failed and is not
@@ -24,14 +26,16 @@ points_written as (
 point_lines as (
     select
         run_id,
-        case launch_key when 'point_error' then 'point_failed' else 'point_skipped' end as event,
+        case launch_key when 'point_error' then 'point_failed'
+                        when 'profile_error' then 'profile_failed'
+                        else 'point_skipped' end                                     as event,
         nullif(split_part(launch_value, ' ', 1), '')                                 as point_id,
         nullif(trim(substr(launch_value, length(split_part(launch_value, ' ', 1)) + 1)), '')
                                                                                      as detail,
         source_file,
         source_line
     from launch_out
-    where launch_key in ('point_error', 'point_skipped')
+    where launch_key in ('point_error', 'point_skipped', 'profile_error')
 ),
 
 launch_failures as (

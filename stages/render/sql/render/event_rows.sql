@@ -8,6 +8,7 @@ with final as (
         case e.event
             when 'point_failed' then 'point failed'
             when 'point_skipped' then 'point skipped'
+            when 'profile_failed' then 'profile not kept'
             when 'run_interrupted' then 'run interrupted'
             when 'engine_died' then 'engine died'
             when 'run_failed' then 'run failed'
