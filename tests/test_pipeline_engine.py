@@ -100,9 +100,12 @@ def test_repro_runs_the_engine_and_builds_the_site(project: Path):
         assert not any(line.startswith("# HELP") for line in series)
     # the profiled point (chat's `profile: [4]`): the engine's trace moved into profile/, named
     # after the point, and nothing left in the profiler's scratch folder
-    traces = sorted(p.name for p in (folder / "profile").iterdir())
-    assert traces and all(t.startswith("chat__c04.") and t.endswith(".pt.trace.json.gz") for t in traces)
-    assert launch["profile"] == "chat__c04 " + " ".join(f"profile/{t}" for t in traces)
+    # (and the CPU worker's table of operator totals beside its trace)
+    kept = sorted(p.name for p in (folder / "profile").iterdir())
+    traces = [k for k in kept if k.endswith(".pt.trace.json.gz")]
+    assert traces and all(k.startswith("chat__c04.rank0.") for k in kept)
+    assert [k for k in kept if k not in traces] == ["chat__c04.rank0.profiler_out.txt"]
+    assert launch["profile"] == "chat__c04 " + " ".join(f"profile/{k}" for k in kept)
     assert "profile_error" not in launch
     assert not engine_processes(range(8019, 8020))      # nothing left running
 

@@ -48,15 +48,24 @@ def test_params_refuse_a_bad_profile_flag():
 def test_vllm_starts_armed_with_its_window_and_sglang_through_its_environment(tmp_path):
     args, env = profiler.launch_additions("vllm", tmp_path / "s", profiler.Settings(2, 16, 64))
     config = json.loads(args["--profiler-config"])
-    assert config == {"profiler": "torch", "torch_profiler_dir": str((tmp_path / "s").resolve()),
+    assert config == {"profiler": "torch", "torch_profiler_dir": str(tmp_path / "s"),
                       "torch_profiler_with_stack": False, "ignore_frontend": True,
+                      "torch_profiler_dump_cuda_time_total": False,
                       "delay_iterations": 2, "max_iterations": 16}
     assert env == {}
     args, env = profiler.launch_additions("sglang", tmp_path / "s", CFG)
-    assert args == {} and env == {"SGLANG_TORCH_PROFILER_DIR": str((tmp_path / "s").resolve())}
+    assert args == {} and env == {"SGLANG_TORCH_PROFILER_DIR": str(tmp_path / "s")}
     body = profiler.start_body("sglang", tmp_path / "s", profiler.Settings(2, 16, 64))
     assert body["num_steps"] == 16 and body["start_step"] == 2 and body["output_dir"].endswith("/s")
     assert profiler.start_body("vllm", tmp_path / "s", CFG) is None
+
+
+def test_a_local_engine_is_told_its_scratch_folder_from_the_project_root(tmp_path):
+    scratch = (tmp_path / "data" / "runs" / "r" / "profile" / ".engine").resolve()
+    assert profiler.engine_path(scratch, tmp_path, "local") == Path("data/runs/r/profile/.engine")
+    assert profiler.engine_path(scratch, tmp_path, "docker") == scratch
+    elsewhere = Path("/srv/runs/r/profile/.engine")
+    assert profiler.engine_path(elsewhere, tmp_path, "local") == elsewhere
 
 
 def test_containers_mount_the_scratch_folder_writable(tmp_path):
@@ -92,19 +101,22 @@ def test_a_profiled_point_keeps_each_workers_trace_named_after_it(tmp_path, monk
     scratch.mkdir(parents=True)
     trace = (FIXTURES / "cpu_tiny_llama.pt.trace.json.gz").read_bytes()
     calls, client = engine_writes(scratch, {"rank0.1.pt.trace.json.gz": trace,
-                                            "rank1.1.pt.trace.json.gz": trace})
+                                            "rank1.1.pt.trace.json.gz": trace,
+                                            "rank0.profiler_out.txt": b"Name Self CPU %\n"})
     notes, ran = [], []
     with profiler.profiling(client, "http://e", "vllm", folder, "chat__c04", CFG,
                             lambda k, v: notes.append((k, v))):
         ran.append(True)
     assert [c[0] for c in calls] == ["/start_profile", "/stop_profile"] and ran
     kept = sorted(p.name for p in (folder / "profile").iterdir() if p.is_file())
-    assert kept == ["chat__c04.rank0.1.pt.trace.json.gz", "chat__c04.rank1.1.pt.trace.json.gz"]
+    assert kept == ["chat__c04.rank0.1.pt.trace.json.gz", "chat__c04.rank0.profiler_out.txt",
+                    "chat__c04.rank1.1.pt.trace.json.gz"]
     assert notes == [("profile", "chat__c04 profile/chat__c04.rank0.1.pt.trace.json.gz "
+                                 "profile/chat__c04.rank0.profiler_out.txt "
                                  "profile/chat__c04.rank1.1.pt.trace.json.gz")]
     assert list(scratch.iterdir()) == []
     # what ingest reads: each kept file is a trace of the point, the fixture's split unchanged
-    for name in kept:
+    for name in (k for k in kept if not k.endswith(".txt")):
         assert profile_trace.is_trace_file(name)
         split = profile_trace.read_profile_trace(folder / "profile", name)
         assert not split.errors and round(sum(split.share(k) for k in profile_trace.KINDS), 6) == 100

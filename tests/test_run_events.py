@@ -39,6 +39,19 @@ def test_failed_and_skipped_points_then_a_dead_engine(tmp_path):
     ]
 
 
+def test_a_profiled_point_whose_trace_was_not_kept_is_an_event_and_a_kept_one_is_not(tmp_path):
+    got = events_for(tmp_path, _lines(
+        BIG,
+        ("status", "ready"),
+        ("profile", "long__c01 profile/long__c01.rank0.1.pt.trace.json.gz"),
+        ("profile_error", "long__c16 rank0.2.pt.trace.json.gz: 90000000 bytes, over max_trace_mb 64; not kept"),
+        ("points", "2"), ("run_status", "complete"),
+    ))
+    assert got == [{"run_id": BIG, "event": "profile_failed", "point_id": "long__c16",
+                    "detail": "rank0.2.pt.trace.json.gz: 90000000 bytes, over max_trace_mb 64; not kept",
+                    "source_line": 3}]
+
+
 def test_launch_failure_is_one_event_quoting_the_error_line(tmp_path):
     got = events_for(tmp_path, _lines(
         BIG_OLD,

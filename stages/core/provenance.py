@@ -24,6 +24,9 @@ GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX = "gpu", ".csv"
 # The engine profiler's trace of a profiled point: profile/<point_id>.<anything>.pt.trace.json.gz
 # (one file per worker), read by ingest (stages/ingest/parsers/profile_trace.py).
 PROFILE_FOLDER = "profile"
+# Beside a CPU engine's trace, vLLM's profiler writes its table of operator totals made from it
+# (<worker>.profiler_out.txt): kept as the engine wrote it, read by no one.
+PROFILE_TABLE_SUFFIX = ".profiler_out.txt"
 # The /metrics sampler's file of a benchmark point (or multi-turn workload): bench/<point_id> with
 # this suffix (the run stage writes it, ingest reads it).
 METRICS_SERIES_SUFFIX = ".metrics-series.txt"

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from stages.core import rawfile
-from stages.core.provenance import IMPORT_RECORD, PROFILE_FOLDER
+from stages.core.provenance import IMPORT_RECORD, PROFILE_FOLDER, PROFILE_TABLE_SUFFIX
 from stages.ingest.parsers import bench_json, cmd as cmd_parser, gpu_samples, metrics, lines, run_files, turns
 from stages.ingest.parsers import metrics_series, profile_trace, tools as bench_tools
 from stages.ingest.parsers.tools.common import Siblings
@@ -315,7 +315,8 @@ def _known(name: str, bench: frozenset[str]) -> bool:
     """A file some reader above takes, or one a run writes that ingest has no use for."""
     plain = _plain(name)
     return (plain in KNOWN_FILES or name in bench or turns.is_turns_log(plain)
-            or gpu_samples.is_sampler_file(name) or _is_profile(name))
+            or gpu_samples.is_sampler_file(name) or _is_profile(name)
+            or (name.startswith(f"{PROFILE_FOLDER}/") and name.endswith(PROFILE_TABLE_SUFFIX)))
 
 
 def _is_profile(name: str) -> bool:

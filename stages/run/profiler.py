@@ -16,7 +16,8 @@ into the run folder as
 
     profile/<point_id>.<the engine's file name, ending .pt.trace.json.gz>
 
-where ingest reads them (stages/ingest/parsers/profile_trace.py). A file over `max_trace_mb` is
+where ingest reads them (stages/ingest/parsers/profile_trace.py); a CPU worker's table of operator
+totals beside its trace (`<worker>.profiler_out.txt`) is kept the same way. A file over `max_trace_mb` is
 not kept, and launch.out says so; so does a profiler that would not start or stop. Nothing here
 fails the point: a point without its trace is still a measured point.
 
@@ -35,7 +36,7 @@ from typing import Callable, Iterator
 import httpx
 
 from stages.core.config import CampaignError
-from stages.core.provenance import PROFILE_FOLDER
+from stages.core.provenance import PROFILE_FOLDER, PROFILE_TABLE_SUFFIX
 
 SETTING = "profiler"                  # the profile's key
 WORKLOAD_KEY = "profile"              # a workload's key: true, or a list of concurrencies
@@ -86,15 +87,28 @@ def scratch(folder: Path) -> Path:
     return folder / PROFILE_FOLDER / ENGINE_FOLDER
 
 
+def engine_path(scratch_dir: Path, root: Path, executor: str) -> Path:
+    """The scratch folder as the engine is told it: relative to the project root for a local
+    engine (whose working folder that is), absolute for a container's mount."""
+    root = root.resolve()
+    if executor == "local" and scratch_dir.is_relative_to(root):
+        return scratch_dir.relative_to(root)
+    return scratch_dir
+
+
 def launch_additions(engine: str, scratch_dir: Path, cfg: Settings) -> tuple[dict, dict]:
-    """(args, env) to add to the engine's launch so that its profiler writes into `scratch_dir`."""
+    """(args, env) to add to the engine's launch so that its profiler writes into `scratch_dir`
+    (as the engine sees it: see engine_path)."""
     if engine == "vllm":
-        config = {"profiler": "torch", "torch_profiler_dir": str(scratch_dir.resolve()),
+        config = {"profiler": "torch", "torch_profiler_dir": str(scratch_dir),
                   "torch_profiler_with_stack": False, "ignore_frontend": True,
+                  # a GPU worker's table of kernel totals, made from the trace (a CPU worker
+                  # writes its own regardless: kept, see collect)
+                  "torch_profiler_dump_cuda_time_total": False,
                   "delay_iterations": cfg.delay_iterations, "max_iterations": cfg.max_iterations}
         return {"--profiler-config": json.dumps(config, separators=(",", ":"), sort_keys=True)}, {}
     if engine == "sglang":
-        return {}, {"SGLANG_TORCH_PROFILER_DIR": str(scratch_dir.resolve())}
+        return {}, {"SGLANG_TORCH_PROFILER_DIR": str(scratch_dir)}
     raise CampaignError(f"no profiler known for engine {engine!r}")
 
 
@@ -154,9 +168,9 @@ def tidy(scratch_dir: Path) -> None:
 
 
 def _trace_name(name: str) -> str | None:
-    """The engine's trace file name as kept: vLLM's `*.pt.trace.json.gz` as it is, SGLang's
-    `*.trace.json.gz` with `.pt` put in; None for anything else."""
-    if name.endswith(TRACE_SUFFIX):
+    """The engine's file name as kept: vLLM's `*.pt.trace.json.gz` (and a CPU worker's table made
+    from it) as it is, SGLang's `*.trace.json.gz` with `.pt` put in; None for anything else."""
+    if name.endswith((TRACE_SUFFIX, PROFILE_TABLE_SUFFIX)):
         return name
     if name.endswith(".trace.json.gz"):
         return name.removesuffix(".trace.json.gz") + TRACE_SUFFIX

@@ -212,8 +212,9 @@ def run(*, spec_name: str, params: dict, paths: Paths,
     profiled = profiler.settings(prof) if profiler.wanted(sweeps) else None
     writable, engine_args = (), args
     if profiled is not None:        # the engine's profiler armed, writing into the run folder
-        writable = (profiler.scratch(paths.runs / run_id),)
-        more_args, more_env = profiler.launch_additions(engine_name, writable[0], profiled)
+        writable = (profiler.scratch(paths.runs / run_id).resolve(),)
+        more_args, more_env = profiler.launch_additions(
+            engine_name, profiler.engine_path(writable[0], paths.root, executor.name), profiled)
         engine_args, env = {**args, **more_args}, {**env, **more_env}
     if port == "auto":      # jobs sharing a node start from different ports: their ids differ
         port = free_port(int(prof["port"]) + (int(job["job_id"]) % 100 if job else 0))
