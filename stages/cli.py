@@ -22,6 +22,7 @@ from pathlib import Path
 import click
 
 from stages.core import locks
+from stages.core.files import divert_stderr
 from stages.core.config import CampaignError, Paths, derive_settings, load_params
 
 
@@ -145,6 +146,9 @@ def run_cmd(spec: str, dry_run: bool, gpus: str | None, port: str | None, execut
                                gpus=gpu_set, port=port_arg, run_id=run_id, executor=executor)
         run_stage.write_ledger(ledger, result, spec)
     click.echo(f"{result.run_id} {result.status} {result.run_status} points={result.points}")
+    # the benchmark client's libraries (triton's bindings) list their objects at exit: kept off
+    # the console, in the ledger beside the spec's entry
+    divert_stderr(sched.exit_log(paths.ledger, spec))
 
 
 @main.command()

@@ -114,7 +114,7 @@ def test_docker_executor_runs_the_engine_and_removes_the_container(tmp_path):
 
 
 def test_only_gpu_sets_spanning_both_quads_get_the_cross_p2p_check():
-    from stages.run.stage import spans_quads
+    from stages.run.quads import spans_quads
     assert spans_quads([0, 1, 2, 3, 4, 5, 6, 7]) and spans_quads([2, 5])
     assert not spans_quads([0, 1, 2, 3]) and not spans_quads([4, 5, 6, 7])
 

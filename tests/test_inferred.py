@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from shared_folder import REAL_LOGS
 from stages.ingest.infer import infer_run
 from stages.ingest.parsers import lines
 from stages.ingest.parsers.cmd import parse_cmd
@@ -20,7 +21,6 @@ from stages.ingest.parsers.vllm_log import parse_vllm_log
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NODE_RUNS = FIXTURES / "node_campaign" / "runs"
-SHARED_LOGS = Path(__file__).resolve().parent.parent.parent / "shared" / "real_logs"
 GLM = "glm53__tp8_dcp8__1024k__vllm__1116-062500"
 
 
@@ -85,9 +85,9 @@ def test_no_size_on_the_command_line_is_not_a_guess():
     assert "gpu_count" not in inferred("vllm serve m --max-model-len 4096\n")
 
 
-@pytest.mark.skipif(not SHARED_LOGS.is_dir(), reason="needs ../shared/real_logs")
+@pytest.mark.shared
 def test_a_published_tp8_log_alone_names_its_eight_workers_and_version():
-    facts = log_facts(SHARED_LOGS / "vllm_08_v010_tp8_vllmworker_rank_8kvlines.log")
+    facts = log_facts(REAL_LOGS / "vllm_08_v010_tp8_vllmworker_rank_8kvlines.log")
     got = inferred(None, facts)
     value, how, source, line = got["gpu_count"]
     assert value == "8" and source == "run/server.log"

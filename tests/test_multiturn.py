@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from stages.core.multiturn_shapes import workload_from_params
 from stages.run import model
 from stages.run import multiturn
 from stages.core.config import CampaignError
@@ -94,10 +95,10 @@ AGENTS = {"kind": "agents", "sessions": 3, "shared_history_tokens": 300, "turn_t
 
 
 def test_ramp_targets_grow_evenly_from_start_to_end():
-    w = multiturn.workload_from_params("ramp", {**RAMP, "turns": 5, "start_tokens": 32768, "end_tokens": 1000000})
+    w = workload_from_params("ramp", {**RAMP, "turns": 5, "start_tokens": 32768, "end_tokens": 1000000})
     assert w.targets() == [32768, 274576, 516384, 758192, 1000000]
     assert (w.point_id(3), w.log_name) == ("ramp__t03", "ramp.log")
-    a = multiturn.workload_from_params("agents", AGENTS)
+    a = workload_from_params("agents", AGENTS)
     assert (a.point_id(), a.log_name) == ("agents__s03", "agents.agents.jsonl")
 
 
@@ -110,11 +111,11 @@ def test_ramp_targets_grow_evenly_from_start_to_end():
 ])
 def test_bad_workload_params_are_one_line_errors(spec, message):
     with pytest.raises(CampaignError, match=re.escape(message)):
-        multiturn.workload_from_params("ramp", spec, max_model_len=4096)
+        workload_from_params("ramp", spec, max_model_len=4096)
 
 
 def test_ramp_grows_one_conversation_and_checks_the_needle_every_turn(engine, tmp_path, tokenizer_file):
-    w = multiturn.workload_from_params("ramp", RAMP)
+    w = workload_from_params("ramp", RAMP)
     log = multiturn.run_workload(w, base_url=engine, model="m", tokenizer_file=tokenizer_file, folder=tmp_path)
     assert (log.requests, log.failed) == (6, 0)
     rows = lines(tmp_path / "ramp.log")
@@ -142,7 +143,7 @@ def test_ramp_grows_one_conversation_and_checks_the_needle_every_turn(engine, tm
 
 def test_ramp_records_a_missed_needle_and_a_failed_turn(engine, tmp_path, tokenizer_file):
     FakeEngine.hide_code, FakeEngine.fail_turn = True, 2
-    w = multiturn.workload_from_params("ramp", {**RAMP, "sessions": 1})
+    w = workload_from_params("ramp", {**RAMP, "sessions": 1})
     log = multiturn.run_workload(w, base_url=engine, model="m", tokenizer_file=tokenizer_file, folder=tmp_path)
     assert (log.requests, log.failed) == (3, 1)
     requests = [r for r in lines(tmp_path / "ramp.log") if r["event"] == "request"]
@@ -153,7 +154,7 @@ def test_ramp_records_a_missed_needle_and_a_failed_turn(engine, tmp_path, tokeni
 
 
 def test_agents_share_a_history_and_run_their_sessions_at_once(engine, tmp_path, tokenizer_file):
-    w = multiturn.workload_from_params("agents", AGENTS)
+    w = workload_from_params("agents", AGENTS)
     multiturn.run_workload(w, base_url=engine, model="m", tokenizer_file=tokenizer_file, folder=tmp_path)
     rows = lines(tmp_path / "agents.agents.jsonl")
     requests = [r for r in rows if r["event"] == "request"]
@@ -172,7 +173,7 @@ def test_agents_share_a_history_and_run_their_sessions_at_once(engine, tmp_path,
 
 
 def test_a_server_that_is_gone_fails_each_request_with_its_error(tmp_path, tokenizer_file):
-    w = multiturn.workload_from_params("ramp", {**RAMP, "sessions": 1, "turns": 2})
+    w = workload_from_params("ramp", {**RAMP, "sessions": 1, "turns": 2})
     log = multiturn.run_workload(w, base_url="http://127.0.0.1:9", model="m", tokenizer_file=tokenizer_file,
                                  folder=tmp_path, timeout_s=5)
     requests = [r for r in lines(tmp_path / "ramp.log") if r["event"] == "request"]
@@ -183,7 +184,7 @@ def test_a_server_that_is_gone_fails_each_request_with_its_error(tmp_path, token
 
 def test_the_ramp_stops_when_the_engine_is_gone(engine, tmp_path, tokenizer_file):
     alive = iter([True, False])
-    w = multiturn.workload_from_params("ramp", {**RAMP, "sessions": 1})
+    w = workload_from_params("ramp", {**RAMP, "sessions": 1})
     log = multiturn.run_workload(w, base_url=engine, model="m", tokenizer_file=tokenizer_file, folder=tmp_path,
                                  alive=lambda: next(alive, False))
     assert log.requests == 1

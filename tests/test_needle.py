@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from stages.core.gate import gate_settings
 from stages.core.config import CampaignError, check_params
 from stages.run import model, needle
 
@@ -164,7 +165,7 @@ def test_the_node_gate_prompt_reaches_a_million_tokens_in_a_few_encodes(tokenize
             encodes.append(len(text))
             return tok.encode(text)
 
-    g = needle.Gate.from_settings(needle.gate_settings(SHIPPED, "glm53-tp8-dcp8"))
+    g = needle.Gate.from_settings(gate_settings(SHIPPED, "glm53-tp8-dcp8"))
     target = g.prompt_target(1_048_576)
     prompt, n = needle.build_prompt(tokenizer=Counting(), target_tokens=target, depth=0.5,
                                     code="4821937", seed=11)
@@ -179,12 +180,12 @@ def test_the_node_gate_prompt_reaches_a_million_tokens_in_a_few_encodes(tokenize
 def test_gate_settings_layer_profile_and_spec_over_the_defaults():
     params = copy.deepcopy(SHIPPED)
     params["specs"]["glm53-tp8-dcp8"]["gate"] = {"answer_tokens": 16384, "timeout_base_s": 600}
-    local = needle.gate_settings(params, "tiny-seqs4")
-    node = needle.gate_settings(params, "glm53-tp8-dcp8")
+    local = gate_settings(params, "tiny-seqs4")
+    node = gate_settings(params, "glm53-tp8-dcp8")
     assert local == {**params["gate"], **params["profiles"]["local-cpu"]["gate"]}
     assert node["answer_tokens"] == 16384 and node["timeout_base_s"] == 600
     assert node["min_prefill_tok_s"] == params["profiles"]["h200x8"]["gate"]["min_prefill_tok_s"]
-    assert needle.gate_settings(params, "qwen3-235b-tp4")["answer_tokens"] == params["gate"]["answer_tokens"]
+    assert gate_settings(params, "qwen3-235b-tp4")["answer_tokens"] == params["gate"]["answer_tokens"]
     assert check_params(params, ROOT) == []
     with pytest.raises(CampaignError, match="leave no room for a gate prompt"):
         needle.Gate.from_settings(local | {"answer_tokens": 4000}, "specs.tiny-seqs4", 4096)

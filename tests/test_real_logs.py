@@ -10,6 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from shared_folder import REAL_LOGS
 from stages.core.config import derive_settings, load_params
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
@@ -24,7 +25,8 @@ from stages.render.errors import FactError
 from stages.render.inputs import input_rows, recompute
 
 ROOT = Path(__file__).resolve().parent.parent
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real_logs"
+pytestmark = pytest.mark.shared
+REAL = REAL_LOGS
 MISSING = (f"{REAL} is missing: the public logs and result files these tests read (with their "
            "MANIFEST.md) must sit in shared/real_logs beside the project")
 _LINE = re.compile(r"\bL(\d+)")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -168,3 +169,19 @@ def test_a_spec_already_run_with_the_same_settings_is_not_launched_again(node):
     assert ledger["quad-b"]["run_id"] != node["ledger"]["quad-b"]["run_id"]
     assert ledger["quad-b"]["fingerprint"] == schedule.fingerprint(params, "quad-b")
     assert "up to date" in sh(root, "dvc", "status", "run", log=log).stdout
+
+
+def test_what_a_run_prints_on_its_way_out_goes_to_its_exit_log_not_the_console(tmp_path):
+    import subprocess
+    import sys
+    log = schedule.exit_log(tmp_path, "tiny-seqs4")
+    assert log == tmp_path / "tiny-seqs4.exit.log"
+    code = ("import os, sys; from pathlib import Path; from stages.core.files import divert_stderr\n"
+            "print('last line'); print('said', file=sys.stderr)\n"
+            f"divert_stderr(Path({str(log)!r}))\n"
+            "os.write(2, b'nanobind: leaked 4 instances!\\n')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0
+    assert done.stdout == "last line\n" and done.stderr == "said\n"
+    assert log.read_text() == "nanobind: leaked 4 instances!\n"

@@ -11,12 +11,13 @@ import duckdb
 import pytest
 import yaml
 
+from shared_folder import REAL_LOGS
 from stages.core.config import CampaignError
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
 
 ROOT = Path(__file__).resolve().parent.parent
-SGLANG_LOG = ROOT.parent / "shared" / "real_logs" / "sglang_01_ready_swa_prefill_decode.log"
+SGLANG_LOG = REAL_LOGS / "sglang_01_ready_swa_prefill_decode.log"
 RULES = {"prefix_cache_tok_s": 60000, "gate_min_score": 1.0, "cached_share_max_pct": 20,
          "default_max_num_seqs": 77, "burst_tpot_ms": 0.5}
 WORKLOADS = {"long": {"prompt_tokens": 1000, "output_tokens": 10, "concurrency": [1]}}
@@ -79,27 +80,33 @@ def launches(tmp_path_factory) -> dict[str, tuple]:
     return {r[0]: r[1:] for r in rows}
 
 
+@pytest.mark.shared
 def test_vllm_v1_on_an_h200_defaults_to_1024_read_from_the_image_tag(launches):
     assert launches["m__tp8__4k__vllm__1201-010000"] == (1024, "S12", None)
 
 
+@pytest.mark.shared
 def test_the_version_the_engine_logged_picks_the_v0_default(launches):
     assert launches["m__tp8__4k__vllm__1201-020000"] == (256, "S14", None)
 
 
+@pytest.mark.shared
 def test_no_known_version_takes_the_profiles_default(launches):
     assert launches["m__tp8__4k__vllm__1201-030000"] == (77, None, None)
 
 
+@pytest.mark.shared
 def test_a_flag_wins_over_every_default(launches):
     cap, source, file = launches["m__tp8__4k__vllm__1201-040000"]
     assert (cap, source) == (8, None) and file.endswith("/cmd.sh")
 
 
+@pytest.mark.shared
 def test_vllm_cpu_scales_its_default_with_tensor_parallel_size(launches):
     assert launches["m__tp2__4k__vllm__1201-050000"] == (256, "S12", None)
 
 
+@pytest.mark.shared
 def test_sglang_cap_is_the_figure_its_log_printed(launches):
     cap, source, file = launches["m__sglang__4k__sglang__1201-060000"]
     assert (cap, source) == (48, None) and file.endswith("/server.log")

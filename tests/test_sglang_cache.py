@@ -12,10 +12,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from shared_folder import REAL_LOGS
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
 
-REAL_LOGS = Path(__file__).resolve().parents[2] / "shared" / "real_logs"
+pytestmark = pytest.mark.shared
 LOG = REAL_LOGS / "sglang_01_ready_swa_prefill_decode.log"
 BENCH = Path(__file__).parent / "fixtures" / "logs" / "sample_bench.json"
 RUN = "small__sglang_tp1__64k__sglang__0801-233700"

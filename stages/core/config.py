@@ -8,6 +8,10 @@ from typing import Any
 
 import yaml
 
+from stages.core.errors import CampaignError
+from stages.core.gate import check_spec_gate, settings_problems
+from stages.core.multiturn_shapes import workload_from_params
+
 PARAMS_FILE = "params.yaml"
 LOCK_DIR = "data/.locks"        # the stages' write locks (stages/core/locks.py), relative to the root
 # A name that becomes part of a file name, a run id or a shell word: letters, digits, '.', '_', '-',
@@ -25,10 +29,6 @@ PROFILE_RULES = ("prefix_cache_tok_s", "default_max_num_seqs", "burst_tpot_ms")
 # positive integer.
 MODEL_SHAPE = ("layers", "hidden", "heads", "kv_heads", "intermediate", "max_positions",
                "vocab_size", "seed")
-
-
-class CampaignError(Exception):
-    """A user error: printed as one line by the CLI, with a non-zero exit."""
 
 
 class ParamsError(CampaignError):
@@ -242,8 +242,6 @@ def check_params(params: dict[str, Any], root: Path | str = ".") -> list[str]:
 def _check_gate(params: dict[str, Any], specs: dict[str, Any]) -> list[str]:
     """The gate settings (`gate`, then each spec's profile's and its own): known settings of the
     right kind, and an answer budget that leaves room for a prompt in the spec's context."""
-    from stages.run.needle import check_spec_gate, settings_problems   # needle imports this module
-
     problems = settings_problems(params.get("gate"), "gate", complete=True)
     if not problems:
         for name, s in specs.items():
@@ -309,8 +307,6 @@ def _check_workload(name: Any, w: Any, where: str) -> list[str]:
     if not isinstance(w, dict):
         return problems + [f"{where} must be a mapping"]
     if "kind" in w:
-        from stages.run.multiturn import workload_from_params   # multiturn imports this module
-
         try:
             workload_from_params(str(name), w)
         except CampaignError as exc:
@@ -394,8 +390,6 @@ def _check_spec(name: Any, s: Any, profiles: dict, groups: dict, shaped: dict) -
 def _check_fits(name: str, w: dict, context: int, where: str) -> list[str]:
     """A workload that fits the spec's maximum context, or the line saying it does not."""
     if "kind" in w:
-        from stages.run.multiturn import workload_from_params
-
         try:
             workload_from_params(name, w, max_model_len=context)
         except CampaignError as exc:

@@ -26,6 +26,7 @@ import pandas as pd
 from stages.render import charts as chart_lib
 from stages.render import charts_requests  # noqa: F401 (registers the request charts)
 from stages.render import charts_metrics  # noqa: F401 (registers the /metrics series chart)
+from stages.render import charts_pareto  # noqa: F401 (registers the Pareto chart)
 from stages.render.errors import FactError
 from stages.render.escape import escape_cell
 from stages.render.facts import FactBook
@@ -85,8 +86,6 @@ def _code_version() -> str:
     """What a chart's spec depends on besides its rows: the chart functions' source (charts.py and
     each module that registers charts beside it) and Altair."""
     import altair
-
-    from stages.render import charts_pareto
 
     source = b"".join(Path(module.__file__).read_bytes()
                       for module in (chart_lib, charts_pareto, charts_requests, charts_metrics))

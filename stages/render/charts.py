@@ -538,8 +538,3 @@ def records(rows: pd.DataFrame) -> list[dict[str, Any]]:
     (pandas writes them in C; Altair's own conversion takes ten times as long)."""
     return json.loads(rows.to_json(orient="records", date_format="iso", double_precision=15))
 
-
-from stages.render.charts_pareto import pareto_chart  # noqa: E402 (it builds on the helpers above)
-
-CHARTS["pareto_chart"] = pareto_chart
-CHART_ROWS["pareto_chart"] = "pareto_rows"

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import altair as alt
 import pandas as pd
 
+from stages.render import charts
 from stages.render.charts import CHART_WIDTH, PALETTE, Y_AXIS_ALLOWANCE, _checked
 
 PARETO_REQUIRED = ["run_id", "point_id", "workload", "concurrency", "setup", "gpus",
@@ -81,3 +82,7 @@ def pareto_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None
                                           subtitle=PARETO_NOTE, anchor="start"))
         .configure_legend(orient="bottom", direction="vertical")
     )
+
+
+charts.CHARTS["pareto_chart"] = pareto_chart
+charts.CHART_ROWS["pareto_chart"] = "pareto_rows"

@@ -3,18 +3,23 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import yaml
 
 from stages.core.config import CampaignError
 from stages.render.escape import escape_text
 
-if TYPE_CHECKING:
-    from stages.render.pages import RenderedPage
 
 CITATION = re.compile(r"\[(S\d+)\](?!\()")
 SOURCE_FIELDS = ("id", "title", "publisher", "url", "accessed")
+
+
+class Citing(Protocol):
+    """A rendered page as the sources page lists it (stages/render/pages.RenderedPage)."""
+    name: str
+    meta: dict[str, Any]
+    cited: list[str]
 
 
 class SourceError(CampaignError):
@@ -71,8 +76,8 @@ def sources_section(cited: list[str], sources: dict[str, dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def sources_page(sources: dict[str, dict], pages: list[RenderedPage]) -> str:
-    cited_by: dict[str, list[RenderedPage]] = {}
+def sources_page(sources: dict[str, dict], pages: list[Citing]) -> str:
+    cited_by: dict[str, list[Citing]] = {}
     for page in pages:
         for sid in page.cited:
             cited_by.setdefault(sid, []).append(page)

@@ -30,10 +30,9 @@ from pathlib import Path
 
 from stages.core.config import CampaignError, profile as get_profile, profile_workloads
 from stages.core.files import write_atomic
-from stages.run import needle
+from stages.core.gate import gate_settings
+from stages.run.quads import QUAD_SIZE, QUADS
 
-QUADS: tuple[tuple[int, ...], ...] = ((0, 1, 2, 3), (4, 5, 6, 7))
-QUAD_SIZE = 4
 DEFAULT_MINUTES = 30.0
 LEDGER_FILE = "schedule.json"        # in paths.ledger; the run stage's output (dvc.yaml)
 # What of a profile decides what its engines measured (not its port, timeouts or derive's rules),
@@ -154,7 +153,7 @@ def fingerprint(params: dict, spec_name: str, executor: str | None = None) -> st
     parts = {
         "spec": {k: v for k, v in spec.items() if k not in UNMEASURED_SPEC_KEYS},
         "workloads": {w: group.get(w) for w in spec.get("workloads") or []},
-        "gate": needle.gate_settings(params, spec_name),
+        "gate": gate_settings(params, spec_name),
         "image": spec.get("image") or prof.get("image"),
         "profile": {**{k: prof.get(k) for k in MEASURED_PROFILE_KEYS},
                     **({"executor": executor} if executor else {})},
@@ -228,6 +227,12 @@ def spec_ledger(ledger_dir: Path, spec: str) -> Path:
     if spec == Path(LEDGER_FILE).stem:
         raise CampaignError(f"spec {spec!r}: the name is taken by the schedule's ledger")
     return ledger_dir / f"{spec}.json"
+
+
+def exit_log(ledger_dir: Path, spec: str) -> Path:
+    """What `campaign run <spec>` printed to standard error after its last line: the warnings its
+    libraries print as the process ends (stages/core/files.divert_stderr)."""
+    return ledger_dir / f"{spec}.exit.log"
 
 
 def run_specs(params: dict, names: list[str], *, root: Path, ledger_dir: Path,

@@ -33,12 +33,14 @@ from stages.run import profiler
 from stages.core.config import (SAFE_NAME, CampaignError, Paths, ctx_label, max_context,
                                 profile as active_profile, profile_workloads)
 from stages.core.config import spec as get_spec
+from stages.core.gate import Gate, gate_settings as gate_of
+from stages.core.multiturn_shapes import Workload, workload_from_params
 from stages.run.engine import (Engine, EngineDied, Launch, executor_for, free_port,
                                internal_ports)
 from stages.ingest.parsers.lines import read_chunks
 from stages.ingest.parsers.sglang_log import parse_sglang_log
 from stages.ingest.parsers.vllm_log import parse_vllm_log
-from stages.run.schedule import QUADS
+from stages.run.quads import spans_quads
 from stages.core.provenance import RUN_MANIFEST, SLURM_JOB_KEY, git_sha, seal
 from stages.core.secrets import redact_mapping
 
@@ -62,10 +64,6 @@ def default_gpus(spec: dict) -> list[int] | None:
     if isinstance(g, int):
         return list(range(g))
     return [int(x) for x in g]
-
-
-def spans_quads(gpus: list[int]) -> bool:
-    return all(any(g in quad for g in gpus) for quad in QUADS)
 
 
 def make_run_id(*, model: str, layout: str, max_model_len: int, engine: str,
@@ -163,10 +161,10 @@ def spec_workloads(params: dict, spec_name: str, spec: dict) -> dict[str, dict]:
     return {name: group[name] for name in spec.get("workloads") or []}
 
 
-def split_workloads(workloads: dict[str, dict], max_model_len: int) -> tuple[dict, list[multiturn.Workload]]:
+def split_workloads(workloads: dict[str, dict], max_model_len: int) -> tuple[dict, list[Workload]]:
     """(sweeps for `vllm bench serve`, multi-turn workloads), checked before the engine starts."""
     sweeps = {n: w for n, w in workloads.items() if "kind" not in w}
-    turns = [multiturn.workload_from_params(n, w, seed=3000 + 100 * i, max_model_len=max_model_len)
+    turns = [workload_from_params(n, w, seed=3000 + 100 * i, max_model_len=max_model_len)
              for i, (n, w) in enumerate(workloads.items()) if "kind" in w]
     return sweeps, turns
 
@@ -195,8 +193,8 @@ def run(*, spec_name: str, params: dict, paths: Paths,
         raise CampaignError(f"spec {spec_name!r}: args must set --max-model-len (or --context-length)")
     workloads = spec_workloads(params, spec_name, spec)
     sweeps, conversations = split_workloads(workloads, max_model_len)
-    gate_settings = needle.gate_settings(params, spec_name)
-    gate = needle.Gate.from_settings(gate_settings, f"specs.{spec_name}", max_model_len)
+    gate_settings = gate_of(params, spec_name)
+    gate = Gate.from_settings(gate_settings, f"specs.{spec_name}", max_model_len)
     engine_name = spec.get("engine") or prof["engine"]
     model_path = str(spec.get("model_path") or (paths.models / spec["model"]).relative_to(paths.root))
     gpu_set = gpus if gpus is not None else (job.get("gpus") if in_slurm else default_gpus(spec))
@@ -326,7 +324,7 @@ class Step:
     go: Callable[[Callable[[float, float], None] | None], str | None]
 
 
-def _steps(sweeps: dict, conversations: list[multiturn.Workload], *, base_url: str, model: str,
+def _steps(sweeps: dict, conversations: list[Workload], *, base_url: str, model: str,
            tokenizer_file: Path, folder: Path, run_id: str, client: httpx.Client, engine: str,
            alive: Callable[[], bool], say: Callable[[str], None],
            profiled: profiler.Settings | None = None,
@@ -347,7 +345,7 @@ def _steps(sweeps: dict, conversations: list[multiturn.Workload], *, base_url: s
                                 f"tokens at concurrency {p.concurrency}"
                                 + (", profiled" if profile else ""), go)
 
-    def conversation(w: multiturn.Workload) -> Step:
+    def conversation(w: Workload) -> Step:
         def go(window) -> str | None:
             log = multiturn.run_workload(w, base_url=base_url, model=model, tokenizer_file=tokenizer_file,
                                          folder=folder, alive=alive, progress=say, window=window)

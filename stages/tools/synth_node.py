@@ -21,11 +21,13 @@ from datetime import timedelta
 from pathlib import Path
 
 from stages.core.config import CampaignError, ctx_label, load_params, profile as get_profile
+from stages.core.gate import gate_settings
+from stages.run.quads import spans_quads
 from stages.core.provenance import RUN_MANIFEST, manifest_text
 from stages.run import bench_client as bench
 from stages.run import gpu_sampler, needle
 from stages.run.engine import DockerExecutor
-from stages.run.stage import (SCHEMA_VERSION, iso, make_run_id, params_hash, spans_quads,
+from stages.run.stage import (SCHEMA_VERSION, iso, make_run_id, params_hash,
                               spec_workloads)
 from stages.tools import synth_node_log as slog
 from stages.tools import synth_node_power
@@ -54,7 +56,7 @@ class RunWriter:
         self.spec_used = {**self.spec, "args": self.args, **({"image": a.image} if a.image else {})}
         self.max_len = int(self.args["--max-model-len"])
         self.workloads = spec_workloads(params, a.spec, self.spec)
-        self.gate = needle.gate_settings(params, a.spec)
+        self.gate = gate_settings(params, a.spec)
         self.model_path = self.spec["model_path"]
         self.run_id = make_run_id(model=self.spec["model"], layout=self.spec["layout"],
                                   max_model_len=self.max_len, engine="vllm", now=a.started)
