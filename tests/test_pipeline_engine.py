@@ -69,6 +69,9 @@ def project(tmp_path_factory) -> Path:
     sh("git", "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", "project", cwd=root)
     out = sh("dvc", "repro", cwd=root)
     assert "Running stage 'render'" in out.stdout
+    # what the run's libraries print on their way out is kept off the console, in the ledger
+    assert "nanobind" not in out.stdout + out.stderr
+    assert (root / "data" / "ledger" / "tiny-seqs4.exit.log").is_file()
     return root
 
 
