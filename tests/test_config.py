@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 from stages.core import config
 from stages.cli import main
-from stages.core.config import ParamsError, check_params, load_params
+from stages.core.config import ParamsError, load_params
+from stages.core.params_check import check_params
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = yaml.safe_load((ROOT / "params.yaml").read_text())

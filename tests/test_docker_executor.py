@@ -47,7 +47,7 @@ def test_two_engines_side_by_side_get_internal_ports_of_their_own():
 
 
 def test_a_spec_that_sets_its_internal_port_keeps_it():
-    from stages.run.engine import internal_ports
+    from stages.run.executors import internal_ports
     env, args = internal_ports("vllm", port=8001, base_port=8000, env={"VLLM_PORT": "31000"}, args={})
     assert env == {"VLLM_PORT": "31000"} and args == {}
     env, args = internal_ports("sglang", port=8001, base_port=8000, env={}, args={"--nccl-port": 5})
@@ -120,7 +120,7 @@ def test_only_gpu_sets_spanning_both_quads_get_the_cross_p2p_check():
 
 
 def test_cross_p2p_runs_the_peer_check_in_the_image_on_the_gpu_set(tmp_path):
-    from stages.run.engine import PEER_CHECK, DockerExecutor
+    from stages.run.executors import PEER_CHECK, DockerExecutor
     log = tmp_path / "docker.log"
     env = {"FAKE_DOCKER_LOG": str(log), "FAKE_DOCKER_PYTHON": sys.executable}
     ex = DockerExecutor(root=tmp_path, image="vllm/vllm-openai:v0.32.0", docker_bin=str(FAKE / "docker"))

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from stages.core.config import CampaignError
-from stages.run.engine import Engine, EngineDied, Launch, LocalExecutor, flag_args, group_members
+from stages.run.engine import Engine, EngineDied, group_members
+from stages.run.executors import Launch, LocalExecutor, flag_args
 
 
 def free_port() -> int:
@@ -114,7 +115,8 @@ def test_local_launch_shell_line_is_exact(tmp_path):
 def test_the_startup_phase_follows_a_real_h200_log(tmp_path):
     """The phase the waiting line names, read from the H200 run's own log as it grew: after CUDA
     graph capture, the engine's minute and a half of warm-up is not called capture."""
-    from stages.run.engine import Engine, Launch
+    from stages.run.engine import Engine
+    from stages.run.executors import Launch
     log = (Path(__file__).parent / "fixtures" / "gpu_h200x1" / "llama-1b__gpu1_seqs64__32k__vllm__1202-160157"
            / "server.log").read_text().splitlines(keepends=True)
     path = tmp_path / "server.log"

@@ -17,7 +17,8 @@ from stages.derive import stage as derive
 from stages.core import locks
 from stages.core import raw_schema
 from stages.cli import main
-from stages.core.config import LOCK_DIR, CampaignError
+from stages.core.config import CampaignError
+from stages.core.names import LOCK_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW_DDL = raw_schema.RAW_SCHEMA

@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from stages.core.gate import gate_settings
-from stages.core.config import CampaignError, check_params
+from stages.core.config import CampaignError
+from stages.core.params_check import check_params
 from stages.run import model, needle
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,10 +10,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from stages.core.config import CampaignError, check_params
+from stages.core.config import CampaignError
+from stages.core.params_check import check_params
 from stages.ingest.parsers import profile_trace
 from stages.run import profiler
-from stages.run.engine import ContainerStepExecutor, DockerExecutor
+from stages.run.executors import ContainerStepExecutor, DockerExecutor
 
 FIXTURES = Path(__file__).parent / "fixtures" / "profile_trace"
 CFG = profiler.settings({})

@@ -9,6 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from stages.core.params_check import check_params
 from stages.core import config
 from stages.core.config import CampaignError
 from stages.derive import stage as derive
@@ -52,7 +53,7 @@ def test_repeats_must_be_a_positive_integer(repeats):
         bench.points_for(workloads=workloads, names=["chat"])
     params = config.load_params(PROJECT, check=False)
     params["workloads"]["local-cpu"]["chat"]["repeats"] = repeats
-    assert any("chat.repeats must be a positive integer" in p for p in config.check_params(params, PROJECT))
+    assert any("chat.repeats must be a positive integer" in p for p in check_params(params, PROJECT))
 
 
 def test_the_repeat_comes_from_the_result_file_else_its_name_else_is_one():

@@ -213,7 +213,7 @@ def test_the_engine_python_is_a_profile_setting(tmp_path):
     """The local executor starts the engine with the profile's Python, named as given in cmd.sh,
     and asks that Python for the engine's version."""
     import sys
-    from stages.run.engine import executor_for
+    from stages.run.executors import executor_for
 
     default = executor_for({"executor": "local"}, root=tmp_path)
     assert default.python == sys.executable

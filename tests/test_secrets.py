@@ -4,7 +4,8 @@ from __future__ import annotations
 import socket
 import sys
 
-from stages.run.engine import Engine, Launch
+from stages.run.engine import Engine
+from stages.run.executors import Launch
 from stages.run.stage import MANIFEST, seal
 from stages.core.secrets import REDACTED, redact_argv, redact_env, redact_mapping, secret_values
 

@@ -24,7 +24,7 @@ import yaml
 
 from stages.core.config import CampaignError
 from stages.run import slurm
-from stages.run.engine import ContainerStepExecutor, executor_for
+from stages.run.executors import ContainerStepExecutor, executor_for
 from slurm_cluster import SlurmCluster
 from test_pipeline_engine import copy_project, engine_processes, small_params
 

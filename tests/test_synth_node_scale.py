@@ -6,7 +6,8 @@ from pathlib import Path
 
 import yaml
 
-from stages.core.config import SAFE_NAME, load_params
+from stages.core.config import load_params
+from stages.core.names import SAFE_NAME
 from stages.tools import synth_node_scale
 from stages.tools.synth_node_plan import SCENARIO
 

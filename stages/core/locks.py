@@ -1,7 +1,7 @@
 """One writer at a time per stage output: a lock file per output, naming who holds it.
 
 Each output (the warehouse, campaign.duckdb, the site folder, a spec's ledger file, ...) has a lock
-file in the locks folder (`config.LOCK_DIR`, beside the outputs and never inside one), held with
+file in the locks folder (`names.LOCK_DIR`, beside the outputs and never inside one), held with
 `flock` while a command writes it. The holder writes its pid, command and start time into the
 file, so a second writer is refused with one line saying who to wait for. The kernel drops the
 lock when the holder exits, however it exits; the files themselves are left in place.
@@ -21,7 +21,8 @@ import re
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from stages.core.config import LOCK_DIR, CampaignError
+from stages.core.errors import CampaignError
+from stages.core.names import LOCK_DIR
 
 
 def lock_file(root: Path, output: Path) -> Path:

@@ -35,7 +35,8 @@ import yaml
 from stages.derive import tables
 from stages.derive.costs import create_cost_tables
 from stages.derive.quarantine import QUARANTINE, DataTestError, Tester, columns_of  # noqa: F401 (DataTestError: raised here for callers)
-from stages.core.config import PROFILE_RULES, SHARED_RULES, CampaignError
+from stages.core.config import CampaignError
+from stages.core.params_check import PROFILE_RULES, SHARED_RULES
 
 SQL_DIR = tables.SQL_DIR      # staging, intermediate, marts (a test may point it elsewhere)
 

@@ -31,7 +31,7 @@ from stages.render.errors import FactError
 from stages.render.escape import escape_cell
 from stages.render.facts import FactBook
 from stages.render.queries import sql_params
-from stages.core.config import STATIC_IMAGES as STATIC
+from stages.core.params_check import STATIC_IMAGES as STATIC
 from stages.core.files import write_atomic
 from stages.core.secrets import redact_value
 

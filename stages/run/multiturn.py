@@ -37,7 +37,6 @@ from typing import Any, Callable
 import httpx
 
 from stages.run.bench_client import scrape_metrics
-from stages.core.config import CampaignError
 from stages.core.multiturn_shapes import Workload
 from stages.run.needle import QUESTION, filler, needle_sentence
 

@@ -30,13 +30,13 @@ from stages.run import metrics_sampler
 from stages.run import multiturn
 from stages.run import needle
 from stages.run import profiler
-from stages.core.config import (SAFE_NAME, CampaignError, Paths, ctx_label, max_context,
-                                profile as active_profile, profile_workloads)
+from stages.core.config import CampaignError, Paths, profile as active_profile, profile_workloads
+from stages.core.names import SAFE_NAME, ctx_label, max_context
 from stages.core.config import spec as get_spec
 from stages.core.gate import Gate, gate_settings as gate_of
 from stages.core.multiturn_shapes import Workload, workload_from_params
-from stages.run.engine import (Engine, EngineDied, Launch, executor_for, free_port,
-                               internal_ports)
+from stages.run.engine import Engine, EngineDied
+from stages.run.executors import Launch, executor_for, free_port, internal_ports
 from stages.ingest.parsers.lines import read_chunks
 from stages.ingest.parsers.sglang_log import parse_sglang_log
 from stages.ingest.parsers.vllm_log import parse_vllm_log

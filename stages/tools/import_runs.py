@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from stages.core import rawfile
-from stages.core.config import CampaignError, ctx_label, max_context
+from stages.core.config import CampaignError
+from stages.core.names import ctx_label, max_context
 from stages.core.provenance import IMPORT_RECORD, RUN_MANIFEST, seal
 from stages.ingest.parsers.cmd import parse_cmd
 from stages.ingest.parsers.run_files import is_run_id, parse_run_id

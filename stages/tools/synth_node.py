@@ -20,13 +20,14 @@ from dataclasses import asdict, replace
 from datetime import timedelta
 from pathlib import Path
 
-from stages.core.config import CampaignError, ctx_label, load_params, profile as get_profile
+from stages.core.config import CampaignError, load_params, profile as get_profile
+from stages.core.names import ctx_label
 from stages.core.gate import gate_settings
 from stages.run.quads import spans_quads
 from stages.core.provenance import RUN_MANIFEST, manifest_text
 from stages.run import bench_client as bench
 from stages.run import gpu_sampler, needle
-from stages.run.engine import DockerExecutor
+from stages.run.executors import DockerExecutor
 from stages.run.stage import (SCHEMA_VERSION, iso, make_run_id, params_hash,
                               spec_workloads)
 from stages.tools import synth_node_log as slog

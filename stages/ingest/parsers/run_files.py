@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from stages.core.config import SAFE_NAME
+from stages.core.names import SAFE_NAME
 from stages.ingest.parsers.lines import ParseError, decode
 
 META_SCHEMA_VERSIONS = (1,)
