@@ -1,4 +1,4 @@
-"""AIPerf result files (stages/ingest/parsers/tools/aiperf.py) in every shape its releases write,
+"""AIPerf result files (stages/ingest/parsers/tools/aiperf/) in every shape its releases write,
 0.1.x to 0.10.x (tests/fixtures/bench_tools/aiperf/, its README says which release writes which):
 each read to its exact figures, its per-request file meeting its summary in one point, units
 converted once, recognised by content whatever its name, and a damaged file giving errors."""

@@ -1,4 +1,4 @@
-"""GuideLLM reports (stages/ingest/parsers/tools/guidellm.py): every shape from 0.1 to 0.7, JSON,
+"""GuideLLM reports (stages/ingest/parsers/tools/guidellm/): every shape from 0.1 to 0.7, JSON,
 YAML and CSV (tests/fixtures/bench_tools/guidellm/, its README says which release writes which),
 read to their exact figures, each figure's path leading back to the value in the file."""
 from __future__ import annotations

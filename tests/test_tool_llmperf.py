@@ -1,4 +1,4 @@
-"""LLMPerf result files (stages/ingest/parsers/tools/llmperf.py): each shape of
+"""LLMPerf result files (stages/ingest/parsers/tools/llmperf/): each shape of
 tests/fixtures/bench_tools/llmperf/ (its README says which release writes which) read to its exact
 figures, the summary and the requests of one run meeting in one point, units converted once, the
 files recognised by content whatever their names, other tools' files left alone, and damaged files

@@ -1,9 +1,9 @@
 """Result files of benchmark tools other than `vllm bench serve` and SGLang's `bench_serving`
-(whose shapes bench_json.py reads): one module per tool, each recognising the tool's files by
+(whose shapes bench_json.py reads): one package per tool, each recognising the tool's files by
 their content, whatever their names, and reading them into the same benchmark points and
 requests (raw_bench_points, raw_bench_requests), every figure keeping the JSON path it came from.
 
-A tool module has:
+A tool package has (its modules reading one format or release family each):
     TOOL = "<name>"                       # raw_bench_points.tool
     def recognise(name: str, data: bytes) -> bool
     def parse(name: str, data: bytes, siblings: frozenset[str]) -> BenchParse
@@ -12,8 +12,9 @@ A tool module has:
 paths of the other files beside it (so that a CSV export is not read twice beside its JSON), a
 common.Siblings whose `read(path)` gives a sibling's bytes (so that a per-request file can take
 its point from the summary beside it).
-common.py holds what every module shares (point ids, units, JSON paths). TOOLS is every module
-of this package but common, by name; the first that recognises a file reads it.
+common.py holds what every reader shares (point ids, units, JSON paths, JSON documents and
+lines read with their errors). TOOLS is every tool package here, by name; the first that
+recognises a file reads it.
 
 Example:
     tool = recognised("bench/benchmarks.json", data)

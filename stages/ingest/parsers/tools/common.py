@@ -21,10 +21,10 @@ import json
 import math
 import re
 from pathlib import PurePosixPath
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
 from stages.ingest.parsers.bench_json import BenchParse, split_point_id  # noqa: F401 (re-exported)
-from stages.ingest.parsers.lines import ParseError  # noqa: F401 (re-exported)
+from stages.ingest.parsers.lines import ParseError, decode  # noqa: F401 (ParseError re-exported)
 
 # Seconds in one unit of time, as the tools write their units.
 SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0,
@@ -83,6 +83,51 @@ def point_id(name: str, concurrency: int | None, index: int | None = None) -> st
     if concurrency is not None:
         return f"{stem}__c{concurrency:02d}"
     return f"{stem}__i{index or 1}"
+
+
+def dig(obj: Any, parts: Iterable[str | int]) -> Any:
+    """The value at `parts` inside a JSON document (keys of objects, indexes of lists), or None
+    where the path leads nowhere."""
+    for part in parts:
+        if isinstance(obj, dict) and isinstance(part, str):
+            obj = obj.get(part)
+        elif isinstance(obj, list) and isinstance(part, int) and -len(obj) <= part < len(obj):
+            obj = obj[part]
+        else:
+            return None
+    return obj
+
+
+def load_json(text: str, invalid: str, consequence: str) -> tuple[Any, ParseError | None]:
+    """The JSON document `text` holds, or the error that stops it being read, which says
+    `<invalid>: <what is wrong> (line L column C); <consequence>`."""
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        return None, ParseError(exc.lineno, f"{invalid}: {exc.msg} (line {exc.lineno} column {exc.colno}); "
+                                            f"{consequence}")
+
+
+def json_lines(text: str) -> Iterator[tuple[int, Any, ParseError | None]]:
+    """(line number, value, None) for each line of a JSON-lines text that holds something, or
+    (line number, None, the error) for one that is not valid JSON."""
+    for line_no, raw in enumerate(text.split("\n"), start=1):
+        if raw.strip():
+            try:
+                yield line_no, json.loads(raw), None
+            except json.JSONDecodeError as exc:
+                yield line_no, None, ParseError(line_no, f"not valid JSON: {exc.msg} (column {exc.colno})")
+
+
+def read_json(data: bytes, empty: str, invalid: str, consequence: str
+              ) -> tuple[str, Any, ParseError | None]:
+    """A whole file's text and the JSON document it holds, or the error that stops it being read:
+    `empty` for a file of nothing but white space, else as load_json says."""
+    text = decode(data)
+    if not text.strip():
+        return text, None, ParseError(1, empty)
+    obj, error = load_json(text, invalid, consequence)
+    return text, obj, error
 
 
 def paths_json(paths: dict[str, str]) -> str | None:
