@@ -23,6 +23,7 @@ import click
 
 from stages.core import locks
 from stages.core.config import CampaignError, Paths, derive_settings, load_params
+from stages.core.faults import one_line
 
 
 def progress(msg: str) -> None:
@@ -40,7 +41,17 @@ def user_errors(fn):
             for line in str(exc).splitlines() or [""]:
                 click.echo(f"campaign: error: {line}", err=True)
             sys.exit(2)
+        except Exception as exc:
+            # the storage failing (a full disk, an I/O error, a file gone) is one line too
+            if not (isinstance(exc, OSError) or type(exc).__name__ in DUCKDB_IO_ERRORS):
+                raise
+            click.echo(f"campaign: error: {one_line(exc)}", err=True)
+            sys.exit(1)
     return wrapper
+
+
+# DuckDB's errors for a failed read or write, and for a database it stopped after one
+DUCKDB_IO_ERRORS = ("IOException", "FatalException")
 
 
 def parse_gpus(text: str) -> list[int]:

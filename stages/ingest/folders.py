@@ -4,6 +4,7 @@ the seal of each folder to read (sealed first when it arrives without one).
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from stages.core.config import CampaignError
+from stages.core.faults import storage_fault
 from stages.core.provenance import RUN_MANIFEST, at_rest, seal
 from stages.core import raw_schema
 from stages.core import rawfile
@@ -108,6 +110,8 @@ def plan_folders(folders: list[Path], known: dict[str, str], version: str,
                 seal(folder)
                 sealed_at = datetime.now(timezone.utc)
             except OSError as exc:
+                if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):   # storage read-only: read it unsealed
+                    raise storage_fault(exc.filename or folder, exc) from None
                 problem = f"could not seal the folder: {exc.strerror or exc}"
         stats = folder_stats(folder)
         fp = fingerprint(stats, version)
@@ -154,7 +158,7 @@ def seal_run_folders(runs: Path, run_ids: list[str], say: Callable[[str], None])
         try:
             seal(folder)
         except OSError as exc:
-            raise CampaignError(f"{folder.name}: cannot seal: {exc.strerror or exc}") from None
+            raise CampaignError(f"{exc.filename or folder}: cannot seal: {exc.strerror or exc}") from None
         if not had_manifest:
             counts["sealed"] += 1
             say(f"sealed {folder.name}: {RUN_MANIFEST} written, folder read-only")
