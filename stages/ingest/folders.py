@@ -14,7 +14,7 @@ from typing import Callable, Iterable
 
 from stages.core.config import CampaignError
 from stages.core.faults import storage_fault
-from stages.core.provenance import RUN_MANIFEST, at_rest, seal
+from stages.core.provenance import RUN_MANIFEST, at_rest, seal, write_once
 from stages.core import raw_schema
 from stages.core import rawfile
 from stages.core import secrets
@@ -104,9 +104,15 @@ def plan_folders(folders: list[Path], known: dict[str, str], version: str,
     plans, found = [], {}
     for folder in folders:
         sealed_at, problem = None, None
+        mark = seal_mark(folder)
+        if folder.name not in seals and os.path.lexists(folder / MANIFEST) and mark.is_file():
+            # sealed by an ingest that stopped before it could record it
+            sealed_at = datetime.fromtimestamp(mark.stat().st_mtime, timezone.utc)
         if (seal_unsealed and folder.name not in seals and not folder.is_symlink()
                 and not os.path.lexists(folder / MANIFEST) and at_rest(folder)):
             try:
+                mark.parent.mkdir(exist_ok=True)
+                write_once(mark, "", scratch=mark.parent) if not mark.exists() else None
                 seal(folder)
                 sealed_at = datetime.now(timezone.utc)
             except OSError as exc:
@@ -119,6 +125,15 @@ def plan_folders(folders: list[Path], known: dict[str, str], version: str,
             plans.append((folder, [(n, size, mtime) for n, size, mtime, _, _ in stats], fp))
             found[folder.name] = SealFound(folder_manifest_sha256(folder), sealed_at, problem)
     return folders, plans, found
+
+
+# Ingest marks a folder it is about to seal here (a hidden folder of the runs folder, which ingest
+# does not read), so that who sealed it is known even when ingest stops before recording it.
+SEAL_MARKS = ".sealed-by-ingest"
+
+
+def seal_mark(folder: Path) -> Path:
+    return folder.parent / SEAL_MARKS / folder.name
 
 
 def folder_manifest_sha256(folder: Path) -> str | None:

@@ -73,6 +73,10 @@ class Fault:
             if self.what == "count" or self.calls != self.at:
                 return 0
             self.fired = f"{name.decode()}#{self.calls}"
+            if os.environ.get("CRASH_STACK"):
+                import traceback
+                self.fired += " " + " < ".join(
+                    f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno}" for f in traceback.extract_stack()[-8:-1])
         self.save()
         if self.what == "kill":
             os.killpg(0, signal.SIGKILL)

@@ -17,7 +17,8 @@ import duckdb
 
 # Columns that say when a row was written or checked: they differ between two runs of a stage.
 VOLATILE = re.compile(r"(^|_)(ingested|detected|sealed|derived|rendered|built|generated|made)_at$"
-                      r"|^seconds$|^elapsed_s$")
+                      r"|^seconds$|^elapsed_s$"
+                      r"|^fingerprint$")      # of stat fields: a copy of a folder has new inodes
 # Text a build stamps with its time (mkdocs' sitemap lastmod, the build date of a page).
 STAMPS = re.compile(rb"<lastmod>[^<]*</lastmod>|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?")
 
