@@ -60,6 +60,7 @@ class Fault:
         self.what = what
         self.at = int(at) if at else 0
         self.calls = 0
+        self.by_point: dict[str, int] = {}
         self.fired: str | None = None
         self.record = record
         self.guard = threading.Lock()
@@ -70,6 +71,8 @@ class Fault:
             return 0
         with self.guard:
             self.calls += 1
+            point = name.decode()
+            self.by_point[point] = self.by_point.get(point, 0) + 1
             if self.what == "count" or self.calls != self.at:
                 return 0
             self.fired = f"{name.decode()}#{self.calls}"
@@ -91,7 +94,7 @@ class Fault:
         if self.record:
             # the record is written through the real libc: the armed points stand down once fired
             with open(self.record, "w") as f:
-                json.dump({"calls": self.calls, "fired": self.fired}, f)
+                json.dump({"calls": self.calls, "by_point": self.by_point, "fired": self.fired}, f)
 
 
 def arm(plan: str, points: list[str], record: str | None) -> Fault:
@@ -114,6 +117,7 @@ def main(argv: list[str]) -> None:
     import pandas  # noqa: F401
     points = [p for p in os.environ.get("CRASH_POINTS", "").split(",") if p]
     fault = arm(plan, points, os.environ.get("CRASH_RECORD")) if points else None
+    os.environ.pop("LD_PRELOAD", None)      # the processes it starts (mkdocs, engines) run plain
     sys.stdout, sys.stderr = _Console(sys.stdout), _Console(sys.stderr)
     sys.argv = ["campaign", *args]
     try:
