@@ -1,6 +1,7 @@
-"""Crash and disk faults, the short form (the long one is `make reliability`): ingest, derive,
-seal and import killed (SIGKILL) by time and at a write, and starved by a failing write, fsync
-or open (libfiu), leave every output whole, no run folder changed, no lock held, and a re-run
+"""Crash and disk faults, the short form (the long one is `make reliability`): ingest, seal and
+derive killed (SIGKILL) by time and at a write, starved by a failing write, fsync or open
+(ENOSPC, EIO: libfiu), and given a runs folder that vanishes or turns read-only, leave every
+output whole, no run folder changed, no lock held, and a re-run
 that ends where an uninterrupted run does. Each fault stops its command with one line."""
 from __future__ import annotations
 
@@ -20,10 +21,13 @@ def results(tmp_path_factory):
 
 def test_every_stage_ran_its_cases(results):
     assert [r.stage for r in results] == list(crash.SHORT)
-    kills = [c for r in results for c in r.cases if c.kind.startswith("kill") and c.fired]
-    assert len(kills) >= 6
-    if crash.fiu_available():
-        assert sum(1 for r in results for c in r.cases if c.kind == "disk" and c.fired) >= 4
+    fired = [c for r in results for c in r.cases if c.fired]
+    assert sum(c.kind.startswith("kill") for c in fired) >= 5
+    if crash.fiu_available():   # every kind of fault, each call and error of the turn
+        assert {c.kind for c in fired} == {"kill-time", "kill-write", "disk", "input"}
+        assert {c.plan.split()[0] for c in fired if c.kind == "disk"} == {"write", "fsync", "open"}
+        assert {c.plan.rsplit(" ", 1)[-1] for c in fired if c.kind == "disk"} == {"ENOSPC", "EIO"}
+        assert sum(c.kind == "input" for c in fired) == 2
 
 
 @pytest.mark.parametrize("stage", list(crash.SHORT))

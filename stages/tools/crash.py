@@ -48,6 +48,7 @@ PRELOAD = [FIU_DIR / "fiu_run_preload.so", FIU_DIR / "fiu_posix_preload.so"]
 WRITES = ["posix/io/rw/write", "posix/io/rw/pwrite", "posix/io/sync/fsync", "posix/io/sync/fdatasync"]
 DISK = {"write": ["posix/io/rw/write", "posix/io/rw/pwrite"], "fsync": ["posix/io/sync/fsync"],
         "open": ["posix/io/oc/open"]}
+RENAMES = ["posix/io/dir/rename"]   # outputs put in place (an exchange, renameat2, is one step)
 STRERROR = {"ENOSPC": "No space left on device", "EIO": "Input/output error",
             "EROFS": "Read-only file system", "ENOENT": "No such file or directory"}
 HANG_FACTOR = 6          # a command running this many times its uninterrupted time is hung
@@ -220,11 +221,12 @@ def judge_stop(rc: int, err: str, errno_name: str) -> tuple[str, str]:
 
 def one_case(s: Scenario, case: Case, base: Path, scratch: Path, before: dict, after: dict,
              runs_before: dict, seconds: float, *, kill_at_s: float | None = None,
-             points: list[str] = (), errno_name: str | None = None, rerun: bool = True) -> Case:
+             points: list[str] = (), errno_name: str | None = None, rerun: bool = True,
+             kill_plan: str | None = None) -> Case:
     root = copy_state(base, scratch)
     record = scratch / "record.json"
     vanish = root / "data" / "runs" if case.kind == "input" and case.plan.startswith("vanish") else None
-    plan = None if kill_at_s is not None else case.plan
+    plan = None if kill_at_s is not None else kill_plan or case.plan
     proc = launch(s, root, plan, points, record, vanish)
     if kill_at_s is not None:
         try:
@@ -271,34 +273,38 @@ def one_case(s: Scenario, case: Case, base: Path, scratch: Path, before: dict, a
 
 # ---------------------------------------------------------------- a stage
 
-def count_calls(s: Scenario, base: Path, scratch: Path) -> dict[str, int]:
-    """The calls of each kind the command makes, counted in one uninterrupted run."""
-    root = copy_state(base, scratch)
-    record = scratch / "record.json"
-    points = sorted({*WRITES, *(p for ps in DISK.values() for p in ps)})
-    rc, err = finish(launch(s, root, "count", points, record), 900)
-    seen = json.loads(record.read_text())["by_point"] if record.is_file() else {}
-    remove(scratch)
+def reference(s: Scenario, root: Path, record: Path, armed: bool) -> tuple[float, dict[str, int]]:
+    """The uninterrupted run, on `root`: its seconds and, armed, the calls of each kind it makes
+    (counted by libfiu in that same run, which no call fails)."""
+    points = sorted({*WRITES, *RENAMES, *(p for ps in DISK.values() for p in ps)}) if armed else []
+    t0 = time.perf_counter()
+    rc, err = finish(launch(s, root, "count" if armed else None, points, record), 900)
+    seconds = time.perf_counter() - t0
     if rc != 0:
-        raise RuntimeError(f"{s.name} under the fault injector failed: {err.strip()[-500:]}")
-    return {k: sum(seen.get(p, 0) for p in ps) for k, ps in (("writes", WRITES), *DISK.items())}
+        raise RuntimeError(f"campaign {s.name} failed on its scratch project: {err.strip()[-600:]}")
+    if not armed:
+        return seconds, {}
+    seen = json.loads(record.read_text())["by_point"] if record.is_file() else {}
+    return seconds, {k: sum(seen.get(p, 0) for p in ps)
+                     for k, ps in (("writes", WRITES), ("renames", RENAMES), *DISK.items())}
 
 
 def stage(s: Scenario, workdir: Path, *, kills_time: int, kills_write: int, disk: int, inputs: int,
-          rng: random.Random, progress: Callable[[str], None] = lambda _: None) -> StageResult:
+          rng: random.Random, first: int = 0, renames: int = 0,
+          progress: Callable[[str], None] = lambda _: None) -> StageResult:
+    """`first`: where the stage starts in the turn of disk faults (write, fsync, open; ENOSPC,
+    then EIO) and input faults (vanish, read-only); `renames`: kills at renames, which put outputs
+    in place, spread over those the command makes."""
     base = workdir / s.name / "base"
     s.prepare(make_project(base))
     proj = base / "project"
     before, runs_before = s.state(proj), runs_digest(proj)
+    armed = fiu_available() and s.fiu
     ref = copy_state(base, workdir / s.name / "ref")
-    rc, err, seconds = run_clean(s, ref)
-    if rc != 0:
-        raise RuntimeError(f"campaign {s.name} failed on its scratch project: {err.strip()[-600:]}")
+    seconds, calls = reference(s, ref, workdir / s.name / "ref" / "record.json", armed)
     after = s.state(ref)
     remove(workdir / s.name / "ref")
     scratch = workdir / s.name / "case"
-    armed = fiu_available() and s.fiu
-    calls = count_calls(s, base, scratch) if armed else {}
     result = StageResult(s.name, seconds, calls)
     args = (base, scratch, before, after, runs_before, seconds)
 
@@ -311,14 +317,17 @@ def stage(s: Scenario, workdir: Path, *, kills_time: int, kills_write: int, disk
             n = max(1, int(calls["writes"] * (i + rng.random()) / kills_write))
             result.cases.append(one_case(s, Case(s.name, "kill-write", f"kill@{n}"), *args,
                                          points=WRITES))
-        for i in range(disk):
+        for k in sorted({1 + i * calls["renames"] // renames for i in range(renames)} if calls["renames"] else ()):
+            result.cases.append(one_case(s, Case(s.name, "kill-write", f"kill at rename #{k}"), *args,
+                                         points=RENAMES, kill_plan=f"kill@{k}"))
+        for i in range(first, first + disk):
             call = ("write", "fsync", "open")[i % 3]
             errno_name = ("ENOSPC", "EIO")[(i // 3) % 2]
             n = rng.randint(1, max(1, calls[call]))
             result.cases.append(one_case(s, Case(s.name, "disk", f"{errno_name}@{n}", ), *args,
                                          points=DISK[call], errno_name=errno_name))
             result.cases[-1].plan = f"{call} #{n} fails with {errno_name}"
-        for i in range(inputs):
+        for i in range(first, first + inputs):
             if i % 2 == 0:
                 n = rng.randint(1, max(1, calls["open"]))
                 c = one_case(s, Case(s.name, "input", f"vanish@{n}"), *args, points=DISK["open"],
@@ -335,23 +344,28 @@ def stage(s: Scenario, workdir: Path, *, kills_time: int, kills_write: int, disk
     return result
 
 
-# the long form (`make reliability`) and the short form (tests/test_crash.py)
-LONG = {"ingest": (26, 26, 30, 6), "derive": (20, 20, 27, 4), "render": (8, 8, 9, 2),
-        "import": (14, 14, 18, 4), "seal": (14, 14, 18, 4), "run": (12, 0, 0, 0)}
-SHORT = {"ingest": (1, 2, 2, 2), "derive": (1, 1, 2, 0), "seal": (1, 1, 2, 0),
-         "import": (1, 1, 2, 0)}
+# the long form (`make reliability`) and the short form (tests/test_crash.py): per stage, kills
+# by time, kills by write count, disk faults, input faults, and where its turn of faults starts
+LONG = {"ingest": (26, 26, 30, 6, 0), "derive": (20, 20, 27, 4, 0), "render": (8, 8, 9, 2, 0),
+        "import": (14, 14, 18, 4, 0), "seal": (14, 14, 18, 4, 0), "run": (12, 0, 0, 0, 0)}
+SHORT = {"ingest": (1, 1, 1, 1, 0),    # a write fails with ENOSPC; the runs folder vanishes
+         "seal": (1, 1, 1, 1, 1),      # an fsync fails with ENOSPC; the storage turns read-only
+         "derive": (1, 1, 1, 0, 5)}    # an open fails with EIO
 
 
-def run(workdir: Path | None = None, *, plan: dict[str, tuple[int, int, int, int]] = LONG,
+def run(workdir: Path | None = None, *, plan: dict[str, tuple[int, ...]] = LONG,
         seed: int = 35, progress: Callable[[str], None] = lambda _: None) -> list[StageResult]:
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="campaign-crash-") as tmp:
         work = Path(workdir or tmp)
         results = []
-        for name, (kt, kw, disk, inputs) in plan.items():
-            progress(f"crash: {name}: {kt + kw} kill instants, {disk} disk faults, {inputs} input faults")
+        for name, (kt, kw, disk, inputs, *more) in plan.items():
+            first, renames = (*more, 0, 0)[:2]
+            progress(f"crash: {name}: {kt + kw + renames} kill instants, {disk} disk faults, "
+                     f"{inputs} input faults")
             results.append(stage(SCENARIOS[name], work, kills_time=kt, kills_write=kw, disk=disk,
-                                 inputs=inputs, rng=rng, progress=progress))
+                                 inputs=inputs, rng=rng, first=first, renames=renames,
+                                 progress=progress))
             remove(work / name)
         return results
 

@@ -19,8 +19,10 @@ import duckdb
 VOLATILE = re.compile(r"(^|_)(ingested|detected|sealed|derived|rendered|built|generated|made)_at$"
                       r"|^seconds$|^elapsed_s$"
                       r"|^fingerprint$")      # of stat fields: a copy of a folder has new inodes
-# Text a build stamps with its time (mkdocs' sitemap lastmod, the build date of a page).
-STAMPS = re.compile(rb"<lastmod>[^<]*</lastmod>|<lastBuildDate>[^<]*</lastBuildDate>|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?")
+# Text a build stamps with its time (mkdocs' sitemap lastmod, the RSS feed's build and publication
+# dates of the channel, not of its items; the build date of a page).
+STAMPS = re.compile(rb"<lastmod>[^<]*</lastmod>|<lastBuildDate>[^<]*</lastBuildDate>"
+                    rb"|<pubDate>[^<]*</pubDate>(?=\s*<lastBuildDate>)|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?")
 
 
 def db_state(db: Path) -> dict[str, list[tuple]] | str:
