@@ -97,3 +97,23 @@ def test_a_bench_folder_that_cannot_be_written_stops_the_run(monkeypatch):
                              lambda s: None, tally)
     assert tally.done == 1
     assert out.facts == [{"point_error": "chat__c02 data/runs/r/bench/chat__c01.json: No space left on device"}]
+
+
+def test_a_folder_is_swapped_into_place_in_one_step(tmp_path, monkeypatch):
+    from stages.core import files
+    from stages.render.site_build import MARKER, swap_in
+    site, new = tmp_path / "site", tmp_path / ".site.tmp-1"
+    for folder, text in ((site, "old"), (new, "new")):
+        folder.mkdir()
+        (folder / MARKER).write_text("")
+        (folder / "index.html").write_text(text)
+    renames = []
+    monkeypatch.setattr(files.os, "rename", lambda a, b: renames.append((a, b)))
+    if not files.exchange(new, site):
+        pytest.skip("this file system cannot swap two paths in one step")
+    assert (site / "index.html").read_text() == "new" and (new / "index.html").read_text() == "old"
+    files.exchange(new, site)
+    swap_in(new, site)
+    assert renames == []                        # never a moment without a site
+    assert (site / "index.html").read_text() == "new" and not new.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]

@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -317,7 +318,8 @@ def stage(s: Scenario, workdir: Path, *, kills_time: int, kills_write: int, disk
             n = max(1, int(calls["writes"] * (i + rng.random()) / kills_write))
             result.cases.append(one_case(s, Case(s.name, "kill-write", f"kill@{n}"), *args,
                                          points=WRITES))
-        for k in sorted({1 + i * calls["renames"] // renames for i in range(renames)} if calls["renames"] else ()):
+        for k in sorted({-(-(i + 1) * calls["renames"] // renames) for i in range(renames)}
+                        if calls["renames"] else ()):       # spread up to the last rename
             result.cases.append(one_case(s, Case(s.name, "kill-write", f"kill at rename #{k}"), *args,
                                          points=RENAMES, kill_plan=f"kill@{k}"))
         for i in range(first, first + disk):
@@ -346,28 +348,33 @@ def stage(s: Scenario, workdir: Path, *, kills_time: int, kills_write: int, disk
 
 # the long form (`make reliability`) and the short form (tests/test_crash.py): per stage, kills
 # by time, kills by write count, disk faults, input faults, and where its turn of faults starts
-LONG = {"ingest": (26, 26, 30, 6, 0), "derive": (20, 20, 27, 4, 0), "render": (8, 8, 9, 2, 0),
-        "import": (14, 14, 18, 4, 0), "seal": (14, 14, 18, 4, 0), "run": (12, 0, 0, 0, 0)}
+LONG = {"import": (40, 40, 40, 2, 0, 3), "seal": (30, 30, 34, 2, 1, 2),
+        "ingest": (12, 12, 15, 4, 0, 2), "derive": (10, 10, 12, 2, 1, 3),
+        "render": (3, 3, 6, 1, 2, 4), "run": (8, 0, 0, 0)}
 SHORT = {"ingest": (1, 1, 1, 1, 0),    # a write fails with ENOSPC; the runs folder vanishes
          "seal": (1, 1, 1, 1, 1),      # an fsync fails with ENOSPC; the storage turns read-only
          "derive": (1, 1, 1, 0, 5)}    # an open fails with EIO
 
 
-def run(workdir: Path | None = None, *, plan: dict[str, tuple[int, ...]] = LONG,
-        seed: int = 35, progress: Callable[[str], None] = lambda _: None) -> list[StageResult]:
-    rng = random.Random(seed)
+def run(workdir: Path | None = None, *, plan: dict[str, tuple[int, ...]] = LONG, seed: int = 35,
+        workers: int = 1, progress: Callable[[str], None] = lambda _: None) -> list[StageResult]:
+    """Every stage of `plan`, `workers` stages at a time (each in its own scratch folder, with its
+    own random draws, so the cases do not depend on the order); results in the plan's order."""
     with tempfile.TemporaryDirectory(prefix="campaign-crash-") as tmp:
         work = Path(workdir or tmp)
-        results = []
-        for name, (kt, kw, disk, inputs, *more) in plan.items():
+
+        def one(name: str) -> StageResult:
+            kt, kw, disk, inputs, *more = plan[name]
             first, renames = (*more, 0, 0)[:2]
             progress(f"crash: {name}: {kt + kw + renames} kill instants, {disk} disk faults, "
                      f"{inputs} input faults")
-            results.append(stage(SCENARIOS[name], work, kills_time=kt, kills_write=kw, disk=disk,
-                                 inputs=inputs, rng=rng, first=first, renames=renames,
-                                 progress=progress))
+            result = stage(SCENARIOS[name], work, kills_time=kt, kills_write=kw, disk=disk,
+                           inputs=inputs, rng=random.Random(f"{seed}-{name}"), first=first,
+                           renames=renames, progress=progress)
             remove(work / name)
-        return results
+            return result
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            return list(pool.map(one, plan))
 
 
 def summary(results: list[StageResult]) -> dict[str, Any]:
