@@ -7,6 +7,7 @@ site archive carries its own manifest in the same format.
 from __future__ import annotations
 
 import hashlib
+import glob
 import os
 import re
 import stat
@@ -84,11 +85,7 @@ def write_once(path: Path, text: str, *, scratch: Path) -> None:
     in `scratch` (a folder on the same file system, outside the folder being written, so that a
     process killed half way leaves nothing in it), is synced, then linked to `path` (which fails
     if `path` exists: a file is never replaced). A failed write names the path."""
-    stem = f".{path.parent.name}.{path.name}.tmp-"
-    for stale in Path(scratch).glob(stem + "*"):       # of a writer killed half way
-        pid = stale.name[len(stem):]
-        if pid.isdigit() and not _alive(int(pid)):
-            stale.unlink(missing_ok=True)
+    stem = clear_stale(path, scratch=scratch)
     tmp = Path(scratch) / f"{stem}{os.getpid()}"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -107,6 +104,17 @@ def write_once(path: Path, text: str, *, scratch: Path) -> None:
             os.unlink(tmp)
         except OSError:
             pass
+
+
+def clear_stale(path: Path, *, scratch: Path) -> str:
+    """Remove the scratch files of writers of `path` killed half way (after linking it, too);
+    returns the scratch files' name stem."""
+    stem = f".{path.parent.name}.{path.name}.tmp-"
+    for stale in Path(scratch).glob(glob.escape(stem) + "*"):
+        pid = stale.name[len(stem):]
+        if pid.isdigit() and not _alive(int(pid)):
+            stale.unlink(missing_ok=True)
+    return stem
 
 
 def _alive(pid: int) -> bool:
@@ -140,6 +148,8 @@ def seal(folder: Path) -> Path:
     manifest = folder / RUN_MANIFEST
     if not manifest.exists():
         write_once(manifest, manifest_text(folder), scratch=folder.parent)
+    else:
+        clear_stale(manifest, scratch=folder.parent)   # a seal killed after linking it
     for dirpath, dirnames, filenames in os.walk(folder, topdown=False):
         here = Path(dirpath)
         for name in filenames:

@@ -341,7 +341,12 @@ def stage(s: Scenario, workdir: Path, *, kills_time: int, kills_write: int, disk
                              errno_name="EROFS")
                 c.plan = f"open #{n} finds the storage read-only (EROFS)"
             result.cases.append(c)
-    bad = sum(not c.ok for c in result.cases)
+    bad = [c for c in result.cases if not c.ok]
+    for c in bad:
+        progress(f"crash: {s.name}: {c.kind} `{c.plan}` did not hold: not whole {c.not_whole}, runs "
+                 f"changed {c.runs_changed[:3]}, locks {c.locks_held}, left {c.leftovers}, stop "
+                 f"{c.bad_stop!r} ({c.stopped[:160]}), re-run differs {c.rerun_differs}")
+    bad = len(bad)
     progress(f"crash: {s.name}: {len(result.cases)} cases in {seconds:.1f} s runs, {bad} did not hold")
     return result
 
