@@ -324,30 +324,26 @@ def stage(s: Scenario, workdir: Path, *, kills_time: int, kills_write: int, disk
                                          points=RENAMES, kill_plan=f"kill@{k}"))
         for i in range(first, first + disk):
             call = ("write", "fsync", "open")[i % 3]
+            if not calls[call]:         # one it never makes (derive: no fsync): a write or an open
+                call = "write" if i % 2 and calls["write"] else "open"
             errno_name = ("ENOSPC", "EIO")[(i // 3) % 2]
             n = rng.randint(1, max(1, calls[call]))
             result.cases.append(one_case(s, Case(s.name, "disk", f"{errno_name}@{n}", ), *args,
                                          points=DISK[call], errno_name=errno_name))
             result.cases[-1].plan = f"{call} #{n} fails with {errno_name}"
         for i in range(first, first + inputs):
-            if i % 2 == 0:
-                n = rng.randint(1, max(1, calls["open"]))
-                c = one_case(s, Case(s.name, "input", f"vanish@{n}"), *args, points=DISK["open"],
-                             errno_name="ENOENT")
-                c.plan = f"the runs folder vanishes at open #{n}"
-            else:
-                n = rng.randint(1, max(1, calls["open"]))
-                c = one_case(s, Case(s.name, "input", f"EROFS@{n}"), *args, points=DISK["open"],
-                             errno_name="EROFS")
-                c.plan = f"open #{n} finds the storage read-only (EROFS)"
+            n, what = rng.randint(1, max(1, calls["open"])), ("vanish", "EROFS")[i % 2]
+            c = one_case(s, Case(s.name, "input", f"{what}@{n}"), *args, points=DISK["open"],
+                         errno_name="ENOENT" if what == "vanish" else "EROFS")
+            c.plan = (f"the runs folder vanishes at open #{n}" if what == "vanish"
+                      else f"open #{n} finds the storage read-only (EROFS)")
             result.cases.append(c)
-    bad = [c for c in result.cases if not c.ok]
-    for c in bad:
+    for c in (c for c in result.cases if not c.ok):
         progress(f"crash: {s.name}: {c.kind} `{c.plan}` did not hold: not whole {c.not_whole}, runs "
                  f"changed {c.runs_changed[:3]}, locks {c.locks_held}, left {c.leftovers}, stop "
                  f"{c.bad_stop!r} ({c.stopped[:160]}), re-run differs {c.rerun_differs}")
-    bad = len(bad)
-    progress(f"crash: {s.name}: {len(result.cases)} cases in {seconds:.1f} s runs, {bad} did not hold")
+    progress(f"crash: {s.name}: {len(result.cases)} cases in {seconds:.1f} s runs, "
+             f"{sum(not c.ok for c in result.cases)} did not hold")
     return result
 
 
