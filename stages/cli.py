@@ -43,7 +43,8 @@ def user_errors(fn):
             sys.exit(2)
         except Exception as exc:
             # the storage failing (a full disk, an I/O error, a file gone) is one line too
-            if not (isinstance(exc, OSError) or type(exc).__name__ in DUCKDB_IO_ERRORS):
+            if not (isinstance(exc, OSError) or type(exc).__name__ in DUCKDB_IO_ERRORS
+                    or COMMIT_NOT_WRITTEN in str(exc)):
                 raise
             click.echo(f"campaign: error: {one_line(exc)}", err=True)
             sys.exit(1)
@@ -52,6 +53,7 @@ def user_errors(fn):
 
 # DuckDB's errors for a failed read or write, and for a database it stopped after one
 DUCKDB_IO_ERRORS = ("IOException", "FatalException")
+COMMIT_NOT_WRITTEN = "Failed to commit: Could not write file"   # a TransactionException
 
 
 def parse_gpus(text: str) -> list[int]:
