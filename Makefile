@@ -10,6 +10,8 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 CHROMIUM ?= /usr/bin/chromium
 # Slurm and munge for the slurm executor's tests, which start a one-node cluster (Debian packages).
 SLURMCTLD ?= /usr/sbin/slurmctld
+# libfiu's preload library, for the crash and disk-fault tests (Debian's fiu-utils).
+FIU ?= /usr/bin/fiu-run
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup repro test bench reliability serve publish help
@@ -40,7 +42,7 @@ repro: $(STAMP)
 	@echo ""
 	@echo "Site built: $(CURDIR)/data/site/index.html  (browse it with: make serve)"
 
-test: $(STAMP) $(CHROMIUM) $(SLURMCTLD)
+test: $(STAMP) $(CHROMIUM) $(SLURMCTLD) $(FIU)
 	$(BIN)/python -m pytest -q
 
 # Debian's chromium, for the browser test of the built site.
@@ -56,10 +58,16 @@ $(SLURMCTLD):
 	$(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		slurmctld slurmd slurm-client munge
 
+# Debian's fiu-utils (and libfiu0): its preload library makes write, fsync and open fail on cue.
+$(FIU):
+	@echo "installing fiu-utils (Debian package) for the crash and disk-fault tests"
+	$(SUDO) apt-get update -qq
+	$(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fiu-utils
+
 bench: $(STAMP)
 	$(BIN)/campaign bench
 
-reliability: $(STAMP)
+reliability: $(STAMP) $(CHROMIUM) $(FIU)
 	$(BIN)/campaign reliability
 
 publish: $(STAMP)

@@ -24,6 +24,7 @@ import click
 from stages.core import locks
 from stages.core.files import divert_stderr
 from stages.core.config import CampaignError, Paths, derive_settings, load_params
+from stages.core.faults import one_line
 
 
 def progress(msg: str) -> None:
@@ -41,7 +42,19 @@ def user_errors(fn):
             for line in str(exc).splitlines() or [""]:
                 click.echo(f"campaign: error: {line}", err=True)
             sys.exit(2)
+        except Exception as exc:
+            # the storage failing (a full disk, an I/O error, a file gone) is one line too
+            if not (isinstance(exc, OSError) or type(exc).__name__ in DUCKDB_IO_ERRORS
+                    or COMMIT_NOT_WRITTEN in str(exc)):
+                raise
+            click.echo(f"campaign: error: {one_line(exc)}", err=True)
+            sys.exit(1)
     return wrapper
+
+
+# DuckDB's errors for a failed read or write, and for a database it stopped after one
+DUCKDB_IO_ERRORS = ("IOException", "FatalException")
+COMMIT_NOT_WRITTEN = "Failed to commit: Could not write file"   # a TransactionException
 
 
 def parse_gpus(text: str) -> list[int]:

@@ -3,6 +3,8 @@
 process's standard error sent to a file (divert_stderr)."""
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 import sys
 import threading
@@ -31,3 +33,42 @@ def divert_stderr(path: Path) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(fd, 2)
     os.close(fd)
+
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2          # renameat2(2): swap two paths in one step
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap the paths `a` and `b` in one step (Linux renameat2 with RENAME_EXCHANGE), so that
+    neither is ever missing; False where the system or file system cannot (then nothing moved)."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def replace_folder(new: Path, target: Path, aside: Path) -> Path | None:
+    """Put the folder `new` at `target`. The old folder is swapped with the new one in one step
+    where the system can (it then lies at `new`'s path), else renamed to `aside` first; returns
+    where the old folder now lies, for the caller to remove, or None when there was none.
+    With the one-step swap, `target` is a whole folder at every instant, old or new."""
+    if not (target.exists() or target.is_symlink()):
+        os.rename(new, target)
+        return None
+    if exchange(new, target):
+        return new
+    os.rename(target, aside)
+    try:
+        os.rename(new, target)
+    except OSError:
+        os.rename(aside, target)
+        raise
+    return aside

@@ -57,9 +57,12 @@ def _take(root: Path, output: Path, command: str) -> int:
         os.close(fd)
         raise CampaignError(f"{_shown(root, output)} is being written by {holder}; "
                             "try again when it ends") from None
-    os.ftruncate(fd, 0)
     info = {"pid": os.getpid(), "command": command, "since": dt.datetime.now().isoformat(timespec="seconds")}
-    os.pwrite(fd, json.dumps(info).encode(), 0)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
+    except OSError:
+        pass        # a full disk: the lock is held all the same, its holder shown as "another command"
     return fd
 
 

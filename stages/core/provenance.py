@@ -7,6 +7,7 @@ site archive carries its own manifest in the same format.
 from __future__ import annotations
 
 import hashlib
+import glob
 import os
 import re
 import stat
@@ -82,6 +83,53 @@ def at_rest(folder: Path, now: float | None = None) -> bool:
     return (time.time() if now is None else now) - newest >= AT_REST_S
 
 
+def write_once(path: Path, text: str, *, scratch: Path) -> None:
+    """Write a file that must not exist yet, whole or not at all: the text goes to a scratch file
+    in `scratch` (a folder on the same file system, outside the folder being written, so that a
+    process killed half way leaves nothing in it), is synced, then linked to `path` (which fails
+    if `path` exists: a file is never replaced). A failed write names the path."""
+    stem = clear_stale(path, scratch=scratch)
+    tmp = Path(scratch) / f"{stem}{os.getpid()}"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            data = text.encode()
+            while data:
+                data = data[os.write(fd, data):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.link(tmp, path)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def clear_stale(path: Path, *, scratch: Path) -> str:
+    """Remove the scratch files of writers of `path` killed half way (after linking it, too);
+    returns the scratch files' name stem."""
+    stem = f".{path.parent.name}.{path.name}.tmp-"
+    for stale in Path(scratch).glob(glob.escape(stem) + "*"):
+        pid = stale.name[len(stem):]
+        if pid.isdigit() and not _alive(int(pid)):
+            stale.unlink(missing_ok=True)
+    return stem
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 READ_ONLY_FILE = 0o444
 READ_ONLY_FOLDER = 0o555
 
@@ -102,9 +150,9 @@ def seal(folder: Path) -> Path:
     folder = Path(folder)
     manifest = folder / RUN_MANIFEST
     if not manifest.exists():
-        text = manifest_text(folder)
-        with manifest.open("x") as f:
-            f.write(text)
+        write_once(manifest, manifest_text(folder), scratch=folder.parent)
+    else:
+        clear_stale(manifest, scratch=folder.parent)   # a seal killed after linking it
     for dirpath, dirnames, filenames in os.walk(folder, topdown=False):
         here = Path(dirpath)
         for name in filenames:

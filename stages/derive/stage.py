@@ -37,6 +37,7 @@ from stages.derive.costs import create_cost_tables
 from stages.derive.quarantine import QUARANTINE, DataTestError, Tester, columns_of  # noqa: F401 (DataTestError: raised here for callers)
 from stages.core.config import CampaignError
 from stages.core.params_check import PROFILE_RULES, SHARED_RULES
+from stages.core.files import replace_folder
 
 SQL_DIR = tables.SQL_DIR      # staging, intermediate, marts (a test may point it elsewhere)
 
@@ -331,17 +332,15 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def swap_in(built: Path, target: Path) -> None:
-    """Put the folder `built` in place of `target`; the old folder is removed once replaced.
-    Two renames, not one: the caller holds the output's write lock (stages/core/locks.py)."""
-    old = target.with_name(f"{target.name}.old-{os.getpid()}")
-    if target.exists():
-        os.replace(target, old)
-    os.replace(built, target)
-    _remove(old)
+    """Put the folder `built` in place of `target` (in one step where the system can swap two
+    paths); the old folder is removed once replaced. The caller holds the output's write lock."""
+    _remove(replace_folder(built, target, target.with_name(f"{target.name}.old-{os.getpid()}")))
 
 
-def _remove(path: Path) -> None:
+def _remove(path: Path | None) -> None:
     """A file, a database with its WAL, or a folder, if it is there."""
+    if path is None:
+        return
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
     else:

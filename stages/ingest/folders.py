@@ -4,6 +4,7 @@ the seal of each folder to read (sealed first when it arrives without one).
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from dataclasses import dataclass
@@ -12,7 +13,8 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from stages.core.config import CampaignError
-from stages.core.provenance import RUN_MANIFEST, at_rest, seal
+from stages.core.faults import storage_fault
+from stages.core.provenance import RUN_MANIFEST, at_rest, seal, write_once
 from stages.core import raw_schema
 from stages.core import rawfile
 from stages.core import secrets
@@ -102,12 +104,20 @@ def plan_folders(folders: list[Path], known: dict[str, str], version: str,
     plans, found = [], {}
     for folder in folders:
         sealed_at, problem = None, None
+        mark = seal_mark(folder)
+        if folder.name not in seals and os.path.lexists(folder / MANIFEST) and mark.is_file():
+            # sealed by an ingest that stopped before it could record it
+            sealed_at = datetime.fromtimestamp(mark.stat().st_mtime, timezone.utc)
         if (seal_unsealed and folder.name not in seals and not folder.is_symlink()
                 and not os.path.lexists(folder / MANIFEST) and at_rest(folder)):
             try:
+                mark.parent.mkdir(exist_ok=True)
+                write_once(mark, "", scratch=mark.parent) if not mark.exists() else None
                 seal(folder)
                 sealed_at = datetime.now(timezone.utc)
             except OSError as exc:
+                if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):   # storage read-only: read it unsealed
+                    raise storage_fault(exc.filename or folder, exc) from None
                 problem = f"could not seal the folder: {exc.strerror or exc}"
         stats = folder_stats(folder)
         fp = fingerprint(stats, version)
@@ -115,6 +125,15 @@ def plan_folders(folders: list[Path], known: dict[str, str], version: str,
             plans.append((folder, [(n, size, mtime) for n, size, mtime, _, _ in stats], fp))
             found[folder.name] = SealFound(folder_manifest_sha256(folder), sealed_at, problem)
     return folders, plans, found
+
+
+# Ingest marks a folder it is about to seal here (a hidden folder of the runs folder, which ingest
+# does not read), so that who sealed it is known even when ingest stops before recording it.
+SEAL_MARKS = ".sealed-by-ingest"
+
+
+def seal_mark(folder: Path) -> Path:
+    return folder.parent / SEAL_MARKS / folder.name
 
 
 def folder_manifest_sha256(folder: Path) -> str | None:
@@ -154,7 +173,7 @@ def seal_run_folders(runs: Path, run_ids: list[str], say: Callable[[str], None])
         try:
             seal(folder)
         except OSError as exc:
-            raise CampaignError(f"{folder.name}: cannot seal: {exc.strerror or exc}") from None
+            raise CampaignError(f"{exc.filename or folder}: cannot seal: {exc.strerror or exc}") from None
         if not had_manifest:
             counts["sealed"] += 1
             say(f"sealed {folder.name}: {RUN_MANIFEST} written, folder read-only")

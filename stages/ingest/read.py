@@ -16,6 +16,7 @@ from stages.core.provenance import IMPORT_RECORD, PROFILE_FOLDER, PROFILE_TABLE_
 from stages.ingest.parsers import bench_json, cmd as cmd_parser, gpu_samples, metrics, lines, run_files, turns
 from stages.ingest.parsers import metrics_series, profile_trace, tools as bench_tools
 from stages.ingest.parsers.tools.common import Siblings
+from stages.core.faults import is_storage_fault, storage_fault
 from stages.core.rawfile import Refused
 from stages.core.secrets import REDACTED, SECRET_FLAGS, is_secret_name
 from stages.ingest.parsers.sglang_log import parse_sglang_log
@@ -174,6 +175,8 @@ def _guard(rows: FolderRows, source_file: str, fn: Callable[[], Any]) -> Any:
     except Refused as exc:
         rows.error(source_file, reason=exc.reason)
     except OSError as exc:
+        if is_storage_fault(exc):       # the disk failed or the file vanished: stop, record nothing
+            raise storage_fault(source_file, exc) from None
         rows.error(source_file, reason=f"cannot read: {exc.strerror or type(exc).__name__}")
     except Exception as exc:  # a parser bug must not stop the other folders
         rows.error(source_file, reason=f"{type(exc).__name__}: {exc}"[:500])

@@ -29,6 +29,7 @@ Example:
 """
 from __future__ import annotations
 
+import errno
 import multiprocessing
 import os
 import time
@@ -41,9 +42,10 @@ from typing import Any, Callable, Iterator
 
 import duckdb
 
+from stages.core.faults import storage_fault
 from stages.core.warehouse import relative
 from stages.ingest.folders import (MANIFEST, SealFound, code_version, folder_manifest_sha256, plan_folders,
-                                   run_folders)
+                                   run_folders, seal_mark)
 from stages.ingest.read import check_seal, read_folder
 from stages.ingest.rows import ROW_TABLES, FolderRows
 from stages.ingest.write import (ingest_sql, known_folders, open_warehouse, raw_columns, record_refused,
@@ -140,7 +142,7 @@ def run(*, runs_dir: Path, warehouse: Path, root: Path, progress: Progress | Non
     try:
         con, _ = open_warehouse(warehouse)
         try:
-            summary = _ingest(con, folders, plans, root, say, pool, workers, found)
+            summary = _ingest(con, folders, plans, root, say, pool, workers, found, runs_dir)
             record_refused(con, runs_dir, root, refused)
             for reason in refused:
                 say(f"ingest refused {reason}")
@@ -158,7 +160,7 @@ def run(*, runs_dir: Path, warehouse: Path, root: Path, progress: Progress | Non
 
 def _ingest(con: duckdb.DuckDBPyConnection, folders: list[Path], plans: list[tuple[Path, list, str]],
             root: Path, say: Progress, pool: ProcessPoolExecutor | None, workers: int = 1,
-            found: dict[str, SealFound] | None = None) -> dict[str, Any]:
+            found: dict[str, SealFound] | None = None, runs_dir: Path | None = None) -> dict[str, Any]:
     columns = raw_columns(con)
     known = dict(con.execute(ingest_sql("folders.sql")).fetchall())
     seals = dict(con.execute(ingest_sql("seals.sql")).fetchall())
@@ -169,7 +171,12 @@ def _ingest(con: duckdb.DuckDBPyConnection, folders: list[Path], plans: list[tup
         "errors": 0, "bytes_read": 0,
     }
     on_disk = {f.name for f in folders}
-    for run_id in sorted(set(known) - on_disk):
+    gone = sorted(set(known) - on_disk)
+    if gone and runs_dir is not None and not runs_dir.is_dir():
+        # the runs folder itself is missing (storage unmounted, gone mid-ingest): that is no
+        # evidence that its runs were removed, so none of their rows are
+        raise storage_fault(relative(runs_dir, root), FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT)))
+    for run_id in gone:
         remove_run(con, run_id)
         summary["runs_removed"] += 1
         say(f"ingest removed {run_id} (folder gone)")
@@ -194,6 +201,9 @@ def _ingest(con: duckdb.DuckDBPyConnection, folders: list[Path], plans: list[tup
             done += 1
             say(f"ingest {done}/{len(plans)} {rows.run_id} {_size(folder_row['bytes'])}"
                 + _seal_note(rows, folder_row, rows.run_id in stored))
+        for rows, folder_row in batch:      # the seal is recorded: its mark has done its work
+            if folder_row["sealed_at"] is not None and runs_dir is not None:
+                seal_mark(runs_dir / rows.run_id).unlink(missing_ok=True)
         batch.clear()
 
     for (folder, files, fp), rows in zip(plans, results):

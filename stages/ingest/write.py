@@ -216,6 +216,8 @@ def write_batch(con: duckdb.DuckDBPyConnection, columns: dict[str, list[tuple[st
     try:
         return write_folders(con, columns, batch, stored)
     except duckdb.Error as exc:
+        if isinstance(exc, (duckdb.IOException, duckdb.FatalException)):
+            raise           # the disk failed, not the rows: stop, the transaction rolled back
         if len(batch) > 1:
             return [write_batch(con, columns, [item], stored)[0] for item in batch]
         rows, folder_row = batch[0]

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from stages.core.config import CampaignError
+from stages.core.files import replace_folder
 from stages.render import blog
 
 MARKER = ".campaign-render"   # in the root of each folder render writes; only such a folder is replaced
@@ -76,18 +77,13 @@ def mark(folder: Path) -> None:
 
 
 def swap_in(new: Path, target: Path) -> None:
-    """Put the folder `new` at `target`: the old one is renamed aside, the new one renamed in, and
-    the old one removed only when render had written it."""
+    """Put the folder `new` at `target`: swapped with the old one in one step (renameat2), so that
+    `target` is a whole site at every instant, old or new; where the file system cannot, the old
+    one is renamed aside first. The old one is then removed only when render had written it."""
     check_ours(target)
-    old = None
-    if target.exists():
-        old = _scratch(target, "old")
-        os.rename(target, old)
     try:
-        os.rename(new, target)
+        old = replace_folder(new, target, _scratch(target, "old"))
     except OSError as exc:
-        if old is not None:
-            os.rename(old, target)
         raise CampaignError(f"{target}: cannot move the new build in ({exc.strerror})") from None
     if old is not None:
         if (old / MARKER).is_file():

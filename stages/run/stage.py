@@ -41,7 +41,8 @@ from stages.ingest.parsers.lines import read_chunks
 from stages.ingest.parsers.sglang_log import parse_sglang_log
 from stages.ingest.parsers.vllm_log import parse_vllm_log
 from stages.run.quads import spans_quads
-from stages.core.provenance import RUN_MANIFEST, SLURM_JOB_KEY, git_sha, seal
+from stages.core.faults import is_storage_fault, storage_fault
+from stages.core.provenance import RUN_MANIFEST, SLURM_JOB_KEY, git_sha, seal, write_once
 from stages.core.secrets import redact_mapping
 
 SCHEMA_VERSION = 1
@@ -255,8 +256,10 @@ def run(*, spec_name: str, params: dict, paths: Paths,
     }
     for scratch in writable:
         scratch.mkdir(parents=True)
-    (folder / "meta.json").open("x").write(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    (folder / "cmd.sh").open("x").write(launch.script(f"engine command of run {run_id}, run from the project root"))
+    # whole or absent, even if the run is killed as it writes them
+    write_once(folder / "meta.json", json.dumps(meta, indent=2, sort_keys=True) + "\n", scratch=paths.runs)
+    write_once(folder / "cmd.sh", launch.script(f"engine command of run {run_id}, run from the project root"),
+               scratch=paths.runs)
     out = LaunchOut(folder / "launch.out")
     out.add(port=port, **{k: meta[k] for k in ("gpus", "container") if meta[k]})
     if in_slurm:
@@ -403,6 +406,13 @@ def _benchmark(steps: list[Step], eng: Engine, out: LaunchOut, interrupts: _Inte
                 problem = step.go(sampler.mark_requests if sampler is not None else None)
             tally.done += 1
         except (httpx.HTTPError, OSError, RuntimeError, ValueError) as exc:
+            if is_storage_fault(exc):
+                # the run folder cannot be written (disk full, failing): stop here, keeping the
+                # points measured; the caller stops the engine and marks the run failed
+                where = getattr(exc, "filename", None) or step.name
+                fault = storage_fault(where, exc)
+                out.add(point_error=f"{step.name} {fault}")
+                raise fault from None
             problem = f"{type(exc).__name__}: {exc}"
         interrupts.check()
         if problem:

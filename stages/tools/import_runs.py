@@ -46,6 +46,7 @@ from stages.ingest.parsers.run_files import is_run_id, parse_run_id
 SCHEMA_VERSION = 1
 STAGING_PREFIX = ".import-"
 _STAGING = re.compile(r"^\.import-(?P<run_id>.+)-(?P<pid>\d+)$")
+_SCRATCH = re.compile(r"^\.\.import-.+-(?P<pid>\d+)\..+\.tmp-\d+$")
 RUN_FILES = ("cmd.sh", "server.log", "launch.out")     # a run folder holds at least one of these
 META = "meta.json"
 BENCH = "bench"                 # where a run folder keeps its benchmark results
@@ -339,8 +340,11 @@ def stage(source: Source, profile: str, params: dict[str, Any], staged: Staged) 
               "profile": profile, "spec": spec, "spec_match": why, "source": str(source.path),
               "source_host": socket.gethostname(), "imported_at": _utc_now(),
               "imported_by": getpass.getuser(), "files": digests}
-    with (folder / IMPORT_RECORD).open("x") as fh:
-        fh.write(json.dumps(record, sort_keys=True, indent=2) + "\n")
+    try:
+        with (folder / IMPORT_RECORD).open("x") as fh:
+            fh.write(json.dumps(record, sort_keys=True, indent=2) + "\n")
+    except OSError as exc:      # a failed write names no file by itself
+        raise OSError(exc.errno, exc.strerror, str(folder / IMPORT_RECORD)) from None
     seal(folder)
     staged.spec, staged.files = spec, len(digests)
 
@@ -378,6 +382,10 @@ def remove_stale(runs: Path, progress: Callable[[str], None]) -> int:
     if not runs.is_dir():
         return 0
     for entry in sorted(os.listdir(runs)):
+        scratch = _SCRATCH.match(entry)     # a staged folder's manifest, being written when killed
+        if scratch and not _alive(int(scratch["pid"])):
+            (runs / entry).unlink(missing_ok=True)
+            continue
         found = _STAGING.match(entry)
         if not found:
             continue
@@ -484,8 +492,8 @@ def run(sources: list[str], *, profile: str, params: dict[str, Any], runs: Path,
                 for item in staged:
                     remove_staging(item.folder)
             if isinstance(exc, OSError):
-                where = f" ({exc.filename})" if exc.filename else ""
-                raise CampaignError(f"{exc.strerror or exc}{where}; nothing was imported") from None
+                where = f"{exc.filename}: " if exc.filename else ""
+                raise CampaignError(f"{where}{exc.strerror or exc}; nothing was imported") from None
             raise
     for item in committed:
         progress(f"imported {item.source.run_id} ({item.files} files, "

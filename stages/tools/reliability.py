@@ -10,7 +10,9 @@ parser tests) run under pytest; the report lists each case with its outcome and,
 property tests, how many generated inputs were tried. (3) Hostile and careless inputs
 (stages/tools/hostile.py): links out of the project, FIFOs, script in folder names, secrets from another
 campaign, edits after sealing, outputs pointed at the raw runs, two commands at once, impossible
-params; the built pages are loaded in headless Chromium, which must run no script of theirs.
+params; the built pages are loaded in headless Chromium, which must run no script of theirs. (4) Crash
+and disk faults (stages/tools/crash.py): every stage that writes is killed at many instants and
+starved by failing writes (libfiu), and its outputs must be the old or the new ones whole.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from typing import Callable
 
 import duckdb
 
-from stages.tools import hostile
+from stages.tools import crash, hostile
 
 FIXTURE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "runs"
 FAULT_TESTS = ["tests/test_parsers_property.py", "tests/test_engine_faults.py",
@@ -207,6 +209,44 @@ def browse(site_dir: Path, pages: list[Path]) -> dict[str, int]:
     return {"pages": len(pages), "scripts": scripts}
 
 
+def crash_section(results: list[crash.StageResult]) -> list[str]:
+    """The report's section on crash and disk faults: per stage, then every case that did not hold."""
+    cs = crash.summary(results)
+    lines = ["## Crash and disk faults", "",
+             "Each stage runs on a scratch project; its process group is killed (SIGKILL) at instants",
+             "spread over its run, by time and at the N-th write or fsync, or one write, fsync or open",
+             "fails with ENOSPC or EIO (libfiu), or the runs folder vanishes or is read-only mid-stage.",
+             "Then every output is checked (old or new whole, run folders byte for byte, locks), and the",
+             "stage runs again: its outputs must match an uninterrupted run's.", "",
+             "| stage | uninterrupted run (s) | kill instants | disk faults | input faults | not whole "
+             "| run folders changed | re-runs differing | wrong stops | slowest recovery (s) |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in results:
+        c = r.cases
+        lines.append(
+            f"| {r.stage} | {r.seconds:.1f} | {sum(1 for x in c if x.kind.startswith('kill') and x.fired)} "
+            f"| {sum(1 for x in c if x.kind == 'disk' and x.fired)} | {sum(1 for x in c if x.kind == 'input' and x.fired)} "
+            f"| {sum(len(x.not_whole) for x in c)} | {sum(len(x.runs_changed) for x in c)} "
+            f"| {sum(x.rerun_differs for x in c)} | {sum(bool(x.bad_stop) for x in c)} "
+            f"| {max((x.recovery_s for x in c), default=0):.1f} |")
+    lines += ["", f"- cases tried: {cs['cases']}, outputs checked: {cs['outputs_checked']}",
+              f"- kill instants: **{cs['kill_instants']}**, disk faults: **{cs['disk_faults']}**, "
+              f"input faults: {cs['input_faults']}",
+              f"- outputs not whole: **{cs['not_whole']}**, run folders changed: **{cs['runs_changed']}**, "
+              f"locks left held: **{cs['locks_held']}**, re-runs differing: **{cs['reruns_differing']}**, "
+              f"stops without one clear line: **{cs['bad_stops']}**"]
+    bad = [x for r in results for x in r.cases if not x.ok]
+    if bad:
+        lines += ["", "Cases that did not hold:", ""]
+        lines += [f"- {x.stage} {x.kind} `{x.plan}`: not whole {x.not_whole}, runs changed "
+                  f"{x.runs_changed[:3]}, locks {x.locks_held}, left {x.leftovers}, stop "
+                  f"{x.bad_stop!r}, re-run differs {x.rerun_differs}" for x in bad[:40]]
+    stops = sorted({x.stopped for r in results for x in r.cases if x.kind != "kill" and x.stopped.startswith("campaign:")})
+    lines += ["", "Lines the faults stopped the stages with (a sample):", ""]
+    lines += [f"- `{s.replace('`', '')[:200]}`" for s in stops[:8]]
+    return lines
+
+
 def run(*, root: Path, out_dir: Path, progress=lambda s: None) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -215,9 +255,12 @@ def run(*, root: Path, out_dir: Path, progress=lambda s: None) -> Path:
         cases = damaged_folders(Path(tmp))
         progress("hostile and careless inputs, through ingest, derive, render and Chromium")
         hostile_result = hostile.run(Path(tmp) / "hostile", browse=browse, progress=progress)
+        progress("crash and disk faults: every stage killed and starved (two stages at a time)")
+        crashes = crash.run(Path(tmp) / "crash", workers=2, progress=progress)
         progress("running the fault tests (the real engine is killed once: about a minute)")
         tests, examples = fault_tests(root, Path(tmp) / "junit.xml")
     lost = sum(c.rows_lost for c in cases)
+    cs = crash.summary(crashes)
     failed = [t for t in tests if t["outcome"].startswith(("FAILED", "ERROR"))]
     lines = [
         "# Reliability report", "",
@@ -250,6 +293,7 @@ def run(*, root: Path, out_dir: Path, progress=lambda s: None) -> Path:
               f"- scripts that ran in Chromium: **{h.scripts_run}** over {h.pages_browsed} pages",
               f"- run folders changed by the commands: **{len(h.runs_changed)}**",
               f"- {len(h.cases)} cases in {h.seconds:.0f} s, {sum(not c.ok for c in h.cases)} did not hold"]
+    lines += ["", *crash_section(crashes)]
     lines += ["", "## Fault tests", "",
               f"{len(tests)} cases, {len(tests) - len(failed)} passed, {len(failed)} failed; "
               f"{sum(examples.values())} generated inputs across {len(examples)} property tests.", "",
@@ -264,7 +308,10 @@ def run(*, root: Path, out_dir: Path, progress=lambda s: None) -> Path:
               f"**{len(h.outside_published)}**, secrets **{len(h.secrets_published)}**, "
               f"scripts run **{h.scripts_run}**",
               f"- fault tests: {len(tests)} cases, failed: **{len(failed)}**",
-              f"- generated parser inputs: {sum(examples.values())}"]
+              f"- generated parser inputs: {sum(examples.values())}",
+              f"- crash and disk faults: {cs['kill_instants']} kill instants, {cs['disk_faults']} "
+              f"disk faults; outputs not whole **{cs['not_whole']}**, run folders changed "
+              f"**{cs['runs_changed']}**, re-runs differing **{cs['reruns_differing']}**"]
     report = out_dir / "report.md"
     report.write_text("\n".join(lines) + "\n")
     (out_dir / "report.json").write_text(json.dumps({
@@ -273,5 +320,8 @@ def run(*, root: Path, out_dir: Path, progress=lambda s: None) -> Path:
         "hostile": {"cases": [c.__dict__ for c in h.cases], "rows_lost": h.rows_lost,
                     "outside_published": h.outside_published,
                     "secrets_published": h.secrets_published, "scripts_run": h.scripts_run,
-                    "pages_browsed": h.pages_browsed, "runs_changed": h.runs_changed}}, indent=2))
+                    "pages_browsed": h.pages_browsed, "runs_changed": h.runs_changed},
+        "crash": {"summary": cs, "stages": [{"stage": r.stage, "seconds": r.seconds, "calls": r.calls,
+                                             "cases": [c.__dict__ for c in r.cases]} for r in crashes]},
+    }, indent=2))
     return report

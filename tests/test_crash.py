@@ -1,0 +1,119 @@
+"""Crash and disk faults, the short form (the long one is `make reliability`): ingest, seal and
+derive killed (SIGKILL) by time and at a write, starved by a failing write, fsync or open
+(ENOSPC, EIO: libfiu), and given a runs folder that vanishes or turns read-only, leave every
+output whole, no run folder changed, no lock held, and a re-run
+that ends where an uninterrupted run does. Each fault stops its command with one line."""
+from __future__ import annotations
+
+import errno
+
+import pytest
+
+from stages.core import faults
+from stages.core.provenance import RUN_MANIFEST, manifest_text, seal
+from stages.tools import crash
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    return crash.run(tmp_path_factory.mktemp("crash"), plan=crash.SHORT)
+
+
+def test_every_stage_ran_its_cases(results):
+    assert [r.stage for r in results] == list(crash.SHORT)
+    fired = [c for r in results for c in r.cases if c.fired]
+    assert sum(c.kind.startswith("kill") for c in fired) >= 5
+    if crash.fiu_available():   # every kind of fault, each call and error of the turn
+        assert {c.kind for c in fired} == {"kill-time", "kill-write", "disk", "input"}
+        assert {c.plan.split()[0] for c in fired if c.kind == "disk"} == {"write", "fsync", "open"}
+        assert {c.plan.rsplit(" ", 1)[-1] for c in fired if c.kind == "disk"} == {"ENOSPC", "EIO"}
+        assert sum(c.kind == "input" for c in fired) == 2
+
+
+@pytest.mark.parametrize("stage", list(crash.SHORT))
+def test_every_output_stays_whole_and_the_rerun_matches(results, stage):
+    [r] = [r for r in results if r.stage == stage]
+    bad = [(c.kind, c.plan, c.not_whole, c.runs_changed, c.locks_held, c.leftovers, c.bad_stop,
+            c.rerun_differs) for c in r.cases if not c.ok]
+    assert not bad
+
+
+def test_summary_counts_zero_not_whole(results):
+    s = crash.summary(results)
+    assert s["not_whole"] == s["runs_changed"] == s["reruns_differing"] == 0
+    assert set(s["slowest_recovery_s"]) == set(crash.SHORT)
+
+
+def test_a_seal_that_fails_leaves_no_manifest(tmp_path, monkeypatch):
+    folder = tmp_path / "runs" / "r"
+    folder.mkdir(parents=True)
+    (folder / "a.txt").write_text("a")
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr("stages.core.provenance.os.write", full)
+    with pytest.raises(OSError) as exc:
+        seal(folder)
+    assert exc.value.filename == str(folder / RUN_MANIFEST)
+    assert not (folder / RUN_MANIFEST).exists()
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == ["r"]
+    monkeypatch.undo()
+    seal(folder)
+    assert (folder / RUN_MANIFEST).read_text() == manifest_text(folder)
+
+
+def test_a_bench_folder_that_cannot_be_written_stops_the_run(monkeypatch):
+    from stages.run import stage as run_stage
+
+    class Out:
+        def __init__(self):
+            self.facts = []
+
+        def add(self, **kw):
+            self.facts.append(kw)
+
+    class Eng:
+        base_url = "http://x"
+
+        def alive(self):
+            return True
+
+        def still_up(self):
+            return True
+
+    class Interrupts:
+        def check(self):
+            pass
+
+    def full(window):
+        raise OSError(errno.ENOSPC, "No space left on device", "data/runs/r/bench/chat__c01.json")
+    measured = run_stage.Step("chat__c01", "one", lambda window: None)
+    failing = run_stage.Step("chat__c02", "two", full)
+    never = run_stage.Step("chat__c04", "three", lambda window: pytest.fail("ran after the fault"))
+    monkeypatch.setattr(run_stage.bench, "reset_prefix_cache", lambda *a: 0)
+    out, tally = Out(), run_stage.Tally()
+    with pytest.raises(faults.StorageFault, match="bench/chat__c01.json: No space left on device"):
+        run_stage._benchmark([measured, failing, never], Eng(), out, Interrupts(), None, "vllm",
+                             lambda s: None, tally)
+    assert tally.done == 1
+    assert out.facts == [{"point_error": "chat__c02 data/runs/r/bench/chat__c01.json: No space left on device"}]
+
+
+def test_a_folder_is_swapped_into_place_in_one_step(tmp_path, monkeypatch):
+    from stages.core import files
+    from stages.render.site_build import MARKER, swap_in
+    site, new = tmp_path / "site", tmp_path / ".site.tmp-1"
+    for folder, text in ((site, "old"), (new, "new")):
+        folder.mkdir()
+        (folder / MARKER).write_text("")
+        (folder / "index.html").write_text(text)
+    renames = []
+    monkeypatch.setattr(files.os, "rename", lambda a, b: renames.append((a, b)))
+    if not files.exchange(new, site):
+        pytest.skip("this file system cannot swap two paths in one step")
+    assert (site / "index.html").read_text() == "new" and (new / "index.html").read_text() == "old"
+    files.exchange(new, site)
+    swap_in(new, site)
+    assert renames == []                        # never a moment without a site
+    assert (site / "index.html").read_text() == "new" and not new.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
