@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import sys
 import time
 from pathlib import Path
@@ -290,9 +291,11 @@ def derive(strict: bool, root: str) -> None:
 
 @main.command()
 @click.option("--no-build", is_flag=True, help="Write the docs folder only; skip mkdocs build.")
+@click.option("--timings", type=click.Path(dir_okay=False),
+              help="Write the seconds each phase of the render took to this JSON file.")
 @root_option
 @user_errors
-def render(no_build: bool, root: str) -> None:
+def render(no_build: bool, timings: str | None, root: str) -> None:
     """Render the article series and build the site.
 
     Example: campaign render
@@ -314,6 +317,8 @@ def render(no_build: bool, root: str) -> None:
                                                        .get("static_images") or ()))
     for notice in summary.pop("notices"):
         progress(f"render: {notice}")
+    if timings:
+        Path(timings).write_text(json.dumps(summary["phases"], indent=1) + "\n")
     _echo_summary(summary)
 
 

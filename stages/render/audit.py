@@ -179,13 +179,18 @@ def audit_page(page: str, facts: list[Fact], *, runs_dir: Path, root: Path,
     return _document(f"Audit: {page}", body)
 
 
-def audit_pages(facts: list[Fact], *, runs_dir: Path, root: Path, titles: dict[str, str],
-                inferred: dict[str, list[dict]] | None = None) -> dict[str, str]:
-    """Every audit page's HTML, by page name; `inferred`: run_inferred's rows by run."""
+def audit_groups(facts: list[Fact]) -> tuple[dict[str, list[Fact]], dict[str, Fact]]:
+    """The facts by audit page (pages in name order), and every fact by id."""
     grouped: dict[str, list[Fact]] = defaultdict(list)
     for fact in facts:
         grouped[fact.audit_page].append(fact)
-    by_id = {f.id: f for f in facts}
+    return dict(sorted(grouped.items())), {f.id: f for f in facts}
+
+
+def audit_pages(facts: list[Fact], *, runs_dir: Path, root: Path, titles: dict[str, str],
+                inferred: dict[str, list[dict]] | None = None) -> dict[str, str]:
+    """Every audit page's HTML, by page name; `inferred`: run_inferred's rows by run."""
+    grouped, by_id = audit_groups(facts)
     inferred = inferred or {}
     return {page: audit_page(page, group, runs_dir=runs_dir, root=root, titles=titles, by_id=by_id,
                              inferred=inferred.get(page))

@@ -212,6 +212,12 @@ class ChartWriter:
 
     def write(self, page_stem: str, name: str, profile: str | None = None,
               params: dict[str, Any] | None = None, query: str | None = None) -> str:
+        """A chart's files, and the Markdown that shows it (see _write), timed as `charts`."""
+        with self.book.phases("charts"):
+            return self._write(page_stem, name, profile, params, query)
+
+    def _write(self, page_stem: str, name: str, profile: str | None = None,
+               params: dict[str, Any] | None = None, query: str | None = None) -> str:
         """A chart of the bench points of `profile`; or of the rows of its row query (charts
         listed in charts.CHART_ROWS, or any bench-point chart given `query`, e.g. one model's
         points) bound with `params`. Each set of params gets its own files."""
