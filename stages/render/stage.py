@@ -222,7 +222,7 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
         compare: list[dict] | None = None, run_sets: dict | None = None,
         diff_settings: dict | None = None, series_file: Path | None = None, arms: dict | None = None,
         chart_cache: Path | None = None, static_images: tuple[str, ...] = (),
-        phases: Phases | None = None) -> dict[str, Any]:
+        phases: Phases | None = None, memo: Any = None) -> dict[str, Any]:
     """Render the article series from campaign.duckdb and (when build) build the site.
     `nodes_dir` holds the node probe folders that node evidence blocks read. `compare` is
     params.yaml's list of {base, head, title} pairs for the Compare page; `run_sets` the run sets
@@ -269,7 +269,8 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
         if build:
             site_tmp = fresh_dir(site_dir)
             with phases("mkdocs"):
-                build_site(mkdocs_config, docs_tmp, site_tmp, nav)
+                build_site(mkdocs_config, docs_tmp, site_tmp, nav, cache_dir=chart_cache, old_site=site_dir,
+                           memo=memo)
             mark(site_tmp)   # mkdocs --clean emptied the fresh folder
         with phases("swap"):
             swap_in(docs_tmp, docs_dir)
