@@ -20,7 +20,6 @@ the Fact record is fact_record.py's.
 from __future__ import annotations
 
 import decimal
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -28,12 +27,12 @@ from typing import Any
 import duckdb
 from markupsafe import Markup
 
-from stages.core.config import CampaignError
 from stages.core.secrets import redact_text, redact_value
 from stages.render.declared import ColumnFact
 from stages.render.errors import FactError
-from stages.render.escape import (ESCAPED, audit_target, code, escape_cell, escape_text, run_anchor,
+from stages.render.escape import (audit_target, code, escape_cell, escape_text, run_anchor,
                                   run_label_link, unlink_missing_runs)
+from stages.render.digits import ALLOWED_PATTERNS, PLACEHOLDER, FactCheckError, check_digits  # noqa: F401
 from stages.render.evidence import read_line, render_evidence
 from stages.render.fact_record import Fact, fact_id, plain, run_ids
 from stages.render.inputs import input_rows
@@ -44,23 +43,7 @@ from stages.render.queries import (COLUMN_FACTS, FACTS_SQL, ROWS_SQL, column_fac
 
 STAGE = "derive"  # the stage whose tables the fact queries read
 REQUIRED_COLUMNS = ("value", "run_id", "source_file", "source_line")
-# Digits a template may type itself: part numbers, a few hardware tokens, citation ids.
-ALLOWED_PATTERNS = (
-    r"\bParts? \d+\b",
-    r"\b8 GPUs\b",
-    r"\b8-GPU\b",
-    r"\bH200\b",
-    r"\bp90\b",
-    r"\bp99\b",
-    r"\[S\d+\]",
-    r"\b2\(n-1\)/n",  # the all-reduce bus factor, as nccl-tests writes it
-)
-PLACEHOLDER = re.compile(r"@@M[A-Z]+@@")
 MACROS_SQL = "macros.sql"   # table macros the row queries share, beside the rows folder
-
-
-class FactCheckError(CampaignError):
-    """A rendered page prints a number that did not come from a fact."""
 
 
 # ---------------------------------------------------------------- the fact book
@@ -395,19 +378,3 @@ class PageMacros:
             raise FactError(f"{self.page}: node_evidence needs the nodes folder (render nodes_dir)")
         return self.hold(render_evidence(command, node_id, file, runs_dir=self.nodes_dir,
                                          root=self.root, pattern=pattern, lines=lines, cut=cut))
-
-# ---------------------------------------------------------------- the check
-
-def check_digits(page: str, text: str, allowed: tuple[str, ...] = ALLOWED_PATTERNS) -> None:
-    """Fail when the template typed a digit outside a fact (macro outputs are placeholders)."""
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = PLACEHOLDER.sub(" ", raw)
-        line = ESCAPED.sub(" ", line)  # characters escape_text wrote as references
-        line = re.sub(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)", "]()", line)  # link targets
-        line = re.sub(r"\{#[A-Za-z0-9_-]+\}", "", line)  # heading ids
-        for pattern in allowed:
-            line = re.sub(pattern, " ", line)
-        m = re.search(r"\S*\d\S*", line)
-        if m:
-            raise FactCheckError(
-                f"{page}: line {lineno} prints a number outside a fact: {m.group(0)!r} in {raw.strip()[:120]!r}")

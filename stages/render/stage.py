@@ -303,3 +303,14 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
         "notices": notices,
         "phases": phases.seconds(),
     }
+
+
+def run_params(params: dict[str, Any], paths: Any, *, build: bool = True, memo: Any = None) -> dict[str, Any]:
+    """run() with its folders from `paths` (stages.core.config.Paths) and its settings from params."""
+    return run(campaign_db=paths.campaign_db, docs_dir=paths.docs, site_dir=paths.site,
+               facts_file=paths.facts, runs_dir=paths.runs, nodes_dir=paths.nodes, root=paths.root,
+               build=build, templates_dir=paths.templates, series_file=paths.series,
+               sources_file=paths.sources, warehouse_file=paths.table_docs, mkdocs_config=paths.mkdocs,
+               compare=params.get("compare"), run_sets=params.get("run_sets"),
+               diff_settings=params.get("diff"), arms=params.get("arms"), chart_cache=paths.chart_cache,
+               static_images=tuple((params.get("charts") or {}).get("static_images") or ()), memo=memo)

@@ -76,6 +76,22 @@ def timed_render(root: Path, label: str, say: Progress) -> dict[str, Any]:
     return result
 
 
+def _preview_timing(root: Path, template: Path, label: str, say: Progress) -> dict[str, Any]:
+    """The preview's render after a one-template change (stages/tools/benchmark_preview.py), in a
+    child process: its seconds and phases, as the preview's terminal line reports them."""
+    say(f"bench: {label}")
+    out = root.resolve() / ".bench-preview.json"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.run([sys.executable, "-m", "stages.tools.benchmark_preview", str(root.resolve()),
+                           str(template.resolve()), str(out)], cwd=root, env=env, capture_output=True,
+                          text=True, check=False)
+    if proc.returncode != 0:
+        raise CampaignError(f"bench: {label} failed: {' | '.join(proc.stderr.strip().splitlines()[-2:])}")
+    result = json.loads(out.read_text())
+    out.unlink()
+    return result
+
+
 def _count(summary: str, key: str) -> int | None:
     found = re.search(rf"\b{key}=(\d+)", summary)
     return int(found.group(1)) if found else None
@@ -97,6 +113,7 @@ def measure_size(runs: int, out_dir: Path, say: Progress) -> dict[str, Any]:
     template = root / "site" / "templates" / made["parts"][0]
     template.write_text(template.read_text() + CHANGE_LINE)
     again = timed_render(root, f"render of {runs} runs after a one-template change", say)
+    warm = _preview_timing(root, template, f"the preview's render of {runs} runs after a one-template change", say)
     audit_files, audit_bytes = tree_bytes(root / "data" / "site" / "audit")
     chart_files, chart_bytes = tree_bytes(root / "data" / "site" / "assets" / "charts")
     row = {
@@ -107,6 +124,7 @@ def measure_size(runs: int, out_dir: Path, say: Progress) -> dict[str, Any]:
         "render_cpu_s": fresh["cpu_s"], "render_phases": fresh["phases"],
         "again_cpu_s": again["cpu_s"], "again_phases": again["phases"],
         "again_pages_reused": _count(again["out"], "pages_reused"),
+        "preview_s": warm["seconds"], "preview_phases": warm["phases"],
         "site_files": files, "site_bytes": size, "audit_files": audit_files,
         "audit_bytes": audit_bytes, "chart_files": chart_files, "chart_bytes": chart_bytes,
         "charts_drawn": _count(fresh["out"], "charts_drawn"),
@@ -133,6 +151,7 @@ def run(*, out_dir: Path, sizes: tuple[int, ...] = SIZES, progress: Progress | N
     checks = {
         "render_s_at_300": (at_300["render_s"] if at_300 else None, TARGETS["render_s_at_300"]),
         "again_s_at_300": (at_300["again_s"] if at_300 else None, TARGETS["again_s_at_300"]),
+        "preview_s_at_300": (at_300["preview_s"] if at_300 else None, TARGETS["again_s_at_300"]),
         "render_peak_gib": (at_300["render_peak_rss"] / 2**30 if at_300 else None, TARGETS["render_peak_gib"]),
         "site_mb": (at_300["site_bytes"] / 1e6 if at_300 else None, TARGETS["site_mb"]),
         "render_growth_overall": (rows[-1]["render_s"] / rows[0]["render_s"] / (rows[-1]["runs"] / rows[0]["runs"])
@@ -153,7 +172,10 @@ def phase_table(sizes: list[dict[str, Any]]) -> list[str]:
              "| runs | render | wall | CPU | largest phases |", "| --- | --- | --- | --- | --- |"]
     for s in sizes:
         for label, key, wall, cpu in (("from scratch", "render_phases", s["render_s"], s.get("render_cpu_s")),
-                                      ("one-template change", "again_phases", s["again_s"], s.get("again_cpu_s"))):
+                                      ("one-template change", "again_phases", s["again_s"], s.get("again_cpu_s")),
+                                      ("one-template change, preview", "preview_phases", s.get("preview_s"), None)):
+            if wall is None:
+                continue
             phases = s.get(key) or {}
             top = sorted(phases.items(), key=lambda kv: -kv[1])[:PHASES_SHOWN]
             shown = ", ".join(f"{name} {sec:.1f} s" for name, sec in top)
@@ -202,6 +224,7 @@ def render_markdown(r: dict[str, Any]) -> str:
     lines += ["", "| target | value | bar | result |", "| --- | --- | --- | --- |"]
     names = {"render_s_at_300": ("render from scratch at 300 runs", "s"),
              "again_s_at_300": ("render after a one-template change at 300 runs", "s"),
+             "preview_s_at_300": ("preview's render after a one-template change at 300 runs", "s"),
              "render_peak_gib": ("peak memory of a render at 300 runs", "GiB"),
              "site_mb": ("site at 300 runs", "MB"),
              "render_growth": ("render time's growth over the runs' growth, largest step", "x"),
