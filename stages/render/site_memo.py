@@ -31,6 +31,7 @@ from stages.core.files import write_atomic
 from stages.render.incremental import digest
 
 MEMO_FILE = "site-memo.pickle"   # in the cache folder
+SETTINGS = "settings"            # the memo's entry naming the code and config of the last build
 LOGGER = "mkdocs"
 
 
@@ -186,6 +187,9 @@ def build(config_file: Path, memo: SiteMemo, settings: str, old_site: Path | Non
     from mkdocs.config import load_config
     from mkdocs.exceptions import Abort, ConfigurationError
 
+    if memo.entries.get(SETTINGS) != settings:
+        old_site = None      # built by other code or settings: copy everything afresh
+    memo.put(SETTINGS, settings)
     logger = logging.getLogger(LOGGER)
     handler, level, propagate = _Collect(), logger.level, logger.propagate
     logger.addHandler(handler)
