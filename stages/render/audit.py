@@ -90,7 +90,7 @@ def fact_entry(fact: Fact, titles: dict[str, str], by_id: dict[str, Fact],
                said: Said | None = None) -> list[str]:
     """One fact's entry: a heading at its anchor, its table, its raw line (HTML). With `said`, a
     raw line or an input list the page has shown already links to where it was shown, and the
-    runs are not listed when they are the page's own run."""
+    runs are not listed when they are the page's own run and the raw line (in its folder) names it."""
     said = said or Said()
     unit = escape_html(with_unit(fact.display, fact.unit)[len(fact.display):])
     params = ", ".join(f"{html_code(k)} = " + ("this page's run" if v == said.page and k == "run_id" else html_code(v))
@@ -116,7 +116,7 @@ def fact_entry(fact: Fact, titles: dict[str, str], by_id: dict[str, Fact],
         _row("Fact id", html_code(fact.id)),
         query,
         _row("Parameters", params),
-        *([] if fact.run_ids == [said.page]
+        *([] if fact.run_ids == [said.page] and fact.source_file
           else [_row("Runs", ", ".join(html_code(r) for r in fact.run_ids) or "-")]),
         _row("Raw source", source),
         _row("Printed on", _printed_on(fact, titles)),
