@@ -14,13 +14,14 @@ SLURMCTLD ?= /usr/sbin/slurmctld
 FIU ?= /usr/bin/fiu-run
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup repro test bench reliability serve publish help
+.PHONY: setup repro test bench reliability serve preview publish help
 
 help:
 	@echo "make repro   set up .venv, run the campaign (dvc repro), print where the site is"
 	@echo "make test    set up .venv, run the test suite"
 	@echo "make bench   run the benchmarks and write data/bench/report.md"
 	@echo "make serve   serve the built site on http://127.0.0.1:8000"
+	@echo "make preview serve the site on http://127.0.0.1:8000, rendered again on every edit"
 	@echo "make publish pack the built site into data/publish/site-<version>.tar.gz"
 	@echo "make reliability  inject faults and write data/reliability/report.md"
 
@@ -69,6 +70,9 @@ bench: $(STAMP)
 
 reliability: $(STAMP) $(CHROMIUM) $(FIU)
 	$(BIN)/campaign reliability
+
+preview: $(STAMP)
+	$(BIN)/campaign preview
 
 publish: $(STAMP)
 	@test -f data/site/index.html || { echo "no site yet: run make repro first"; exit 1; }

@@ -7,7 +7,8 @@
     campaign seal [RUN_ID ...]     make run folders write-once (manifest, read-only)
     campaign import SRC... --profile NAME   run folders made before the project, copied in and sealed
     campaign derive                SQL models, data tests, CSV exports
-    campaign render                article series -> mkdocs site
+    campaign render                article series -> mkdocs site (only what changed is made again)
+    campaign preview               serve the site, render it again on every edit, reload the page
     campaign trace FACT            a published number back to its run, raw line and command
     campaign diff --base A --head B    two run sets (specs, images, revisions) point by point
     campaign archive               track the raw run folders with DVC and push them
@@ -15,6 +16,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import sys
 import time
 from pathlib import Path
@@ -307,31 +309,64 @@ def derive(strict: bool, root: str) -> None:
 
 @main.command()
 @click.option("--no-build", is_flag=True, help="Write the docs folder only; skip mkdocs build.")
+@click.option("--timings", type=click.Path(dir_okay=False),
+              help="Write the seconds each phase of the render took to this JSON file.")
 @root_option
 @user_errors
-def render(no_build: bool, root: str) -> None:
+def render(no_build: bool, timings: str | None, root: str) -> None:
     """Render the article series and build the site.
 
     Example: campaign render
     """
-    from stages.render import stage as render_stage
-
     params, paths = _load(root)
-    with locks.writing(paths.root, [paths.docs, paths.site, paths.facts], "campaign render"):
-        summary = render_stage.run(campaign_db=paths.campaign_db, docs_dir=paths.docs,
-                                   site_dir=paths.site, facts_file=paths.facts, runs_dir=paths.runs,
-                                   nodes_dir=paths.nodes, root=paths.root, build=not no_build,
-                                   templates_dir=paths.templates, series_file=paths.series,
-                                   sources_file=paths.sources,
-                                   warehouse_file=paths.table_docs, mkdocs_config=paths.mkdocs,
-                                   compare=params.get("compare"), run_sets=params.get("run_sets"),
-                                   diff_settings=params.get("diff"),
-                                   arms=params.get("arms"), chart_cache=paths.chart_cache,
-                                   static_images=tuple((params.get("charts") or {})
-                                                       .get("static_images") or ()))
+    summary = _render_once(params, paths, build=not no_build)
     for notice in summary.pop("notices"):
         progress(f"render: {notice}")
+    if timings:
+        Path(timings).write_text(json.dumps(summary["phases"], indent=1) + "\n")
     _echo_summary(summary)
+
+
+def _render_once(params: dict, paths: Paths, *, build: bool = True, memo=None,
+                 command: str = "campaign render") -> dict:
+    """One render of the series (and the site when `build`), holding render's locks."""
+    from stages.render import stage as render_stage
+
+    with locks.writing(paths.root, [paths.docs, paths.site, paths.facts], command):
+        return render_stage.run_params(params, paths, build=build, memo=memo)
+
+
+@main.command()
+@click.option("--port", default=8000, show_default=True, help="Port to serve on (0: any free port).")
+@root_option
+@user_errors
+def preview(port: int, root: str) -> None:
+    """Serve the site on http://127.0.0.1:PORT and render it again on every edit of the templates,
+    series.yaml, sources.yaml, params.yaml, mkdocs.yml or the campaign database; the open page
+    reloads itself. A failed render shows its error on one line, here and on the page, and the
+    last good site stays served.
+
+    Example: campaign preview --port 8001
+    """
+    from stages.render import preview as preview_mod
+    from stages.render.site_memo import SiteMemo
+
+    _, paths = _load(root)
+    memo = SiteMemo(paths.chart_cache)
+
+    def render_now() -> dict:
+        params, fresh = _load(root)     # params.yaml is watched too
+        summary = _render_once(params, fresh, memo=memo, command="campaign preview")
+        for notice in summary.pop("notices"):
+            progress(f"render: {notice}")
+        return summary
+
+    site_folder = paths.templates.parent if paths.templates else paths.root / "site"
+    watched = [site_folder, paths.series, paths.sources, paths.table_docs, paths.mkdocs,
+               paths.campaign_db, paths.root / "params.yaml"]
+    preview_mod.serve(render=render_now, site_dir=paths.site, port=port,
+                      watched=list(dict.fromkeys(p for p in watched if p is not None)),
+                      say=progress, ready=lambda address: click.echo(f"preview: {address}"))
 
 
 @main.command()

@@ -66,7 +66,11 @@ def test_audit_page_shows_file_line_excerpt_sql_and_command(rendered):
     log = root / "data" / "runs" / RUN16 / "server.log"
     line = next(i for i, l in enumerate(log.read_text().splitlines(), 1) if "CPU KV cache size" in l)
     assert f"<code>data/runs/{RUN16}/server.log</code>, line {line}" in entry
-    assert "CPU KV cache size: 8,192 tokens" in entry
+    # the raw line is shown once a page: here, or at the entry that showed it first, linked
+    shown_at = re.search(r'The line is shown at <a href="#([^"]+)">', entry)
+    holder = audit.split(f'id="{shown_at.group(1)}">', 1)[1].split("</section>", 1)[0] if shown_at else entry
+    assert "CPU KV cache size: 8,192 tokens" in holder
+    assert f"<code>data/runs/{RUN16}/server.log</code>, line {line}" in holder
     assert 'href="#query-launch_kv_tokens"' in entry
     assert 'id="query-launch_kv_tokens"' in audit and "from launches" in audit and "$run_id" in audit
     assert f"$ cat data/runs/{RUN16}/cmd.sh" in audit and "--max-num-seqs 16" in audit

@@ -19,11 +19,15 @@ class ParamsError(CampaignError):
         super().__init__("\n".join(problems))
 
 
+# libyaml's safe loader where PyYAML was built with it: the same documents, read ten times faster
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_params(root: Path | str = ".", *, check: bool = True) -> dict[str, Any]:
     """params.yaml, checked with `check_params` (a ParamsError lists every problem)."""
     path = Path(root) / PARAMS_FILE
     try:
-        params = yaml.safe_load(path.read_text())
+        params = yaml.load(path.read_text(), Loader=SAFE_LOADER)
     except FileNotFoundError:
         raise CampaignError(f"{path}: not found (run from the project root)") from None
     except yaml.YAMLError as exc:

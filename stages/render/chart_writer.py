@@ -31,6 +31,7 @@ from stages.render.errors import FactError
 from stages.render.escape import escape_cell
 from stages.render.facts import FactBook
 from stages.render.queries import sql_params
+from stages.render.timing import Phases
 from stages.core.params_check import STATIC_IMAGES as STATIC
 from stages.core.files import write_atomic
 from stages.core.secrets import redact_value
@@ -123,6 +124,7 @@ class ChartWriter:
         self.static = tuple(kind for kind in STATIC if kind in static)
         self.docs_dir = docs_dir
         self.book = book
+        self.phases = getattr(book, "phases", None) or Phases()   # where the time goes (timing.py)
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self._points: dict[str, pd.DataFrame] = {}
         self._rows: dict[str, tuple[str, pd.DataFrame]] = {}   # a page's charts share their rows
@@ -211,6 +213,12 @@ class ChartWriter:
 
     def write(self, page_stem: str, name: str, profile: str | None = None,
               params: dict[str, Any] | None = None, query: str | None = None) -> str:
+        """A chart's files, and the Markdown that shows it (see _write), timed as `charts`."""
+        with self.phases("charts"):
+            return self._write(page_stem, name, profile, params, query)
+
+    def _write(self, page_stem: str, name: str, profile: str | None = None,
+               params: dict[str, Any] | None = None, query: str | None = None) -> str:
         """A chart of the bench points of `profile`; or of the rows of its row query (charts
         listed in charts.CHART_ROWS, or any bench-point chart given `query`, e.g. one model's
         points) bound with `params`. Each set of params gets its own files."""

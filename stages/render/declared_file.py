@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from stages.core.config import SAFE_LOADER
 from stages.derive.stage import PUBLIC_TABLES
 from stages.render.declared import (DISPLAYS, EXPRESSION_TOKEN, IDENTIFIER, LITERAL, NAME, NOTE, UNIT,
                                     ChangeFact, ColumnFact, CountFact, DeclaredFact)
@@ -159,7 +160,7 @@ def column_facts(path: Path) -> dict[str, DeclaredFact]:
     if not path.is_file():
         return {}
     try:
-        groups = yaml.safe_load(path.read_text())
+        groups = yaml.load(path.read_text(), Loader=SAFE_LOADER)
     except yaml.YAMLError as exc:
         raise FactError(f"{path.name}: not valid YAML ({exc})".splitlines()[0]) from None
     if not isinstance(groups, list):

@@ -50,6 +50,5 @@ def derive(book: FactBook, op: str, a_name: str, a_params: dict[str, Any], b_nam
                     source_line=None, excerpt=None, stage=a.stage, git_sha=book.sha,
                     inputs=[a.id, b.id])
         book.facts[fid] = fact
-    if page and page not in fact.pages:
-        fact.pages.append(page)
+    book.printed_on(fact, page)
     return fact.at_decimals(decimals)

@@ -41,6 +41,17 @@ def escape_attr(text: Any) -> str:
     return escape_cell(text)
 
 
+def escape_html(text: Any) -> str:
+    """Data text on a finished HTML page that no Markdown reads (an audit page): redacted, then
+    escaped for HTML; Markdown's characters stay as they are."""
+    return html.escape(redact_text(str(text)), quote=True)
+
+
+def html_code(text: Any) -> str:
+    """Data text as inline code on a finished HTML page (escape_html)."""
+    return f"<code>{escape_html(text)}</code>"
+
+
 def code(text: Any) -> str:
     """Data text as inline code, written as HTML so that Markdown leaves its content alone."""
     return f"<code>{escape_text(text)}</code>"

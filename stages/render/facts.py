@@ -20,7 +20,6 @@ the Fact record is fact_record.py's.
 from __future__ import annotations
 
 import decimal
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -28,38 +27,23 @@ from typing import Any
 import duckdb
 from markupsafe import Markup
 
-from stages.core.config import CampaignError
 from stages.core.secrets import redact_text, redact_value
 from stages.render.declared import ColumnFact
 from stages.render.errors import FactError
-from stages.render.escape import (ESCAPED, audit_target, code, escape_cell, escape_text, run_anchor,
+from stages.render.escape import (audit_target, code, escape_cell, escape_text, run_anchor,
                                   run_label_link, unlink_missing_runs)
+from stages.render.digits import ALLOWED_PATTERNS, PLACEHOLDER, FactCheckError, check_digits  # noqa: F401
 from stages.render.evidence import read_line, render_evidence
 from stages.render.fact_record import Fact, fact_id, plain, run_ids
 from stages.render.inputs import input_rows
 from stages.render.numbers import format_value, table_displays, with_unit
+from stages.render.timing import Phases
 from stages.render.queries import (COLUMN_FACTS, FACTS_SQL, ROWS_SQL, column_facts, fact_sql,
                                    load_query, sql_params, tables_in)
 
 STAGE = "derive"  # the stage whose tables the fact queries read
 REQUIRED_COLUMNS = ("value", "run_id", "source_file", "source_line")
-# Digits a template may type itself: part numbers, a few hardware tokens, citation ids.
-ALLOWED_PATTERNS = (
-    r"\bParts? \d+\b",
-    r"\b8 GPUs\b",
-    r"\b8-GPU\b",
-    r"\bH200\b",
-    r"\bp90\b",
-    r"\bp99\b",
-    r"\[S\d+\]",
-    r"\b2\(n-1\)/n",  # the all-reduce bus factor, as nccl-tests writes it
-)
-PLACEHOLDER = re.compile(r"@@M[A-Z]+@@")
 MACROS_SQL = "macros.sql"   # table macros the row queries share, beside the rows folder
-
-
-class FactCheckError(CampaignError):
-    """A rendered page prints a number that did not come from a fact."""
 
 
 # ---------------------------------------------------------------- the fact book
@@ -69,14 +53,16 @@ class FactBook:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, *, root: Path, sha: str | None,
                  facts_sql: Path = FACTS_SQL, rows_sql: Path = ROWS_SQL,
-                 raw_dirs: tuple[Path, ...] | None = None):
+                 raw_dirs: tuple[Path, ...] | None = None, phases: Phases | None = None):
         self.con = con
+        self.phases = phases or Phases()   # where the time goes (stages/render/timing.py)
         self.root = root
         self.raw_dirs = tuple(d for d in raw_dirs or () if d is not None) or (root,)
         self.sha = sha
         self.facts_sql = facts_sql
         self.rows_sql = rows_sql
         self.facts: dict[str, Fact] = {}
+        self.touched: dict[str, list[str]] = {}   # each page's facts, in the order it printed them
         self._table_columns: dict[str, set[str]] = {}
         self._sql: dict[str, str] = {}     # fact queries found, by name
         self._excerpts: dict[tuple[str, int], str] = {}   # raw lines read, by (file, line)
@@ -128,15 +114,21 @@ class FactBook:
             else:   # not settled by the batch: the fact's own query, which says why
                 fact = self._compute(fid, name, sql, params)
             self.facts[fid] = fact
+        self.printed_on(fact, page)
+        return fact.at_decimals(decimals)
+
+    def printed_on(self, fact: Fact, page: str | None) -> None:
+        """Note that `page` prints `fact`; `touched[page]` keeps the page's facts in order."""
         if page and page not in fact.pages:
             fact.pages.append(page)
-        return fact.at_decimals(decimals)
+            self.touched.setdefault(page, []).append(fact.id)
 
     def _query(self, sql: str, params: dict[str, Any], what: str) -> tuple[list[str], list[tuple]]:
         """The columns and rows of `sql` with `params` bound; a failure is a FactError about `what`."""
         try:
-            cur = self.con.execute(sql, params) if params else self.con.execute(sql)
-            rows = cur.fetchall()
+            with self.phases("queries"):
+                cur = self.con.execute(sql, params) if params else self.con.execute(sql)
+                rows = cur.fetchall()
         except duckdb.Error as exc:
             raise FactError(f"{what}: {exc}".splitlines()[0]) from None
         return [d[0] for d in cur.description], rows
@@ -199,7 +191,8 @@ class FactBook:
         """The raw line a fact cites (evidence.read_line), read once per file and line."""
         key = (source_file, source_line)
         if key not in self._excerpts:
-            self._excerpts[key] = read_line(self.root, source_file, source_line, self.raw_dirs)
+            with self.phases("raw lines"):
+                self._excerpts[key] = read_line(self.root, source_file, source_line, self.raw_dirs)
         return self._excerpts[key]
 
     def _fact(self, fid: str, name: str, sql: str, params: dict[str, Any], row: dict[str, Any]) -> Fact:
@@ -208,6 +201,8 @@ class FactBook:
         excerpt = self._excerpt(source_file, int(source_line)) if source_file else None
         value = redact_value(plain(row["value"]))
         display = row.get("display")
+        with self.phases("inputs"):
+            statistic, rows = input_rows(self.con, name, params, cache=self._inputs)
         return Fact(
             id=fid, name=name, params={k: redact_value(v) for k, v in params.items()}, value=value,
             unit=row.get("unit"),
@@ -216,7 +211,7 @@ class FactBook:
             source_file=source_file, source_line=int(source_line) if source_line else None,
             excerpt=excerpt, stage=STAGE, git_sha=self.sha,
             source_note=row.get("source_note"),
-            **dict(zip(("statistic", "input_rows"), input_rows(self.con, name, params, cache=self._inputs))))
+            statistic=statistic, input_rows=rows)
 
     def rows(self, name: str, params: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         """A named row query (stages/render/sql/render/<name>.sql): the SQL and its rows as dicts,
@@ -383,19 +378,3 @@ class PageMacros:
             raise FactError(f"{self.page}: node_evidence needs the nodes folder (render nodes_dir)")
         return self.hold(render_evidence(command, node_id, file, runs_dir=self.nodes_dir,
                                          root=self.root, pattern=pattern, lines=lines, cut=cut))
-
-# ---------------------------------------------------------------- the check
-
-def check_digits(page: str, text: str, allowed: tuple[str, ...] = ALLOWED_PATTERNS) -> None:
-    """Fail when the template typed a digit outside a fact (macro outputs are placeholders)."""
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = PLACEHOLDER.sub(" ", raw)
-        line = ESCAPED.sub(" ", line)  # characters escape_text wrote as references
-        line = re.sub(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)", "]()", line)  # link targets
-        line = re.sub(r"\{#[A-Za-z0-9_-]+\}", "", line)  # heading ids
-        for pattern in allowed:
-            line = re.sub(pattern, " ", line)
-        m = re.search(r"\S*\d\S*", line)
-        if m:
-            raise FactCheckError(
-                f"{page}: line {lineno} prints a number outside a fact: {m.group(0)!r} in {raw.strip()[:120]!r}")

@@ -12,8 +12,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -23,7 +21,8 @@ import yaml
 
 from stages.core.config import CampaignError
 from stages.core.files import replace_folder
-from stages.render import blog
+from stages.render import blog, site_memo
+from stages.render.incremental import code_version, digest, file_digest
 
 MARKER = ".campaign-render"   # in the root of each folder render writes; only such a folder is replaced
 ERROR_PAGE = "404.html"     # at the site root; mkdocs writes its links from the server root
@@ -92,10 +91,15 @@ def swap_in(new: Path, target: Path) -> None:
             old.rmdir()     # check_ours let it through empty
 
 
-def external_loads(site_dir: Path) -> list[str]:
-    """Resources a built page would fetch from another host (should be none)."""
+def external_loads(site_dir: Path, old_site: Path | None = None) -> list[str]:
+    """Resources a built page would fetch from another host (should be none). A page linked from
+    the previous site (`old_site`), checked when that was built, is not read again."""
     found = []
     for page in site_dir.rglob("*.html"):
+        if old_site is not None and os.stat(page).st_nlink > 1:
+            old = old_site / page.relative_to(site_dir)
+            if old.is_file() and os.path.samefile(old, page):
+                continue
         for m in EXTERNAL_LOAD.finditer(page.read_text(errors="replace")):
             found.append(f"{_rel(page, site_dir)}: {m.group(0)[:100]}")
     return found
@@ -139,8 +143,12 @@ def own_settings(config: Path) -> dict[str, Any]:
     return own if isinstance(own, dict) else {}
 
 
-def build_site(config: Path, docs_dir: Path, site_dir: Path, nav: list[str] | None = None) -> Path:
-    """`mkdocs build --strict` on docs_dir into site_dir; the config's other settings apply."""
+def build_site(config: Path, docs_dir: Path, site_dir: Path, nav: list[str] | None = None,
+               cache_dir: Path | None = None, old_site: Path | None = None,
+               memo: site_memo.SiteMemo | None = None) -> Path:
+    """`mkdocs build --strict` on docs_dir into site_dir; the config's other settings apply. Built
+    in this process, what it converted remembered in `memo` (or the cache folder's) and unchanged
+    static files linked from `old_site` (stages/render/site_memo.py)."""
     with tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp) / "mkdocs.yml"
         settings: dict[str, Any] = {"INHERIT": str(config.resolve()), "docs_dir": str(docs_dir.resolve()),
@@ -148,17 +156,19 @@ def build_site(config: Path, docs_dir: Path, site_dir: Path, nav: list[str] | No
         if nav:
             settings["nav"] = nav
         hooks = own_settings(config).get("hooks")
+        hook_files = []
         if isinstance(hooks, list):   # relative to the config they are named in, not to this one
-            settings["hooks"] = [str((config.parent / h).resolve()) for h in hooks]
+            hook_files = [(config.parent / h).resolve() for h in hooks]
+            settings["hooks"] = [str(h) for h in hook_files]
         cfg.write_text(yaml.safe_dump(settings))
-        proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--clean",
-                               "--config-file", str(cfg)], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        problems = [l for l in (proc.stderr + proc.stdout).splitlines()
-                    if "WARNING" in l or "ERROR" in l or "Error" in l] or proc.stderr.splitlines()[-3:]
-        raise CampaignError("mkdocs build --strict failed: " + " | ".join(problems[:5]))
+        memo = memo or site_memo.SiteMemo(cache_dir)
+        key = digest(code_version(), file_digest(config), nav, [file_digest(h) for h in hook_files])
+        problems = site_memo.build(cfg, memo, key, old_site if old_site and old_site.is_dir() else None)
+    if problems:
+        shown = [l for l in problems if "WARNING" in l or "ERROR" in l or "Error" in l] or problems[-3:]
+        raise CampaignError("mkdocs build --strict failed: " + " | ".join(shown[:5]))
     relative_error_page(site_dir)
-    loads = external_loads(site_dir)
+    loads = external_loads(site_dir, old_site if old_site and old_site.is_dir() else None)
     if loads:
         raise CampaignError("the site loads from other hosts: " + "; ".join(loads[:5]))
     return site_dir / "index.html"

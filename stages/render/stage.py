@@ -34,14 +34,17 @@ from stages.render import blog, compare_page
 from stages.derive import stage as derive
 from stages.render import warehouse_page
 from stages.core.config import CampaignError
-from stages.render.audit import audit_index, audit_pages
 from stages.render.chart_writer import ChartWriter
 from stages.derive.stage import PUBLIC_TABLES
 from stages.render.escape import escape_text
 from stages.render.facts import FactBook
+from stages.render.incremental import (DocsWriter, PageCache, code_version, digest, file_digest,
+                                       folder_fingerprint, template_digests)
+from stages.render.page_loop import render_series, write_audit
 from stages.render.pages import (PageSpec, arm_labels, load_page, load_series, page_shown,
-                                 render_page, uncovered_runs)
+                                 uncovered_runs)
 from stages.render.site_build import build_site, check_ours, fresh_dir, mark, site_nav, swap_in
+from stages.render.timing import Phases
 from stages.render.sources import load_sources, sources_page
 from stages.core.secrets import redact_text
 from stages.core.files import write_atomic
@@ -55,12 +58,20 @@ VEGA_BUNDLE = "assets/javascripts/vega-bundle.js"
 
 # ---------------------------------------------------------------- outputs
 
-def write_csv_downloads(con: duckdb.DuckDBPyConnection, docs_dir: Path) -> list[str]:
-    """The public tables as the site's CSV downloads: the same files derive exports."""
+def write_csv_downloads(con: duckdb.DuckDBPyConnection, docs_dir: Path, out: DocsWriter | None = None,
+                        key: str | None = None) -> list[str]:
+    """The public tables as the site's CSV downloads: the same files derive exports. With `out`,
+    linked from the old docs folder when the database and the code are the ones of `key`."""
+    rels = [f"downloads/{table}.csv" for table in PUBLIC_TABLES]
+    if out is not None and key is not None and out.link_all(rels, lambda rel: digest(key, rel)):
+        return rels
     derive.export_csv(con, docs_dir / "downloads", derive.load_schema())
     for table in PUBLIC_TABLES:
         redact_csv(docs_dir / "downloads" / f"{table}.csv")
-    return [f"downloads/{table}.csv" for table in PUBLIC_TABLES]
+    if out is not None and key is not None:
+        for rel in rels:
+            out.after[rel] = [digest(key, rel), (docs_dir / rel).stat().st_size]
+    return rels
 
 
 def redact_csv(path: Path) -> None:
@@ -73,28 +84,43 @@ def redact_csv(path: Path) -> None:
             csv.writer(fh, lineterminator="\n").writerows(redacted)
 
 
-def write_assets(assets_dir: Path, docs_dir: Path, cache_dir: Path | None = None) -> bool:
+def write_assets(assets_dir: Path, out: DocsWriter, cache_dir: Path | None = None) -> bool:
     """Copy the site's own scripts and styles; write the Vega bundle (kept in `cache_dir` per
     vl-convert version: making it takes seconds). True when interactive."""
     for src, dest in ASSET_FILES.items():
-        target = docs_dir / dest
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(assets_dir / src, target)
-    bundle = docs_dir / VEGA_BUNDLE
+        out.put_content(dest, (assets_dir / src).read_bytes())
     import vl_convert as vlc
 
     if not hasattr(vlc, "javascript_bundle"):
-        bundle.write_text("/* vl-convert has no javascript_bundle(): charts stay static SVG. */\n")
+        out.put_content(VEGA_BUNDLE, "/* vl-convert has no javascript_bundle(): charts stay static SVG. */\n")
         return False
     kept = Path(cache_dir) / f"vega-bundle-{getattr(vlc, '__version__', 'unknown')}.js" if cache_dir else None
     if kept is not None and kept.is_file():
-        shutil.copyfile(kept, bundle)
+        out.put_content(VEGA_BUNDLE, kept.read_bytes())
         return True
     # A function scope keeps the bundle's top-level names private; it sets window.vegaEmbed.
-    bundle.write_text("(function () {\n" + vlc.javascript_bundle() + "\n})();\n")
+    bundle = ("(function () {\n" + vlc.javascript_bundle() + "\n})();\n").encode()
+    out.put_content(VEGA_BUNDLE, bundle)
     if kept is not None:
-        write_atomic(kept, bundle.read_bytes())
+        write_atomic(kept, bundle)
     return True
+
+
+FACTS_KEY = "facts-key.json"   # in the cache folder: the key of the facts file last written
+
+
+def write_facts(facts_file: Path, book: FactBook, key: str, cache_dir: Path | None) -> None:
+    """data/facts.json, unless the one there was written from the same facts on the same pages."""
+    kept = Path(cache_dir) / FACTS_KEY if cache_dir else None
+    try:
+        same = kept is not None and json.loads(kept.read_text()) == [key, facts_file.stat().st_size]
+    except (OSError, ValueError):
+        same = False
+    if same:
+        return
+    write_atomic(facts_file, json.dumps(book.records(), indent=1, default=str) + "\n")
+    if kept is not None:
+        write_atomic(kept, json.dumps([key, facts_file.stat().st_size]))
 
 
 # ---------------------------------------------------------------- entry point
@@ -109,62 +135,84 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
                runs_dir: Path, root: Path, nodes_dir: Path | None, compare: list[dict] | None,
                run_sets: dict | None, warehouse_file: Path, notices: list[str],
                diff_settings: dict | None = None, arms: dict | None = None, chart_cache: Path | None = None,
-               static_images: tuple[str, ...] = ()):
-    """The docs folder's content, written into the (empty) folder `docs_dir`. A Part left out
-    (nothing to show) adds its one-line reason to `notices`."""
+               static_images: tuple[str, ...] = (), phases: Phases | None = None,
+               old_docs: Path, settings: Any = None):
+    """The docs folder's content, written into the (empty) folder `docs_dir`; a file unchanged
+    since the render that wrote `old_docs` is linked from there (stages/render/incremental.py). A
+    Part left out (nothing to show) adds its one-line reason to `notices`. `settings`: what else
+    the pages depend on (params), for their keys."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir)), autoescape=True,
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              trim_blocks=True, lstrip_blocks=True, finalize=_print)
+    phases = phases or Phases()
     con = duckdb.connect(str(campaign_db), read_only=True)
     try:
-        book = FactBook(con, root=root, sha=git_sha(root), raw_dirs=(runs_dir, nodes_dir))
+        sha = git_sha(root)
+        book = FactBook(con, root=root, sha=sha, raw_dirs=(runs_dir, nodes_dir), phases=phases)
         shown = []
-        for part in parts:
-            reason = page_shown(part, book)
-            if reason is None:
-                shown.append(part)
-            else:
-                notices.append(reason)
-        parts = shown
-        uncovered = uncovered_runs(book, parts)
+        with phases("series"):
+            for part in parts:
+                reason = page_shown(part, book)
+                if reason is None:
+                    shown.append(part)
+                else:
+                    notices.append(reason)
+            parts = shown
+            uncovered = uncovered_runs(book, parts)
         if uncovered:
             notices.append(uncovered)
+        with phases("keys"):
+            db_key = digest(code_version(), file_digest(campaign_db))
+            base = digest(db_key, sha, folder_fingerprint((runs_dir, nodes_dir)),
+                          file_digest(warehouse_file), sources, settings, static_images,
+                          [_rel(p, root) for p in (runs_dir, nodes_dir, root) if p is not None])
+            pages = [p for p in (*parts, index, compare_spec) if p is not None]
+            cache = PageCache(chart_cache, base, template_digests(templates_dir),
+                              {p.template.relative_to(templates_dir).as_posix() for p in pages})
+            out = DocsWriter(docs_dir, old_docs, chart_cache)
         writer = ChartWriter(docs_dir, book, cache_dir=chart_cache, static=tuple(static_images))
         kwargs = dict(env=env, book=book, parts=parts, writer=writer, sources=sources,
                       runs_dir=runs_dir, root=root, nodes_dir=nodes_dir, arms=arm_labels(arms))
-        rendered = [render_page(p, **kwargs) for p in parts]
-        if index is not None:
-            rendered.insert(0, render_page(index, **kwargs))
-        if compare_spec is not None:
+
+        def compare_globals():
             comparisons = compare_page.resolve_pairs(compare or [], con=con, run_sets=run_sets,
                                                      diff_settings=diff_settings)
-            rendered.append(render_page(
-                compare_spec, **kwargs,
-                extra_globals=lambda macros: compare_page.page_globals(macros, comparisons)))
-        writer.close()
-        for page in rendered:
-            (docs_dir / page.name).parent.mkdir(parents=True, exist_ok=True)
-            (docs_dir / page.name).write_text(page.text)
-        (docs_dir / "SOURCES.md").write_text(sources_page(sources, rendered))
+            return lambda macros: compare_page.page_globals(macros, comparisons)
+
+        specs = [(p, None) for p in parts] + ([(index, None)] if index is not None else []) \
+            + ([(compare_spec, compare_globals)] if compare_spec is not None else [])
+        made = render_series(specs, book=book, parts=parts, writer=writer, cache=cache, out=out,
+                             page_kwargs=kwargs, phases=phases)
+        rendered = ([made[len(parts)]] if index is not None else []) + made[:len(parts)] \
+            + ([made[-1]] if compare_spec is not None else [])
+        with phases("write pages"):
+            for page in rendered:
+                out.put_content(page.name, page.text)
+            out.put_content("SOURCES.md", sources_page(sources, rendered))
         titles = {p.name: str(p.meta.get("title", p.name)) for p in rendered}
-        facts = sorted(book.facts.values(), key=lambda f: f.id)
-        audit = docs_dir / "audit"
-        audit.mkdir()
-        inferred: dict[str, list[dict]] = {}
-        for row in book.rows("run_inferred_rows", {})[1]:
-            inferred.setdefault(row["run_id"], []).append(row)
-        for page, text in audit_pages(facts, runs_dir=runs_dir, root=root, titles=titles,
-                                      inferred=inferred).items():
-            (audit / f"{page}.html").write_text(text)
-        (audit / "index.html").write_text(audit_index(facts, titles))
-        downloads = write_csv_downloads(con, docs_dir)
-        (docs_dir / warehouse_page.PAGE_NAME).write_text(warehouse_page.build(
-            con=con, descriptions_file=warehouse_file,
-            downloads={Path(d).stem: d for d in downloads}))
+        with phases("audit"):
+            write_audit(out, book, titles, base, runs_dir=runs_dir, root=root)
+        with phases("downloads"):
+            downloads = write_csv_downloads(con, docs_dir, out, db_key)
+        with phases("warehouse page"):
+            out.put(warehouse_page.PAGE_NAME, digest(db_key, file_digest(warehouse_file), downloads),
+                    lambda: warehouse_page.build(con=con, descriptions_file=warehouse_file,
+                                                 downloads={Path(d).stem: d for d in downloads}))
     finally:
         con.close()
-    interactive = write_assets(templates_dir.parent / "assets", docs_dir, chart_cache)
-    return rendered, facts, downloads, interactive, book, writer
+    with phases("assets"):
+        interactive = write_assets(templates_dir.parent / "assets", out, chart_cache)
+    facts = sorted(book.facts.values(), key=lambda f: f.id)
+    cache.prune()
+    out.base, out.pages_reused = base, cache.hits
+    return rendered, facts, downloads, interactive, book, writer, out
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        return Path(path).as_posix()
 
 
 def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, runs_dir: Path,
@@ -173,7 +221,8 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
         warehouse_file: Path | None = None, nodes_dir: Path | None = None,
         compare: list[dict] | None = None, run_sets: dict | None = None,
         diff_settings: dict | None = None, series_file: Path | None = None, arms: dict | None = None,
-        chart_cache: Path | None = None, static_images: tuple[str, ...] = ()) -> dict[str, Any]:
+        chart_cache: Path | None = None, static_images: tuple[str, ...] = (),
+        phases: Phases | None = None, memo: Any = None) -> dict[str, Any]:
     """Render the article series from campaign.duckdb and (when build) build the site.
     `nodes_dir` holds the node probe folders that node evidence blocks read. `compare` is
     params.yaml's list of {base, head, title} pairs for the Compare page; `run_sets` the run sets
@@ -186,6 +235,7 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
                  facts_file=p.facts, runs_dir=p.runs, root=p.root, nodes_dir=p.nodes)
     """
     root = Path(root)
+    phases = phases or Phases()
     templates_dir = templates_dir or root / "site" / "templates"
     sources_file = sources_file or root / "site" / "sources.yaml"
     mkdocs_config = mkdocs_config or root / "mkdocs.yml"
@@ -205,30 +255,36 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
         raise CampaignError(f"{site_dir}: the site and docs folders must not hold one another")
     docs_tmp, site_tmp = fresh_dir(docs_dir), None
     try:
-        rendered, facts, downloads, interactive, book, writer = write_docs(
+        rendered, facts, downloads, interactive, book, writer, out = write_docs(
             docs_tmp, campaign_db=campaign_db, templates_dir=templates_dir, sources=sources,
             index=index, parts=parts, compare_spec=compare_spec, runs_dir=runs_dir, root=root,
             nodes_dir=nodes_dir, compare=compare, run_sets=run_sets, diff_settings=diff_settings,
             warehouse_file=warehouse_file,
             notices=notices, arms=arms, chart_cache=chart_cache,
-            static_images=static_images)
+            static_images=static_images, phases=phases,
+            settings=[compare, run_sets, diff_settings, arms], old_docs=docs_dir)
         nav = site_nav([p.name for p in rendered] + ["SOURCES.md", warehouse_page.PAGE_NAME], mkdocs_config)
         # The Parts are the blog's posts (written under posts/); the plugin reads their authors here.
         (docs_tmp / blog.AUTHORS_FILE).write_text(blog.authors_file(authors))
         if build:
             site_tmp = fresh_dir(site_dir)
-            build_site(mkdocs_config, docs_tmp, site_tmp, nav)
+            with phases("mkdocs"):
+                build_site(mkdocs_config, docs_tmp, site_tmp, nav, cache_dir=chart_cache, old_site=site_dir,
+                           memo=memo)
             mark(site_tmp)   # mkdocs --clean emptied the fresh folder
-        swap_in(docs_tmp, docs_dir)
-        docs_tmp = None
-        if site_tmp is not None:
-            swap_in(site_tmp, site_dir)
-            site_tmp = None
+        with phases("swap"):
+            swap_in(docs_tmp, docs_dir)
+            docs_tmp = None
+            out.save(docs_dir)
+            if site_tmp is not None:
+                swap_in(site_tmp, site_dir)
+                site_tmp = None
     finally:
         for tmp in (docs_tmp, site_tmp):
             if tmp is not None and tmp.exists():
                 shutil.rmtree(tmp)
-    write_atomic(facts_file, json.dumps(book.records(), indent=1, default=str) + "\n")
+    with phases("facts.json"):
+        write_facts(facts_file, book, digest(out.base, [(f.id, f.pages) for f in facts]), chart_cache)
     site_index = site_dir / "index.html" if build else None
     return {
         "pages": [p.name for p in rendered] + ["SOURCES.md", warehouse_page.PAGE_NAME],
@@ -237,9 +293,24 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
         "charts_drawn": writer.drawn,
         "charts_reused": writer.reused,
         "chart_specs_reused": writer.specs_reused,
+        "pages_reused": out.pages_reused,
+        "docs_files_linked": out.linked,
+        "docs_files_written": out.written,
         "downloads": downloads,
         "interactive_charts": interactive,
         "facts_file": str(facts_file),
         "site_index": str(site_index) if site_index else None,
         "notices": notices,
+        "phases": phases.seconds(),
     }
+
+
+def run_params(params: dict[str, Any], paths: Any, *, build: bool = True, memo: Any = None) -> dict[str, Any]:
+    """run() with its folders from `paths` (stages.core.config.Paths) and its settings from params."""
+    return run(campaign_db=paths.campaign_db, docs_dir=paths.docs, site_dir=paths.site,
+               facts_file=paths.facts, runs_dir=paths.runs, nodes_dir=paths.nodes, root=paths.root,
+               build=build, templates_dir=paths.templates, series_file=paths.series,
+               sources_file=paths.sources, warehouse_file=paths.table_docs, mkdocs_config=paths.mkdocs,
+               compare=params.get("compare"), run_sets=params.get("run_sets"),
+               diff_settings=params.get("diff"), arms=params.get("arms"), chart_cache=paths.chart_cache,
+               static_images=tuple((params.get("charts") or {}).get("static_images") or ()), memo=memo)

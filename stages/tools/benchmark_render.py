@@ -12,8 +12,10 @@ Example:
 """
 from __future__ import annotations
 
+import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -27,8 +29,9 @@ from stages.tools.benchmark_campaign import Progress, tree_bytes
 from stages.tools.benchmark_measure import SAMPLE_S, _tree_rss
 
 SIZES = (30, 300, 1000)
-TARGETS = {"render_s_at_300": 60.0, "render_peak_gib": 1.5, "site_mb": 200.0,
+TARGETS = {"render_s_at_300": 45.0, "again_s_at_300": 5.0, "render_peak_gib": 1.5, "site_mb": 80.0,
            "render_growth": 1.0}   # render time's growth over the runs' growth, at most linear
+PHASES_SHOWN = 8   # the largest phases of each render, in the report's phase table
 CHANGE_LINE = "\nA line added to measure a render after a one-template change.\n"
 
 
@@ -38,7 +41,8 @@ def sizes_for(scale: float) -> tuple[int, ...]:
 
 
 def timed_command(args: list[str], root: Path, label: str, say: Progress) -> dict[str, Any]:
-    """`campaign ARGS --root root` in a child process: wall seconds, peak memory of its process
+    """`campaign ARGS --root root` in a child process: wall seconds, CPU seconds (user and system,
+    its process tree: steadier than wall time on a shared machine), peak memory of its process
     tree, and its last line of output."""
     say(f"bench: {label}")
     root = root.resolve()
@@ -46,6 +50,7 @@ def timed_command(args: list[str], root: Path, label: str, say: Progress) -> dic
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     logs = [root / f".bench-{args[0]}.{kind}" for kind in ("out", "err")]   # not pipes: no deadlock
     with logs[0].open("w") as out_fh, logs[1].open("w") as err_fh:
+        cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out_fh, stderr=err_fh)
         peak = 0
@@ -53,10 +58,38 @@ def timed_command(args: list[str], root: Path, label: str, say: Progress) -> dic
             peak = max(peak, _tree_rss(proc.pid))
             time.sleep(SAMPLE_S)
         seconds = time.perf_counter() - started
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
     out, err = (path.read_text() for path in logs)
     if proc.returncode != 0:
         raise CampaignError(f"bench: {label} failed: {' | '.join((err or out).strip().splitlines()[-2:])}")
-    return {"seconds": seconds, "peak_rss": peak, "out": out.strip().splitlines()[-1] if out.strip() else ""}
+    return {"seconds": seconds, "cpu_s": cpu, "peak_rss": peak,
+            "out": out.strip().splitlines()[-1] if out.strip() else ""}
+
+
+def timed_render(root: Path, label: str, say: Progress) -> dict[str, Any]:
+    """`campaign render`, timed as timed_command, with the seconds of each of its phases."""
+    timings = root.resolve() / ".bench-render-timings.json"
+    result = timed_command(["render", "--timings", str(timings)], root, label, say)
+    result["phases"] = json.loads(timings.read_text())
+    timings.unlink()
+    return result
+
+
+def _preview_timing(root: Path, template: Path, label: str, say: Progress) -> dict[str, Any]:
+    """The preview's render after a one-template change (stages/tools/benchmark_preview.py), in a
+    child process: its seconds and phases, as the preview's terminal line reports them."""
+    say(f"bench: {label}")
+    out = root.resolve() / ".bench-preview.json"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.run([sys.executable, "-m", "stages.tools.benchmark_preview", str(root.resolve()),
+                           str(template.resolve()), str(out)], cwd=root, env=env, capture_output=True,
+                          text=True, check=False)
+    if proc.returncode != 0:
+        raise CampaignError(f"bench: {label} failed: {' | '.join(proc.stderr.strip().splitlines()[-2:])}")
+    result = json.loads(out.read_text())
+    out.unlink()
+    return result
 
 
 def _count(summary: str, key: str) -> int | None:
@@ -75,11 +108,12 @@ def measure_size(runs: int, out_dir: Path, say: Progress) -> dict[str, Any]:
     say(f"bench: render at {runs} runs ({made['groups']} Parts)")
     ingest = timed_command(["ingest"], root, f"ingest of {runs} runs", say)
     derive = timed_command(["derive"], root, f"derive of {runs} runs", say)
-    fresh = timed_command(["render"], root, f"render of {runs} runs from scratch", say)
+    fresh = timed_render(root, f"render of {runs} runs from scratch", say)
     files, size = tree_bytes(root / "data" / "site")
     template = root / "site" / "templates" / made["parts"][0]
     template.write_text(template.read_text() + CHANGE_LINE)
-    again = timed_command(["render"], root, f"render of {runs} runs after a one-template change", say)
+    again = timed_render(root, f"render of {runs} runs after a one-template change", say)
+    warm = _preview_timing(root, template, f"the preview's render of {runs} runs after a one-template change", say)
     audit_files, audit_bytes = tree_bytes(root / "data" / "site" / "audit")
     chart_files, chart_bytes = tree_bytes(root / "data" / "site" / "assets" / "charts")
     row = {
@@ -87,6 +121,10 @@ def measure_size(runs: int, out_dir: Path, say: Progress) -> dict[str, Any]:
         "ingest_s": ingest["seconds"], "ingest_peak_rss": ingest["peak_rss"],
         "derive_s": derive["seconds"], "derive_peak_rss": derive["peak_rss"],
         "render_s": fresh["seconds"], "render_peak_rss": fresh["peak_rss"],
+        "render_cpu_s": fresh["cpu_s"], "render_phases": fresh["phases"],
+        "again_cpu_s": again["cpu_s"], "again_phases": again["phases"],
+        "again_pages_reused": _count(again["out"], "pages_reused"),
+        "preview_s": warm["seconds"], "preview_phases": warm["phases"],
         "site_files": files, "site_bytes": size, "audit_files": audit_files,
         "audit_bytes": audit_bytes, "chart_files": chart_files, "chart_bytes": chart_bytes,
         "charts_drawn": _count(fresh["out"], "charts_drawn"),
@@ -112,6 +150,8 @@ def run(*, out_dir: Path, sizes: tuple[int, ...] = SIZES, progress: Progress | N
     at_300 = next((r for r in rows if r["runs"] == 300), None)
     checks = {
         "render_s_at_300": (at_300["render_s"] if at_300 else None, TARGETS["render_s_at_300"]),
+        "again_s_at_300": (at_300["again_s"] if at_300 else None, TARGETS["again_s_at_300"]),
+        "preview_s_at_300": (at_300["preview_s"] if at_300 else None, TARGETS["again_s_at_300"]),
         "render_peak_gib": (at_300["render_peak_rss"] / 2**30 if at_300 else None, TARGETS["render_peak_gib"]),
         "site_mb": (at_300["site_bytes"] / 1e6 if at_300 else None, TARGETS["site_mb"]),
         "render_growth_overall": (rows[-1]["render_s"] / rows[0]["render_s"] / (rows[-1]["runs"] / rows[0]["runs"])
@@ -122,6 +162,26 @@ def run(*, out_dir: Path, sizes: tuple[int, ...] = SIZES, progress: Progress | N
     passed = {k: (None if v is None else v <= t) for k, (v, t) in checks.items()}
     return {"sizes": rows, "growth": growth, "checks": checks, "passed": passed,
             "cpus": os.cpu_count()}
+
+
+def phase_table(sizes: list[dict[str, Any]]) -> list[str]:
+    """Where each render's time went: its largest phases (stages/render/timing.py), wall seconds,
+    then CPU seconds of the whole command (Python's start included)."""
+    lines = ["Where the time went (wall seconds by phase; `other`: in no phase; the command's own "
+             "start, imports included, is its wall time less the phases):", "",
+             "| runs | render | wall | CPU | largest phases |", "| --- | --- | --- | --- | --- |"]
+    for s in sizes:
+        for label, key, wall, cpu in (("from scratch", "render_phases", s["render_s"], s.get("render_cpu_s")),
+                                      ("one-template change", "again_phases", s["again_s"], s.get("again_cpu_s")),
+                                      ("one-template change, preview", "preview_phases", s.get("preview_s"), None)):
+            if wall is None:
+                continue
+            phases = s.get(key) or {}
+            top = sorted(phases.items(), key=lambda kv: -kv[1])[:PHASES_SHOWN]
+            shown = ", ".join(f"{name} {sec:.1f} s" for name, sec in top)
+            lines.append(f"| {s['runs']:,} | {label} | {wall:.1f} s | "
+                         f"{'-' if cpu is None else f'{cpu:.1f} s'} | {shown} |")
+    return lines
 
 
 def _gib(n: int) -> str:
@@ -160,8 +220,11 @@ def render_markdown(r: dict[str, Any]) -> str:
         for g in r["growth"]:
             lines.append(f"| {g['from']:,} to {g['to']:,} | x{g['runs_x']:.1f} | x{g['ingest_x']:.1f} "
                          f"| x{g['render_x']:.1f} | x{g['site_x']:.1f} |")
+    lines += ["", *phase_table(r["sizes"])]
     lines += ["", "| target | value | bar | result |", "| --- | --- | --- | --- |"]
     names = {"render_s_at_300": ("render from scratch at 300 runs", "s"),
+             "again_s_at_300": ("render after a one-template change at 300 runs", "s"),
+             "preview_s_at_300": ("preview's render after a one-template change at 300 runs", "s"),
              "render_peak_gib": ("peak memory of a render at 300 runs", "GiB"),
              "site_mb": ("site at 300 runs", "MB"),
              "render_growth": ("render time's growth over the runs' growth, largest step", "x"),

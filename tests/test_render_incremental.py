@@ -1,0 +1,100 @@
+"""Rendering only what changed: a render after an edit is byte for byte a render from scratch,
+and what the edit did not touch is neither rendered nor written again."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from render_helpers import PROJECT, RUN4, build_campaign, render_kwargs
+from stages.render import stage as render
+
+PART = "part-local-cpu.md.j2"
+EDIT = "\nA sentence the author added to look at the page again.\n"
+BUILD_DATE = re.compile(rb"<(pubDate|lastBuildDate)>[^<]*</\1>")   # the feeds say when they were built
+
+
+def project(root: Path) -> Path:
+    build_campaign(root)
+    shutil.copytree(PROJECT / "site", root / "site")
+    return root
+
+
+def kwargs(root: Path) -> dict:
+    return render_kwargs(root, build=True, static_images=(), templates_dir=root / "site" / "templates",
+                         chart_cache=root / "data" / "chart_cache")
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            data = path.read_bytes()
+            out[path.relative_to(folder).as_posix()] = BUILD_DATE.sub(b"", data) \
+                if path.name.startswith("feed_rss") else data
+    return out
+
+
+@pytest.fixture(scope="module")
+def edited(tmp_path_factory):
+    """A project rendered, its Part's template edited, rendered again; and a copy of the edited
+    project rendered from scratch (no cache, no earlier docs or site)."""
+    root = project(tmp_path_factory.mktemp("incremental"))
+    first = render.run(**kwargs(root))
+    audit = root / "data" / "docs" / "audit" / f"{RUN4}.html"
+    inode = os.stat(audit).st_ino
+    again = render.run(**kwargs(root))
+    template = root / "site" / "templates" / PART
+    template.write_text(template.read_text() + EDIT)
+    after_edit = render.run(**kwargs(root))
+    scratch = tmp_path_factory.mktemp("scratch")
+    shutil.copytree(root / "data" / "runs", scratch / "data" / "runs")
+    shutil.copy(root / "data" / "campaign.duckdb", scratch / "data" / "campaign.duckdb")
+    shutil.copytree(root / "site", scratch / "site")
+    full = render.run(**kwargs(scratch))
+    return root, scratch, {"first": first, "again": again, "edit": after_edit, "full": full,
+                           "audit_inode": inode, "audit_inode_after": os.stat(audit).st_ino}
+
+
+def test_a_render_after_an_edit_is_byte_for_byte_a_render_from_scratch(edited):
+    root, scratch, _ = edited
+    site, site_full = files(root / "data" / "site"), files(scratch / "data" / "site")
+    assert sorted(site) == sorted(site_full)
+    assert [name for name in site if site[name] != site_full[name]] == []
+    assert files(root / "data" / "docs") == files(scratch / "data" / "docs")
+    assert (root / "data" / "facts.json").read_bytes() == (scratch / "data" / "facts.json").read_bytes()
+    assert EDIT.strip() in (root / "data" / "site" / "part-local-cpu.html").read_text()
+
+
+def test_an_unchanged_render_renders_and_writes_nothing_again(edited):
+    _, _, runs = edited
+    again, first = runs["again"], runs["first"]
+    assert first["pages_reused"] == 0
+    assert again["pages_reused"] == len(again["pages"]) - 2      # all but SOURCES and Warehouse
+    assert again["docs_files_written"] == 0 and again["docs_files_linked"] > 0
+    assert again["facts"] == first["facts"]
+
+
+def test_an_edit_renders_its_page_only_and_leaves_the_audit_pages_alone(edited):
+    _, _, runs = edited
+    edit = runs["edit"]
+    assert edit["pages_reused"] == len(edit["pages"]) - 3        # the edited Part is rendered
+    assert runs["audit_inode_after"] == runs["audit_inode"]     # not written again: linked
+    assert 0 < edit["docs_files_written"] < 5
+    assert runs["full"]["pages_reused"] == 0
+
+
+def test_a_render_after_a_change_of_data_renders_every_page(edited, tmp_path):
+    root, _, _ = edited
+    copy = tmp_path / "p"
+    shutil.copytree(root, copy, symlinks=True)
+    import duckdb
+
+    con = duckdb.connect(str(copy / "data" / "campaign.duckdb"))
+    con.execute("update launches set ready_s = ready_s + 1")
+    con.close()
+    summary = render.run(**kwargs(copy))
+    assert summary["pages_reused"] == 0
