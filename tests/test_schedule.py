@@ -60,10 +60,12 @@ def test_the_fingerprint_follows_what_decides_the_measurement():
     same["profiles"]["h200x8"]["port"] = 9000                 # where it listens: not measured
     same["specs"]["glm53-tp8-dcp8"]["est_minutes"] = 1        # another spec
     same["specs"]["qwen3-235b-tp4"]["est_minutes"] = 5        # the scheduler's estimate
+    same["profiles"]["h200x8"]["profiler"] = None             # the profiler's defaults, unset
     assert schedule.fingerprint(same, "qwen3-235b-tp4") == fp
     for edit in (lambda p: p.__setitem__("protocol", p["protocol"] + 1),
                  lambda p: p["gate"].__setitem__("seed", 12),
                  lambda p: p["profiles"]["h200x8"].__setitem__("image", "vllm/vllm-openai:v0.32.0"),
+                 lambda p: p["profiles"]["h200x8"].__setitem__("profiler", {"max_iterations": 8}),
                  lambda p: p["workloads"]["h200x8"]["short-1k"].__setitem__("concurrency", [1]),
                  lambda p: p["specs"]["qwen3-235b-tp4"]["args"].__setitem__("--max-num-seqs", 32)):
         changed = copy.deepcopy(params)

@@ -156,6 +156,9 @@ def fingerprint(params: dict, spec_name: str, executor: str | None = None) -> st
         "gate": gate_settings(params, spec_name),
         "image": spec.get("image") or prof.get("image"),
         "profile": {**{k: prof.get(k) for k in MEASURED_PROFILE_KEYS},
+                    # the profiler's window stalls a profiled point; unset, the fingerprint
+                    # stays what it was before the setting existed
+                    **({"profiler": prof["profiler"]} if prof.get("profiler") else {}),
                     **({"executor": executor} if executor else {})},
         "protocol": params.get("protocol"),
     }
