@@ -22,8 +22,10 @@ def results(tmp_path_factory):
 def test_every_stage_ran_its_cases(results):
     assert [r.stage for r in results] == list(crash.SHORT)
     fired = [c for r in results for c in r.cases if c.fired]
-    assert sum(c.kind.startswith("kill") for c in fired) >= 5
-    if crash.fiu_available():   # every kind of fault, each call and error of the turn
+    kills = sum(c.kind.startswith("kill") for c in fired)
+    assert kills >= 1                       # kills by time need no libfiu
+    if crash.fiu_available():   # kills at a write, every kind of fault, each call and error of the turn
+        assert kills >= 5
         assert {c.kind for c in fired} == {"kill-time", "kill-write", "disk", "input"}
         assert {c.plan.split()[0] for c in fired if c.kind == "disk"} == {"write", "fsync", "open"}
         assert {c.plan.rsplit(" ", 1)[-1] for c in fired if c.kind == "disk"} == {"ENOSPC", "EIO"}
