@@ -500,19 +500,24 @@ LAYOUTS: dict[str, tuple[Callable[..., tuple[pd.DataFrame, Shape]], Callable[[Sh
        for name in METRICS},
 }
 ROWS = "rows"   # the dataset name a shared layout's rows are bound to
+# Charts of rows other than bench points (charts_requests.py) that share layouts the same way,
+# registered by their modules: name -> (rows and Shape, layout of a Shape)
+REQUEST_LAYOUTS: dict[str, tuple[Callable[..., tuple[pd.DataFrame, Shape]], Callable[[Shape, Any], Any]]] = {}
 
 
 @functools.lru_cache(maxsize=256)
 def _layout_json(name: str, shape: Shape) -> str:
-    return json.dumps(LAYOUTS[name][1](shape, alt.NamedData(name=ROWS)).to_dict(validate=False))
+    layout = (LAYOUTS.get(name) or REQUEST_LAYOUTS[name])[1]
+    return json.dumps(layout(shape, alt.NamedData(name=ROWS)).to_dict(validate=False))
 
 
 def spec(name: str, rows: pd.DataFrame, color_domain: Sequence[str] | None = None) -> dict[str, Any]:
     """Chart `name` of `rows` as a Vega-Lite spec (a dict): the same chart its function draws, its
-    data as the dataset ROWS; a scaling chart's layout comes from the layouts already built."""
-    if name not in LAYOUTS:
+    data as the dataset ROWS; a chart's layout comes from the layouts already built."""
+    laid_out = LAYOUTS.get(name) or REQUEST_LAYOUTS.get(name)
+    if laid_out is None:
         return chart_by_name(name)(rows, color_domain).to_dict(validate=False)
-    data, shape = LAYOUTS[name][0](rows, color_domain)
+    data, shape = laid_out[0](rows, color_domain)
     out = json.loads(_layout_json(name, replace(shape, colors=SERIES_STANDIN)))
     return {**_with_colors(out, shape.colors), "datasets": {ROWS: records(data)}}
 

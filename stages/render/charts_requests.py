@@ -51,12 +51,15 @@ def cdf_rows(requests: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def latency_cdf_chart(requests: pd.DataFrame, color_domain: Sequence[str] | None = None
-                      ) -> alt.FacetChart:
-    """The distribution of time to first token of each point's requests, by workload."""
+def cdf_shape(requests: pd.DataFrame, color_domain: Sequence[str] | None = None
+              ) -> tuple[pd.DataFrame, charts.Shape]:
+    """The CDF chart's rows (cdf_rows) and what its layout depends on: workloads and colours."""
     df = cdf_rows(requests)
-    colors = series_colors(color_domain, df)
-    columns, width = facet_layout(int(df["workload"].nunique()))
+    return df, charts.Shape(int(df["workload"].nunique()), (), (), series_colors(color_domain, df))
+
+
+def cdf_layout(shape: charts.Shape, data) -> alt.FacetChart:
+    columns, width = facet_layout(shape.workloads)
     tooltip = [
         alt.Tooltip("run_id:N", title="run"),
         alt.Tooltip("series:N", title="spec"),
@@ -69,7 +72,7 @@ def latency_cdf_chart(requests: pd.DataFrame, color_domain: Sequence[str] | None
         x=alt.X("ttft_s:Q", title="Time to first token (s, log scale)", scale=alt.Scale(type="log")),
         y=alt.Y("share:Q", title="Share of requests", scale=alt.Scale(domain=[0, 1]),
                 axis=alt.Axis(format="%")),
-        color=alt.Color("series:N", title="Run spec", scale=color_scale(colors)),
+        color=alt.Color("series:N", title="Run spec", scale=color_scale(shape.colors)),
         tooltip=tooltip)
     dash = alt.StrokeDash("run_kind:N", title="Gate", legend=alt.Legend(),
                           scale=alt.Scale(domain=["measured", "provisional"], range=[[1, 0], [5, 3]]))
@@ -77,7 +80,7 @@ def latency_cdf_chart(requests: pd.DataFrame, color_domain: Sequence[str] | None
         detail="line:N", strokeDash=dash, order="share:Q")
     marks = base.mark_point(filled=True, size=22, opacity=0.9)
     return (
-        alt.layer(line, marks, data=df)
+        alt.layer(line, marks, data=data)
         .properties(width=width, height=CDF_HEIGHT)
         .facet(facet=alt.Facet("workload:N", title=None, header=alt.Header(labelFontWeight="bold")),
                columns=columns, spacing=FACET_SPACING)
@@ -86,6 +89,12 @@ def latency_cdf_chart(requests: pd.DataFrame, color_domain: Sequence[str] | None
         .resolve_scale(x="independent")
         .configure_legend(orient="bottom", direction="vertical")
     )
+
+
+def latency_cdf_chart(requests: pd.DataFrame, color_domain: Sequence[str] | None = None
+                      ) -> alt.FacetChart:
+    """The distribution of time to first token of each point's requests, by workload."""
+    return cdf_layout(*reversed(cdf_shape(requests, color_domain)))
 
 
 def timeline_rows(requests: pd.DataFrame) -> pd.DataFrame:
@@ -144,3 +153,4 @@ CHARTS = {"latency_cdf_chart": latency_cdf_chart, "request_timeline_chart": requ
 CHART_ROWS = {"latency_cdf_chart": "model_request_latency", "request_timeline_chart": "model_timeline"}
 charts.CHARTS.update(CHARTS)
 charts.CHART_ROWS.update(CHART_ROWS)
+charts.REQUEST_LAYOUTS.update({"latency_cdf_chart": (cdf_shape, cdf_layout)})

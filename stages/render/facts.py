@@ -35,7 +35,8 @@ from stages.render.escape import (audit_target, code, escape_cell, escape_text, 
 from stages.render.digits import ALLOWED_PATTERNS, PLACEHOLDER, FactCheckError, check_digits  # noqa: F401
 from stages.render.evidence import read_line, render_evidence
 from stages.render.fact_record import Fact, fact_id, plain, run_ids
-from stages.render.inputs import input_rows
+from stages.render.inputs import input_rows, prefetch as prefetch_inputs
+from stages.render import row_batch
 from stages.render.numbers import format_value, table_displays, with_unit
 from stages.render.timing import Phases
 from stages.render.queries import (COLUMN_FACTS, FACTS_SQL, ROWS_SQL, column_facts, fact_sql,
@@ -68,6 +69,8 @@ class FactBook:
         self._excerpts: dict[tuple[str, int], str] = {}   # raw lines read, by (file, line)
         self._inputs: dict = {}    # inputs queries run (inputs.input_rows)
         self._rows: dict[str, tuple[list[str], list[tuple]]] = {}   # row queries run, by name and params
+        self._sections: list[tuple[tuple[str, ...], str]] = []      # expect_sections
+        self._batch_sets: dict[str, list[dict[str, Any]]] = {}       # _batched's parameter sets
         # a declared fact's rows for every parameter set its table holds, by fact id (_batched)
         self._batches: dict[str, dict[str, tuple[list[str], tuple]] | None] = {}
         macros = rows_sql.parent / MACROS_SQL
@@ -182,6 +185,7 @@ class FactBook:
         found: dict[int, list[tuple]] = {}
         for row in rows:
             found.setdefault(row[0], []).append(row[1:])
+        self._batch_sets[name] = [{k: plain(s[k]) for k in wanted} for s in sets]
         self._batches[name] = {
             fact_id(name, {k: plain(s[k]) for k in wanted}): (columns[1:], found[i][0])
             for i, s in enumerate(sets) if len(found.get(i, ())) == 1}
@@ -202,6 +206,10 @@ class FactBook:
         value = redact_value(plain(row["value"]))
         display = row.get("display")
         with self.phases("inputs"):
+            if name in self._batch_sets:     # the inputs of its batch's facts, in one query
+                sets, runs = self._batch_sets.pop(name), {r for ids, _ in self._sections for r in ids}
+                prefetch_inputs(self.con, name, [s for s in sets if not runs or s.get("run_id") in runs],
+                                self._inputs)
             statistic, rows = input_rows(self.con, name, params, cache=self._inputs)
         return Fact(
             id=fid, name=name, params={k: redact_value(v) for k, v in params.items()}, value=value,
@@ -223,10 +231,36 @@ class FactBook:
             raise FactError(f"row query {name!r} needs {', '.join(missing)}")
         bound = {k: params[k] for k in wanted}
         key = repr((name, sorted(bound.items())))
+        if key not in self._rows and set(wanted) == row_batch.BATCH_PARAMS:
+            self._batch_rows(name, sql, (tuple(bound["run_ids"] or ()), bound["model"]))
         if key not in self._rows:
             self._rows[key] = self._query(sql, bound, f"row query {name!r}")
         columns, data = self._rows[key]
         return sql, [dict(zip(columns, r)) for r in data]
+
+    def expect_sections(self, sections: Iterable[tuple[Iterable[str], str]]) -> None:
+        """The model sections ((run_ids, model)) the pages about to render will draw: a section
+        row query asked for one of them runs once for all (stages/render/row_batch.py)."""
+        self._sections = list(dict.fromkeys((tuple(r), m) for r, m in sections))
+
+    def _batch_rows(self, name: str, sql: str, section: tuple[tuple[str, ...], str]) -> None:
+        """Row query `name` for every expected section it has not run for, when `section` is one
+        of them; left to rows() one by one when it has no batch form or the batch fails."""
+        def key(s):
+            return repr((name, sorted({"run_ids": list(s[0]), "model": s[1]}.items())))
+        todo = [s for s in self._sections if key(s) not in self._rows]
+        batch = row_batch.batch_sql(sql)
+        if section not in todo or batch is None:
+            return
+        try:
+            columns, data = self._query(batch, row_batch.batch_params(todo), f"row query {name!r}")
+        except FactError:
+            return
+        found: dict[int, list[tuple]] = {i: [] for i in range(len(todo))}
+        for row in data:
+            found[row[0]].append(row[1:])
+        for i, s in enumerate(todo):
+            self._rows[key(s)] = (columns[1:], found[i])
 
     def records(self) -> list[dict[str, Any]]:
         return [f.record() for f in sorted(self.facts.values(), key=lambda f: f.id)]

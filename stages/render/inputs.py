@@ -17,7 +17,8 @@ import duckdb
 import yaml
 
 from stages.render.errors import FactError
-from stages.render.queries import SQL_DIR, load_query
+from stages.render import row_batch
+from stages.render.queries import SQL_DIR, load_query, sql_params
 
 INPUTS_SQL = SQL_DIR / "inputs"
 DECLARATIONS = "inputs.yaml"
@@ -57,7 +58,7 @@ def input_rows(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]
     spec = declared(directory).get(name)
     if spec is None:
         return None, []
-    key = (directory, spec.rows, json.dumps(params, sort_keys=True, default=repr))
+    key = _key(directory, spec.rows, params)
     if cache is not None and key in cache:
         columns, data = cache[key]
     else:
@@ -77,6 +78,37 @@ def input_rows(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]
                      "value": row[f"{spec.figure}_value"], "used": bool(row[f"{spec.figure}_used"]),
                      "reason": row.get("reason")})
     return spec.statistic, rows
+
+
+def _key(directory: Path, rows: str, params: dict[str, Any]) -> tuple:
+    return directory, rows, json.dumps(params, sort_keys=True, default=repr)
+
+
+def prefetch(con: duckdb.DuckDBPyConnection, name: str, sets: list[dict[str, Any]], cache: dict,
+             directory: Path = INPUTS_SQL) -> None:
+    """The inputs query of fact `name` run once for every parameter set of `sets` not in `cache`
+    yet (stages/render/row_batch.py), its rows kept in `cache` as input_rows keeps them. A query
+    without a batch form, or a batch that fails, is left to input_rows one set at a time."""
+    spec = declared(directory).get(name)
+    if spec is None:
+        return
+    todo = [s for s in sets if _key(directory, spec.rows, s) not in cache]
+    sql = load_query(directory, spec.rows, "inputs query")
+    names = tuple(sql_params(sql))
+    batch = row_batch.batch_sql(sql, names) if len(todo) > 1 and names else None
+    if batch is None or any(set(s) != set(names) for s in todo):
+        return
+    try:
+        cur = con.execute(batch, row_batch.batch_params(todo, names))
+        data = cur.fetchall()
+    except duckdb.Error:
+        return
+    columns = [d[0] for d in cur.description][1:]
+    found: dict[int, list[tuple]] = {i: [] for i in range(len(todo))}
+    for row in data:
+        found[row[0]].append(row[1:])
+    for i, s in enumerate(todo):
+        cache[_key(directory, spec.rows, s)] = columns, found[i]
 
 
 def recompute(statistic: str, rows: list[dict[str, Any]]) -> float | int | None:

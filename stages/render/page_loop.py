@@ -39,10 +39,12 @@ def render_series(specs: list[tuple[PageSpec, Callable[[], Any] | None]], *, boo
     extra_globals maker), rendered or taken from the cache; their files put in the docs folder."""
     made: list[tuple[str, PageResult]] = []
     rendered = []
-    for spec, extra in specs:
-        key = cache.key(spec, parts)
-        with phases("cached pages"):
-            result = cache.get(key)
+    keys = [cache.key(spec, parts) for spec, _ in specs]
+    with phases("cached pages"):
+        cached = [cache.get(key) for key in keys]
+    book.expect_sections((spec.meta["run_ids"], model) for (spec, _), hit in zip(specs, cached)
+                         if hit is None for model in spec.meta.get("models") or ())
+    for (spec, extra), key, result in zip(specs, keys, cached):
         if result is not None:
             with phases("cached pages"):
                 _restore(book, spec.name, result)

@@ -6,7 +6,7 @@ with final as (
     from section_points($run_ids::varchar[], $model) as p
     left join launches as l on l.run_id = p.run_id
     left join sequences_fit as fit on fit.run_id = p.run_id and fit.workload = p.workload
-    order by p.spec, p.workload, p.concurrency
+    order by p.spec, p.workload, p.concurrency, p.run_id
 )
 
 select * from final

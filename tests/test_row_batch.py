@@ -1,0 +1,131 @@
+"""A model section's row queries run once for all the sections a render draws
+(stages/render/row_batch.py): every such query has a batch form, and it gives each section the
+rows, in the order, that the query gives it alone."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from stages.render import inputs, row_batch
+from stages.render.facts import FactBook
+from stages.render.queries import COLUMN_FACTS, FACTS_SQL, ROWS_SQL, column_facts, sql_params
+from stages.tools import synth_node_scale
+from stages.tools.synth_node_plan import SCENARIO
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+SECTION_QUERIES = sorted(p.stem for p in ROWS_SQL.glob("*.sql")
+                         if set(sql_params(p.read_text())) == row_batch.BATCH_PARAMS)
+
+
+@pytest.fixture(scope="module")
+def book(tmp_path_factory):
+    """The scripted node campaign, one group and a half: launches that fail, gates, repeats,
+    multi-turn workloads, capacity-limited points."""
+    root = tmp_path_factory.mktemp("batch") / "root"
+    synth_node_scale.write(out_root=root, runs=len(SCENARIO) + 3, root=PROJECT)
+    env = {**os.environ, "PYTHONPATH": str(PROJECT)}
+    for stage in ("ingest", "derive"):
+        subprocess.run([sys.executable, "-m", "stages.cli", stage, "--root", str(root)], env=env,
+                       check=True, capture_output=True)
+    con = duckdb.connect(str(root / "data" / "campaign.duckdb"), read_only=True)
+    book = FactBook(con, root=root, sha=None)
+    runs = con.execute("select run_id, model from runs order by run_id").fetchall()
+    book.sections_here = [(tuple(r for r, _ in runs), m) for m in sorted({m for _, m in runs})] + [
+        (tuple(r for r, m in runs if m == runs[0][1])[-1:], runs[0][1]),   # one attempt of a model
+        ((runs[0][0],), "no-such-model")]
+    yield book
+    con.close()
+
+
+def test_the_section_queries_are_there():
+    assert len(SECTION_QUERIES) >= 20 and "model_points" in SECTION_QUERIES
+
+
+@pytest.mark.parametrize("name", SECTION_QUERIES)
+def test_every_section_query_has_a_batch_form_that_gives_each_section_its_own_rows(book, name):
+    sql = (ROWS_SQL / f"{name}.sql").read_text()
+    batch = row_batch.batch_sql(sql)
+    assert batch is not None, f"{name}: no batch form (see stages/render/row_batch.py)"
+    sections = book.sections_here
+    columns, rows = book._query(batch, row_batch.batch_params(sections), name)
+    for i, (run_ids, model) in enumerate(sections):
+        own_columns, own = book._query(sql, {"run_ids": list(run_ids), "model": model}, name)
+        assert columns[1:] == own_columns
+        assert [r[1:] for r in rows if r[0] == i] == own, (name, run_ids)
+    if not name.startswith(("model_profile", "model_metrics", "model_repeats")):  # none of those here
+        assert rows, name
+
+
+def test_the_book_runs_a_section_query_once_for_the_expected_sections(book):
+    first, model = book.sections_here[-2]
+    all_runs = book.sections_here[0][0]
+    book.expect_sections([(list(all_runs), model), (list(first), model)])
+    queries = []
+    original = book._query
+    book._query = lambda sql, params, what: queries.append(what) or original(sql, params, what)
+    try:
+        _, every = book.rows("model_points", {"run_ids": list(all_runs), "model": model})
+        _, one = book.rows("model_points", {"run_ids": list(first), "model": model})
+        _, other = book.rows("model_points", {"run_ids": list(all_runs[-1:]), "model": model})
+    finally:
+        del book._query
+    assert len(queries) == 2       # the two expected sections in one query; the other alone
+    assert {r["run_id"] for r in one} == set(first) and all(r in every for r in one)
+    assert {r["run_id"] for r in other} <= set(all_runs[-1:])
+
+
+@pytest.mark.parametrize("sql", [
+    "select * from runs where model = $model",                                   # no final CTE
+    "with final as (select distinct model from runs where list_contains($run_ids, run_id) "
+    "and model = $model order by model) select * from final",                    # DISTINCT
+    "with final as (select run_id from runs where model = $model and list_contains($run_ids, run_id) "
+    "order by run_id limit 1) select * from final",                              # LIMIT
+    "with final as (select run_id from runs where model = $model and list_contains($run_ids, run_id) "
+    "union all select run_id from launches order by 1) select * from final",     # UNION
+])
+def test_a_query_of_another_shape_has_no_batch_form(sql):
+    assert row_batch.batch_sql(sql) is None
+
+
+def test_parentheses_and_keywords_in_comments_and_strings_do_not_count(book):
+    sql = ("with final as (\n"
+           "    select run_id, 'from (x' as note,  -- a comment ) from final order by\n"
+           "           row_number() over (order by started_at desc) as k\n"
+           "    from runs where model = $model and list_contains($run_ids::varchar[], run_id)\n"
+           "    order by started_at, run_id  -- oldest first (then by id)\n"
+           ")\n\nselect * from final\n")
+    batch = row_batch.batch_sql(sql)
+    assert "$model" not in batch and "$run_ids" not in batch
+    sections = book.sections_here
+    _, rows = book._query(batch, row_batch.batch_params(sections), "comments")
+    for i, (run_ids, model) in enumerate(sections):
+        _, own = book._query(sql, {"run_ids": list(run_ids), "model": model}, "comments")
+        assert [r[1:] for r in rows if r[0] == i] == own
+    assert rows
+
+
+def test_most_facts_with_inputs_are_batched():
+    assert len(BATCHED) >= 10 and "point_ttft_median_s" in BATCHED
+
+
+BATCHED = [n for n in sorted(inputs.declared()) if n in column_facts(FACTS_SQL / COLUMN_FACTS)]
+
+
+@pytest.mark.parametrize("name", BATCHED)
+def test_a_facts_inputs_fetched_for_its_whole_batch_are_those_fetched_one_by_one(book, name):
+    book._batched(name)
+    sets = book._batch_sets[name]
+    together: dict = {}
+    inputs.prefetch(book.con, name, sets, together)
+    assert len(together) == len({json.dumps(s, sort_keys=True, default=repr) for s in sets}) > 1
+    for params in sets:
+        alone: dict = {}
+        assert inputs.input_rows(book.con, name, params, cache=together) \
+            == inputs.input_rows(book.con, name, params, cache=alone), params
