@@ -11,9 +11,11 @@ import yaml
 
 from render_helpers import RUN4, RUN16, RUN16_FAILED, SCRIPT_ANSWER, audit_ref, build_campaign
 from stages.core.config import Paths
-from stages.render import escape, facts, queries, trace
+from stages.render import digits, escape, facts, queries, trace
 from stages.render.errors import FactError
-from stages.render.facts import FactBook, FactCheckError, PageMacros
+from stages.render.digits import FactCheckError
+from stages.render.facts import FactBook
+from stages.render.page_macros import PageMacros
 from stages.render.inputs import input_rows
 from stages.render.numbers import table_displays, with_unit
 
@@ -105,7 +107,7 @@ def test_unknown_fact_and_wrong_parameters_fail(campaign):
 
 def test_fact_macro_links_to_audit_page_behind_a_placeholder(macros):
     held = macros.fact("launch_ready_s", run_id=RUN4)
-    assert facts.PLACEHOLDER.fullmatch(str(held))
+    assert digits.PLACEHOLDER.fullmatch(str(held))
     out = macros.substitute(f"ready after {held} s")
     target = audit_ref(f"launch_ready_s--{RUN4}", RUN4)
     assert out == (f'ready after [71.3]({target} "audit trail"){{.fact}} s')
@@ -114,13 +116,13 @@ def test_fact_macro_links_to_audit_page_behind_a_placeholder(macros):
 
 def test_check_digits_fails_on_a_typed_number_and_names_it():
     with pytest.raises(FactCheckError, match=r"part-x\.md.*'71\.3'"):
-        facts.check_digits("part-x.md", "The engine was ready after 71.3 seconds.")
+        digits.check_digits("part-x.md", "The engine was ready after 71.3 seconds.")
 
 
 def test_check_digits_allows_list_links_and_placeholders():
     text = ("# Part 1: notes\nOn 8 GPUs of an H200 node, p90 stays low [S12].\n"
             "See [the audit](audit/x--run__1130-051200.md \"audit trail\") and @@MAB@@.\n")
-    facts.check_digits("part-x.md", text)
+    digits.check_digits("part-x.md", text)
 
 
 def test_table_cells_are_facts_and_text_is_escaped(macros):

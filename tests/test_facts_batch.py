@@ -15,7 +15,8 @@ from stages.render import facts as facts_module
 from stages.render import stage as render
 from stages.render.declared import ColumnFact
 from stages.render.errors import FactError
-from stages.render.facts import FactBook, PageMacros
+from stages.render.facts import FactBook
+from stages.render.page_macros import PageMacros
 from stages.render.queries import FACTS_SQL, column_facts
 from test_render_nodes import add_node
 

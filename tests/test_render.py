@@ -19,7 +19,7 @@ from stages.render.chart_writer import PNG_SCALE
 from stages.render.site_build import external_loads
 from stages.render.sources import SourceError
 from stages.core.config import CampaignError
-from stages.render.facts import FactCheckError
+from stages.render.digits import FactCheckError
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,8 @@ from stages.render import compare_page
 from stages.render import stage as render
 from stages.core.config import CampaignError
 from stages.render.errors import FactError
-from stages.render.facts import FactBook, PageMacros
+from stages.render.facts import FactBook
+from stages.render.page_macros import PageMacros
 
 PAIR = {"base": "tiny-seqs4", "head": "tiny-seqs16",
         "title": "Sequence cap 4 against 16 on the CPU rehearsal"}

@@ -18,7 +18,7 @@ from stages.ingest import nodes as ingest_nodes
 from stages.render import stage as render
 from stages.render.errors import FactError
 from stages.render.evidence import cat_v
-from stages.render.facts import PageMacros
+from stages.render.page_macros import PageMacros
 
 NODE = "h200x2__1130-054711"
 REAL_NODE = PROJECT / "data" / "nodes" / NODE

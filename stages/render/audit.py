@@ -22,7 +22,7 @@ from markupsafe import Markup
 from stages.render import blog
 from stages.render.escape import audit_target, escape_html, html_code
 from stages.render.evidence import render_evidence
-from stages.render.facts import Fact
+from stages.render.fact_record import Fact
 from stages.render.numbers import format_value, with_unit
 from stages.render.queries import fact_query_path
 

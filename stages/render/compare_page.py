@@ -27,7 +27,8 @@ from stages.render import run_sets as run_set_lib
 from stages.core.config import CampaignError
 from stages.render.errors import FactError
 from stages.render.escape import escape_cell, run_label_link
-from stages.render.facts import Fact, PageMacros
+from stages.render.fact_record import Fact
+from stages.render.page_macros import PageMacros
 from stages.render.numbers import table_displays
 
 TEMPLATE = "compare.md.j2"

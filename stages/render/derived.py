@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from stages.render.errors import FactError
-from stages.render.facts import Fact, FactBook, fact_id
+from stages.render.fact_record import Fact, fact_id
+from stages.render.facts import FactBook
 from stages.render.numbers import format_value
 
 OPERATORS = {"ratio": "/", "difference": "-"}

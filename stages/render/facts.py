@@ -10,37 +10,28 @@ holds the value, when none does, or what to know of the line it cites). The valu
 page and recorded. Tables whose numeric cells are facts, evidence blocks (a command run on a raw
 file at build time) and run references work the same way.
 
-Macros return placeholders while the template renders. `check_digits` then scans what the template
-itself typed: a digit there, outside the allow-list, is a number nobody can trace, and fails the
-build. The placeholders are swapped for their real output afterwards.
-
-The queries are found by queries.py, raw files read by evidence.py, data text escaped by escape.py;
-the Fact record is fact_record.py's.
+The macros a template calls are page_macros.py's. The queries are found by queries.py, raw files
+read by evidence.py; the Fact record is fact_record.py's.
 """
 from __future__ import annotations
 
-import decimal
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import duckdb
-from markupsafe import Markup
 
 from stages.core.secrets import redact_text, redact_value
+from stages.render import row_batch
 from stages.render.declared import ColumnFact
 from stages.render.errors import FactError
-from stages.render.escape import (audit_target, code, escape_cell, escape_text, run_anchor,
-                                  run_label_link, unlink_missing_runs)
-from stages.render.digits import ALLOWED_PATTERNS, PLACEHOLDER, FactCheckError, check_digits  # noqa: F401
-from stages.render.evidence import read_line, render_evidence
+from stages.render.evidence import read_line
 from stages.render.fact_record import Fact, fact_id, plain, run_ids
 from stages.render.inputs import input_rows, prefetch as prefetch_inputs
-from stages.render import row_batch
-from stages.render.numbers import format_value, table_displays, with_unit
-from stages.render.timing import Phases
+from stages.render.numbers import format_value
 from stages.render.queries import (COLUMN_FACTS, FACTS_SQL, ROWS_SQL, column_facts, fact_sql,
-                                   load_query, sql_params, tables_in)
+                                   load_query, sql_params)
+from stages.render.timing import Phases
 
 STAGE = "derive"  # the stage whose tables the fact queries read
 REQUIRED_COLUMNS = ("value", "run_id", "source_file", "source_line")
@@ -264,151 +255,3 @@ class FactBook:
 
     def records(self) -> list[dict[str, Any]]:
         return [f.record() for f in sorted(self.facts.values(), key=lambda f: f.id)]
-
-
-# ---------------------------------------------------------------- page macros
-
-def _token(n: int) -> str:
-    letters = ""
-    n += 1
-    while n:
-        n, r = divmod(n - 1, 26)
-        letters = chr(65 + r) + letters
-    return f"@@M{letters}@@"
-
-
-class PageMacros:
-    """The macros one page's template may call; outputs are held behind placeholders."""
-
-    def __init__(self, book: FactBook, *, page: str, runs_dir: Path, root: Path,
-                 audit_prefix: str = "audit/", nodes_dir: Path | None = None):
-        self.book = book
-        self.page = page
-        self.runs_dir = runs_dir
-        self.nodes_dir = nodes_dir
-        self.root = root
-        self.audit_prefix = audit_prefix
-        self.outputs: dict[str, str] = {}
-        self.tables_used: list[str] = []
-        self.anchors: set[str] = set()
-
-    # -- placeholder bookkeeping
-    def hold(self, text: str) -> Markup:
-        token = _token(len(self.outputs))
-        self.outputs[token] = text
-        return Markup(token)
-
-    def substitute(self, text: str) -> str:
-        text = PLACEHOLDER.sub(lambda m: self.outputs[m.group(0)], text)
-        return unlink_missing_runs(text, self.anchors)
-
-    def uses(self, sql: str) -> None:
-        """Notes the public tables `sql` reads, for the page's list of tables."""
-        for t in tables_in(sql):
-            if t not in self.tables_used:
-                self.tables_used.append(t)
-
-    # -- facts
-    def fact_markup(self, fact: Fact, show_unit: bool = False, display: str | None = None) -> str:
-        """A fact as a link to its audit page; `display` prints it otherwise (a table's precision)."""
-        shown = fact.display if display is None else display
-        text = with_unit(shown, fact.unit) if show_unit else shown
-        target = audit_target(self.audit_prefix, fact.audit_page, fact.audit_anchor)
-        return f'[{escape_text(text)}]({target} "audit trail"){{.fact}}'
-
-    def fact(self, name: str, decimals: int | None = None, show_unit: bool = False,
-             **params: Any) -> Markup:
-        fact = self.book.evaluate(name, params, page=self.page, decimals=decimals)
-        self.uses(fact.sql)
-        return self.hold(self.fact_markup(fact, show_unit))
-
-    def value(self, name: str, **params: Any) -> Any:
-        """A fact's raw value, for template logic (if/for); printing it is caught by the check."""
-        return self.book.evaluate(name, params, page=self.page).value
-
-    # -- rows, run references, tables
-    def rows(self, name: str, **params: Any) -> list[dict[str, Any]]:
-        sql, data = self.book.rows(name, params)
-        self.uses(sql)
-        return data
-
-    def run_ref(self, run_id: str, anchor: bool = False) -> Markup:
-        """A run id as code. With anchor=True (a heading), it becomes the run's section, the
-        target of the compact run labels in this page's tables."""
-        shown = code(run_id)
-        if not anchor:
-            return self.hold(shown)
-        slug = run_anchor(str(run_id))
-        self.anchors.add(slug)
-        return self.hold(f"{shown} {{#{slug}}}")
-
-    def text(self, value: Any, max_chars: int | None = None) -> Markup:
-        """Data text (an id, a label, an error message) printed escaped; numbers are refused."""
-        if isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
-            raise FactError(f"{self.page}: text() got the number {value!r}; use fact()")
-        return self.hold(escape_cell("-" if value is None else value, max_chars))
-
-    def table(self, name: str, columns: list, **params: Any) -> Markup:
-        """A Markdown table from row query `name`. Column specs: [title, spec] or
-        [title, spec, max_chars]; spec is a column name (text), "run:<col>" (a run id, shown
-        as `<spec> · HH:MM` and linked to the run's section when the page has one),
-        or "fact:<fact name>" (bound from the row's columns). A fact column prints its numbers at
-        one precision (stages/render/numbers.py, table_displays)."""
-        sql, data = self.book.rows(name, params)
-        self.uses(sql)
-        if not data:
-            return self.hold("*No rows.*")
-        specs = [tuple(c) for c in columns]
-        for spec in specs:
-            if spec[1].startswith("fact:"):
-                self.book.prefetch(spec[1][5:], data)   # the column's facts at once
-        head = "| " + " | ".join(escape_text(c[0]) for c in specs) + " |"
-        align = "| " + " | ".join("---:" if c[1].startswith("fact:") else "---" for c in specs) + " |"
-        cells = [[self._cell(row, c) for c in specs] for row in data]
-        for j, spec in enumerate(specs):
-            if spec[1].startswith("fact:"):
-                column = [row[j] for row in cells]
-                shown = table_displays((f.value, f.unit, f.display) for f in column)
-                for row, fact, display in zip(cells, column, shown):
-                    row[j] = self.fact_markup(fact, display=display)
-        lines = [head, align] + ["| " + " | ".join(row) + " |" for row in cells]
-        return self.hold("\n".join(lines))
-
-    def _cell(self, row: dict[str, Any], spec: tuple) -> str | Fact:
-        """One cell: its text, or for a fact column the Fact (printed by table())."""
-        title, key, *rest = spec
-        if key.startswith("fact:"):
-            name = key[5:]
-            wanted = sql_params(self.book.fact_sql(name))
-            missing = [p for p in wanted if p not in row]
-            if missing:
-                raise FactError(f"{self.page}: column {title!r}: rows lack {', '.join(missing)}")
-            fact = self.book.evaluate(name, {p: row[p] for p in wanted}, page=self.page)
-            self.uses(fact.sql)
-            return fact
-        if key.startswith("run:"):
-            return run_label_link(str(row[key[4:]]), row.get("spec"))
-        if key not in row:
-            raise FactError(f"{self.page}: column {title!r}: no column {key!r} in the rows")
-        value = row[key]
-        if isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
-            raise FactError(f"{self.page}: column {title!r} is numeric; make it a fact:<name> column")
-        if isinstance(value, bool):
-            return "yes" if value else "no"
-        if value is None:
-            return "-"
-        return escape_cell(value, rest[0] if rest else None)
-
-    # -- evidence
-    def evidence(self, command: str, run_id: str, file: str, pattern: str | None = None,
-                 lines: int | None = None, cut: int | None = None, line: int | None = None) -> Markup:
-        return self.hold(render_evidence(command, run_id, file, runs_dir=self.runs_dir, root=self.root,
-                                         pattern=pattern, lines=lines, cut=cut, line=line))
-
-    def node_evidence(self, command: str, node_id: str, file: str, pattern: str | None = None,
-                      lines: int | None = None, cut: int | None = None) -> Markup:
-        """An evidence block on a file of a node probe folder (nodes_dir/<node_id>/<file>)."""
-        if self.nodes_dir is None:
-            raise FactError(f"{self.page}: node_evidence needs the nodes folder (render nodes_dir)")
-        return self.hold(render_evidence(command, node_id, file, runs_dir=self.nodes_dir,
-                                         root=self.root, pattern=pattern, lines=lines, cut=cut))

@@ -20,7 +20,9 @@ from stages.core.config import CampaignError
 from stages.render.errors import FactError
 from stages.render.escape import escape_text
 from stages.render.derived import derive
-from stages.render.facts import FactBook, PageMacros, check_digits
+from stages.render.digits import check_digits
+from stages.render.facts import FactBook
+from stages.render.page_macros import PageMacros
 from stages.render.sources import apply_citations, sources_section
 
 INDEX_TEMPLATE = "index.md.j2"

@@ -25,7 +25,8 @@ import yaml
 from stages.derive import tables
 from stages.core.config import CampaignError
 from stages.render.escape import code, escape_cell, escape_text
-from stages.render.facts import Fact, FactCheckError, check_digits
+from stages.render.digits import FactCheckError, check_digits
+from stages.render.fact_record import Fact
 from stages.render.queries import ROWS_SQL, load_query
 from stages.core.raw_schema import RAW_SCHEMA, Column, Table, parse_raw_schema
 
