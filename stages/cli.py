@@ -271,7 +271,7 @@ def import_cmd(sources: tuple[str, ...], profile_name: str, results_as: str | No
       campaign import /old/runs/*__vllm__* --profile h200x8
       campaign import ./aiperf-artifacts --profile h200x8 --results llama8b__tp1__128k__vllm__1201-090000
     """
-    from stages.tools import import_runs
+    from stages.tools.exchange import import_runs
 
     params, paths = _load(root)
     with locks.writing(paths.root, [paths.runs], "campaign import"):
@@ -414,7 +414,7 @@ def publish(root: str) -> None:
 
     Example: campaign publish   (writes data/publish/site-<version>-<date>.tar.gz)
     """
-    from stages.tools import publish as publish_mod
+    from stages.tools.exchange import publish as publish_mod
 
     _, paths = _load(root)
     with locks.writing(paths.root, [paths.publish], "campaign publish"):
@@ -435,7 +435,7 @@ def bench(scale: float, keep_data: bool, only: str | None, root: str) -> None:
 
     Example: campaign bench --scale 0.1   (the full size takes about 15 minutes)
     """
-    from stages.tools import benchmark
+    from stages.tools.bench import benchmark
 
     _, paths = _load(root)
     report = benchmark.run(out_dir=paths.bench, scale=scale, keep_data=keep_data,
@@ -453,7 +453,7 @@ def synth_node(out: str, root: str) -> None:
 
     Example: campaign synth-node --out tests/fixtures/node_campaign/runs
     """
-    from stages.tools import synth_node as synth_node_mod
+    from stages.tools.synth import synth_node as synth_node_mod
 
     for run_id in synth_node_mod.run(out_dir=Path(out), root=Path(root)):
         click.echo(run_id)
@@ -467,7 +467,7 @@ def reliability(root: str) -> None:
 
     Example: campaign reliability   (writes data/reliability/report.md)
     """
-    from stages.tools import reliability as rel
+    from stages.tools.faults import reliability as rel
 
     _, paths = _load(root)
     report = rel.run(root=paths.root, out_dir=paths.reliability, progress=progress)
@@ -484,7 +484,7 @@ def archive(no_push: bool, root: str) -> None:
 
     Example: campaign archive   (then: git add data/runs.dvc dvc.lock && git commit)
     """
-    from stages.tools import archive as archive_mod
+    from stages.tools.exchange import archive as archive_mod
 
     _, paths = _load(root)
     summary = archive_mod.run(paths=paths, push=not no_push, progress=progress)

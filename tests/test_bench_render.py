@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from stages.tools import benchmark
+from stages.tools.bench import benchmark
 
 
 def test_render_section_writes_its_rows(tmp_path):

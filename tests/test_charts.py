@@ -7,7 +7,7 @@ import altair as alt
 import pandas as pd
 import pytest
 
-from stages.render import charts
+from stages.render import chart_notes, charts, charts_ramp
 
 
 def points() -> pd.DataFrame:
@@ -73,8 +73,8 @@ def test_a_point_whose_ttft_rests_on_no_request_is_left_out_of_the_ttft_chart():
     rows = next(iter(charts.ttft_chart(df).to_dict()["datasets"].values()))
     assert len(rows) == 2 * (len(df) - 1)
     assert not any(r["run_id"] == "run-b" and r["concurrency"] == 8 for r in rows)
-    assert charts.NO_TTFT_NOTE in charts.ttft_chart(df).to_dict()["title"]["subtitle"]
-    assert charts.NO_TTFT_NOTE not in charts.ttft_chart(points()).to_dict()["title"]["subtitle"]
+    assert chart_notes.NO_TTFT_NOTE in charts.ttft_chart(df).to_dict()["title"]["subtitle"]
+    assert chart_notes.NO_TTFT_NOTE not in charts.ttft_chart(points()).to_dict()["title"]["subtitle"]
     # the other charts keep the point: its TPOT and throughput do not rest on the first token
     decode = next(iter(charts.decode_chart(df).to_dict()["datasets"].values()))
     assert any(r["run_id"] == "run-b" and r["concurrency"] == 8 for r in decode)
@@ -82,12 +82,12 @@ def test_a_point_whose_ttft_rests_on_no_request_is_left_out_of_the_ttft_chart():
 
 def test_the_decode_chart_says_where_its_tpot_came_from_and_which_points_it_leaves_out():
     df = points().assign(figures_from="requests", tpot_from="latencies")
-    assert charts.TPOT_NOTES["itls"][1] not in charts.decode_chart(df).to_dict()["title"]["subtitle"]
+    assert chart_notes.TPOT_NOTES["itls"][1] not in charts.decode_chart(df).to_dict()["title"]["subtitle"]
     df.loc[df["run_id"] == "run-a", "tpot_from"] = "itls"
     df.loc[(df["run_id"] == "run-b") & (df["concurrency"] == 8), ["tpot_from", "decode_tok_s_per_user"]] = [None, None]
     spec = charts.decode_chart(df).to_dict()
     subtitle = spec["title"]["subtitle"]
-    assert charts.TPOT_NOTES["itls"][1] in subtitle and charts.NO_DECODE_NOTE in subtitle
+    assert chart_notes.TPOT_NOTES["itls"][1] in subtitle and chart_notes.NO_DECODE_NOTE in subtitle
     rows = next(iter(spec["datasets"].values()))
     assert len(rows) == len(df) - 1
     assert {r["note"].split(", ")[-1] for r in rows if r["run_id"] == "run-a"} == {"TPOT from itls"}
@@ -95,7 +95,7 @@ def test_the_decode_chart_says_where_its_tpot_came_from_and_which_points_it_leav
     # the tool's summary as the only source of a point's figures is said once, as before
     whole = points().assign(figures_from="tool summary", tpot_from="tool summary")
     subtitle = charts.decode_chart(whole).to_dict()["title"]["subtitle"]
-    assert charts.SUMMARY_NOTE in subtitle and charts.TPOT_NOTES["tool summary"][1] not in subtitle
+    assert chart_notes.SUMMARY_NOTE in subtitle and chart_notes.TPOT_NOTES["tool summary"][1] not in subtitle
 
 
 def test_capacity_limited_points_are_grey_and_hatched():
@@ -165,14 +165,14 @@ def ramp_turns() -> pd.DataFrame:
 
 def test_ramp_chart_plots_the_wait_against_the_conversation_length():
     df = ramp_turns()
-    spec = charts.ramp_chart(df, ["tiny-seqs16", "tiny-seqs4"]).to_dict()
+    spec = charts_ramp.ramp_chart(df, ["tiny-seqs16", "tiny-seqs4"]).to_dict()
     line, measured, provisional = spec["layer"]
     assert line["encoding"]["x"]["field"] == "context_tokens"
     assert line["encoding"]["y"]["field"] == "longest_wait_s"
     assert line["encoding"]["color"]["scale"]["domain"] == ["tiny-seqs16", "tiny-seqs4"]
     assert measured["mark"]["filled"] and not provisional["mark"]["filled"]
     assert measured["encoding"]["shape"]["scale"]["range"] == ["circle", "cross"]
-    data = charts.prepare_ramp(df)
+    data = charts_ramp.prepare_ramp(df)
     # a turn without a wait (every request failed) is left out, not drawn at zero
     assert len(data) == 5
     assert list(data["needle"]) == ["found in every session", "missed", "missed"] + ["found in every session", "missed"]
@@ -180,7 +180,7 @@ def test_ramp_chart_plots_the_wait_against_the_conversation_length():
 
 def test_ramp_chart_refuses_rows_without_its_columns():
     with pytest.raises(ValueError, match="ramp turns lack columns: needle_found"):
-        charts.ramp_chart(ramp_turns().drop(columns=["needle_found"]))
+        charts_ramp.ramp_chart(ramp_turns().drop(columns=["needle_found"]))
 
 
 def test_capacity_limits_are_drawn_as_rules_where_they_fall_in_range():

@@ -11,7 +11,7 @@ import pytest
 
 from stages.core import faults
 from stages.core.provenance import RUN_MANIFEST, manifest_text, seal
-from stages.tools import crash
+from stages.tools.faults import crash
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ STAGE_ENTRIES: dict[str, tuple[str, ...]] = {
     "model": ("stages.run.model",),
     "run": ("stages.run.schedule", "stages.run.stage"),
     "ingest": ("stages.ingest.stage", "stages.ingest.nodes"),
-    "probe": ("stages.tools.node_probe",),
+    "probe": ("stages.probe.node_probe",),
     "derive": ("stages.derive.stage",),
     "render": ("stages.render.stage",),
 }

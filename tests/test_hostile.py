@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from stages.tools import hostile
-from stages.tools import reliability
-from stages.tools.hostile_folders import FOLDER_CASES
-from stages.tools.hostile_settings import BAD_PARAMS
+from stages.tools.faults import hostile
+from stages.tools.faults import reliability
+from stages.tools.faults.hostile_folders import FOLDER_CASES
+from stages.tools.faults.hostile_settings import BAD_PARAMS
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from stages.tools import node_probe as probe
-from stages.tools import probe_env, probe_folder, probe_inventory, probe_measure, probe_plan
+from stages.probe import node_probe as probe
+from stages.probe import probe_env
+from stages.probe import probe_folder
+from stages.probe import probe_inventory
+from stages.probe import probe_measure
+from stages.probe import probe_plan
 from stages.core.config import CampaignError
 from stages.ingest.parsers import node, node_json, node_smi
 

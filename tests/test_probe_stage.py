@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from stages.tools import node_probe
+from stages.probe import node_probe
 
 ROOT = Path(__file__).resolve().parent.parent
 DVC = Path(sys.executable).parent / "dvc"
@@ -37,7 +37,7 @@ def test_the_stage_runs_the_probe_per_node_kind_with_a_persisted_ledger():
     assert s["foreach"] == "${probe_nodes}"
     do = s["do"]
     argv = shlex.split(do["cmd"])
-    assert argv[:3] == ["${probe.python}", "-m", "stages.tools.node_probe"]
+    assert argv[:3] == ["${probe.python}", "-m", "stages.probe.node_probe"]
     assert argv[argv.index("--node-kind") + 1] == "${item}" and argv[argv.index("--profile") + 1] == "${profile}"
     ledger = argv[argv.index("--ledger") + 1]
     [out] = do["outs"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from stages.tools import publish
+from stages.tools.exchange import publish
 from stages.core.config import CampaignError
 
 COMMITTED = int(dt.datetime(2026, 11, 30, 5, 0, tzinfo=dt.timezone.utc).timestamp())

@@ -19,7 +19,7 @@ from stages.ingest.parsers.lines import read_chunks
 from stages.ingest.parsers.prefixes import strip_prefixes
 from stages.ingest.parsers.sglang_log import parse_sglang_log
 from stages.ingest.parsers.vllm_log import parse_vllm_log
-from stages.render import charts
+from stages.render import chart_notes, charts
 from stages.render.declared_file import column_facts
 from stages.render.errors import FactError
 from stages.render.inputs import input_rows, recompute
@@ -334,12 +334,12 @@ def test_charts_mark_the_tools_summary(campaign):
     points = campaign.execute("select *, run_id as series from bench_points").df()
     for chart in (charts.ttft_chart(points), charts.decode_chart(points)):
         spec = chart.to_dict()
-        assert charts.SUMMARY_NOTE in spec["title"]["subtitle"]
+        assert chart_notes.SUMMARY_NOTE in spec["title"]["subtitle"]
     prepared = charts.prepare(points)
     assert [("tool summary" in n) for n in prepared["note"]] == \
         [f == "tool summary" for f in prepared["figures_from"]]
     requests_only = points[points["figures_from"] != "tool summary"].assign(figures_from="requests")
-    assert charts.SUMMARY_NOTE not in charts.ttft_chart(requests_only).to_dict()["title"]["subtitle"]
+    assert chart_notes.SUMMARY_NOTE not in charts.ttft_chart(requests_only).to_dict()["title"]["subtitle"]
 
 
 @pytest.mark.parametrize("when", ["{figures_from: tool summary}", "{a: {x: y}, b: {x: y}}",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stages.tools.reliability import CASES, damaged_folders
+from stages.tools.faults.reliability import CASES, damaged_folders
 
 
 @pytest.fixture(scope="module")

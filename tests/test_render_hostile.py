@@ -17,7 +17,7 @@ from stages.render import stage as render
 from stages.render.site_build import MARKER
 from stages.render import trace
 from stages.core.config import CampaignError, Paths
-from stages.tools.hostile_folders import tree_digest
+from stages.tools.faults.hostile_folders import tree_digest
 
 
 @pytest.fixture(scope="module")

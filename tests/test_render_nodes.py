@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from render_helpers import PROJECT, audit_entry, audit_ref, build_campaign, render_kwargs
-from stages.render import charts
+from stages.render import charts, charts_node
 from stages.derive import stage as derive
 from stages.ingest import nodes as ingest_nodes
 from stages.render import stage as render
@@ -153,13 +153,13 @@ def test_allreduce_chart_one_line_per_group_dashed_across_islands():
          "algbw_gbs": 1.0, "busbw_gbs": v}
         for g, n, s in (("0-3", 4, False), ("0-7", 8, True)) for b, v in ((2**20, 30.0), (2**30, 300.0))
     ])
-    spec = charts.allreduce_chart(rows).to_dict()
+    spec = charts_node.allreduce_chart(rows).to_dict()
     colour = spec["layer"][0]["encoding"]["color"]
     assert colour["scale"]["domain"] == ["GPUs 0-3 (4 ranks)", "GPUs 0-7 (8 ranks)"]
     data = next(iter(spec["datasets"].values()))
     assert {(d["group"], d["islands"]) for d in data} == {
         ("GPUs 0-3 (4 ranks)", "one NVLink island"), ("GPUs 0-7 (8 ranks)", "spans islands")}
-    assert charts.size_label(2**30) == "1 GiB" and charts.size_label(1536) == "1.5 KiB"
+    assert charts_node.size_label(2**30) == "1 GiB" and charts_node.size_label(1536) == "1.5 KiB"
 
 
 def test_cat_v_and_node_evidence_needs_the_nodes_folder(tmp_path):

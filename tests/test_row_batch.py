@@ -15,8 +15,8 @@ import pytest
 from stages.render import inputs, row_batch
 from stages.render.facts import FactBook
 from stages.render.queries import COLUMN_FACTS, FACTS_SQL, ROWS_SQL, column_facts, sql_params
-from stages.tools import synth_node_scale
-from stages.tools.synth_node_plan import SCENARIO
+from stages.tools.synth import synth_node_scale
+from stages.tools.synth.synth_node_plan import SCENARIO
 
 PROJECT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""The synthetic campaign (stages/tools/synth.py), the bulk readers it exercises, and the benchmark report."""
+"""The synthetic campaign (stages/tools/synth/campaign.py), the bulk readers it exercises, and the benchmark report."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,9 +10,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from stages.tools import benchmark
+from stages.tools.bench import benchmark
 from stages.ingest import stage as ingest
-from stages.tools import synth
+from stages.tools.synth import campaign as synth
 from stages.ingest.parsers import cmd, metrics, vllm_log
 from stages.ingest.parsers.engine_log import scan_log
 

@@ -14,7 +14,7 @@ import pytest
 from stages.core.config import CampaignError, derive_settings, load_params
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
-from stages.tools import synth_node
+from stages.tools.synth import synth_node
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "node_campaign" / "runs"

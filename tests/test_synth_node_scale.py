@@ -8,8 +8,8 @@ import yaml
 
 from stages.core.config import load_params
 from stages.core.names import SAFE_NAME
-from stages.tools import synth_node_scale
-from stages.tools.synth_node_plan import SCENARIO
+from stages.tools.synth import synth_node_scale
+from stages.tools.synth.synth_node_plan import SCENARIO
 
 PROJECT = Path(__file__).resolve().parent.parent
 

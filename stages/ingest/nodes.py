@@ -1,6 +1,6 @@
 """Ingest nodes: node probe folders -> raw_node* tables of the warehouse (DuckDB).
 
-A node folder is what `stages/tools/node_probe.py` writes: `data/nodes/<node_kind>__<MMDD-HHMMSS>/` with
+A node folder is what `stages/probe/node_probe.py` writes: `data/nodes/<node_kind>__<MMDD-HHMMSS>/` with
 gpus.csv, topo.txt, nvlink.txt, p2p.jsonl, allreduce.jsonl, env.json and meta.json. The folders
 are few and small, so every call reloads all of them in one transaction. Whatever cannot be read
 becomes an `ingest_errors` row (run_id null, source_file under the nodes folder) and the rest goes

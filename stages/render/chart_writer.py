@@ -26,7 +26,9 @@ import pandas as pd
 from stages.render import charts as chart_lib
 from stages.render import charts_requests  # noqa: F401 (registers the request charts)
 from stages.render import charts_metrics  # noqa: F401 (registers the /metrics series chart)
+from stages.render import charts_node  # noqa: F401 (registers the all-reduce chart)
 from stages.render import charts_pareto  # noqa: F401 (registers the Pareto chart)
+from stages.render import charts_ramp  # noqa: F401 (registers the ramp chart)
 from stages.render.errors import FactError
 from stages.render.escape import escape_cell
 from stages.render.facts import FactBook

@@ -1,11 +1,9 @@
 """Charts: named functions that take rows of a public table and return Altair charts.
 
-The node chart, `allreduce_chart`, takes node_allreduce rows of one probe (see CHART_ROWS): bus
-bandwidth against message size on a log2 axis, one line per GPU group.
-
-The ramp chart, `ramp_chart`, takes ramp_turns rows of the reported runs of a profile: the longest
-wait for a first token at each turn against the conversation's length, marked by whether every
-session found the needle from turn 1.
+Charts of other rows register themselves in CHARTS (and CHART_ROWS, their row query) from their
+own modules, which chart_writer.py imports: charts_node.py (the all-reduce sweep of a node probe),
+charts_ramp.py (the multi-turn ramp), charts_requests.py (requests one by one), charts_metrics.py
+(the engine's own /metrics series), charts_pareto.py (the setups' frontier).
 
 The scaling charts take one row per benchmark point (the public `bench_points` columns) plus
 `series`, the run spec that names the run's colour. Every scaling chart is faceted by workload,
@@ -29,6 +27,9 @@ from typing import Any
 
 import altair as alt
 import pandas as pd
+
+from stages.render.chart_notes import (NO_DECODE_NOTE, NO_TTFT_NOTE, markers, summary_note, tpot_note,
+                                      whole_summary)
 
 PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2",
            "#b279a2", "#eeca3b", "#ff9da6", "#9d755d", "#bab0ac"]
@@ -62,9 +63,9 @@ def prepare(points: pd.DataFrame) -> pd.DataFrame:
         return points.copy()
     df = _with_run_kind(_checked(points, REQUIRED, "bench points"))
     df["capacity_limited"] = df["capacity_limited"].fillna(False).astype(bool)
-    summary = _whole_summary(df)
+    summary = whole_summary(df)
     tpot = df["tpot_from"] if "tpot_from" in df.columns else [None] * len(df)
-    df["note"] = [_markers(*row) for row in zip(df["provisional"], df["capacity_limited"], summary, tpot)]
+    df["note"] = [markers(*row) for row in zip(df["provisional"], df["capacity_limited"], summary, tpot)]
     df["concurrency"] = df["concurrency"].astype(int)
     for limit, column in LIMITS.items():
         if column in df.columns:
@@ -169,56 +170,6 @@ def facet_layout(workloads: int, total_width: int = CHART_WIDTH) -> tuple[int, i
     return columns, inner // columns
 
 
-NO_TTFT_NOTE = "Not drawn: points with no TTFT (every request failed or came from the prefix cache)."
-NO_DECODE_NOTE = ("Not drawn: points with no decode speed (no request completed, or no time per "
-                  "output token in the result file: see pareto_left_out).")
-SUMMARY_NOTE = ("Marked tool summary: the benchmark tool's own percentiles as its result file holds "
-                "them (no per-request timings to compute them from).")
-SUMMARY = "tool summary"
-
-
-def _markers(provisional: bool, limited: bool, summary: bool, tpot_from: str | None) -> str:
-    """A point's note: provisional, capacity-limited, its figures the tool's summary, or, its
-    other figures its requests', where its TPOT alone comes from (TPOT_NOTES)."""
-    words = [w for w, on in (("provisional", provisional), ("capacity-limited", limited), (SUMMARY, summary)) if on]
-    if not summary and tpot_from in TPOT_NOTES:
-        words.append(TPOT_NOTES[tpot_from][0])
-    return ", ".join(words) or "-"
-
-
-def _whole_summary(df: pd.DataFrame) -> pd.Series:
-    """Rows whose figures are all the benchmark tool's own summary (figures_from)."""
-    if "figures_from" not in df.columns:
-        return pd.Series(False, index=df.index)
-    return df["figures_from"] == SUMMARY
-
-
-def _summary_note(df: pd.DataFrame, note: list[str]) -> list[str]:
-    """The note, saying so when any point's figures are the benchmark tool's own summary."""
-    if _whole_summary(df).any():
-        return note + [SUMMARY_NOTE]
-    return note
-
-
-# Where a point's time per output token comes from, when not each request's latency
-# (bench_points.tpot_from): its marker in the point's note, and the chart's note.
-TPOT_NOTES = {
-    "itls": ("TPOT from itls", "Marked TPOT from itls: time per output token from the gaps between each "
-                               "request's tokens, its result file holding no latencies."),
-    SUMMARY: ("TPOT from tool summary", "Marked TPOT from tool summary: the benchmark tool's own "
-                                        "median time per output token (no per-request times)."),
-}
-
-
-def _tpot_note(df: pd.DataFrame, note: list[str]) -> list[str]:
-    """The note, saying where the decode speeds come from where it is not each request's latency
-    (a point whose figures are all the tool's summary is said so by SUMMARY_NOTE already)."""
-    if "tpot_from" not in df.columns:
-        return note
-    found = set(df.loc[~_whole_summary(df), "tpot_from"].dropna())
-    return note + [TPOT_NOTES[k][1] for k in sorted(found) if k in TPOT_NOTES]
-
-
 @dataclass(frozen=True)
 class Shape:
     """What a scaling chart's layout depends on besides its rows: the number of workloads (its
@@ -259,7 +210,7 @@ def ttft_rows(points: pd.DataFrame, color_domain: Sequence[str] | None = None
     if "ttft_requests" in df.columns and (df["ttft_requests"] == 0).any():
         df = df[df["ttft_requests"].isna() | (df["ttft_requests"] > 0)]
         note = NOTE + [NO_TTFT_NOTE]
-    note = _summary_note(df, note)
+    note = summary_note(df, note)
     long = df.melt(id_vars=[c for c in df.columns if c not in ("ttft_median_s", "ttft_p90_s")],
                    value_vars=["ttft_median_s", "ttft_p90_s"], var_name="stat", value_name="ttft_s")
     long["stat"] = long["stat"].map({"ttft_median_s": "median", "ttft_p90_s": "p90"})
@@ -301,7 +252,7 @@ def _metric_rows(name: str, points: pd.DataFrame, color_domain: Sequence[str] | 
     df = prepare(points)
     missing = df[field].isna().any()
     df = df[df[field].notna()]
-    note = _tpot_note(df, _summary_note(df, NOTE)) if summary else NOTE
+    note = tpot_note(df, summary_note(df, NOTE)) if summary else NOTE
     if summary and missing:
         note = note + [NO_DECODE_NOTE]
     return df, _shape(df, note, color_domain)
@@ -348,141 +299,16 @@ def completed_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = N
     return completed_layout(shape, rows)
 
 
-# ---------------------------------------------------------------- node probes
-
-ALLREDUCE_REQUIRED = ["gpu_group", "ranks", "message_bytes", "busbw_gbs", "algbw_gbs", "time_us",
-                      "spans_islands"]
-ALLREDUCE_NOTE = [
-    "Bus bandwidth = algorithm bandwidth (message bytes / time) x 2(n-1)/n for n GPUs, as nccl-tests",
-    "defines it; comparable across group sizes. Dashed lines: groups whose GPUs span NVLink islands.",
-]
-ISLAND_KINDS = ["one NVLink island", "spans islands", "topology unknown"]
-# Axis labels of a byte count in binary units (KiB, MiB, GiB), for a log2 axis of powers of two.
-BYTES_LABEL = ("datum.value >= 1073741824 ? format(datum.value / 1073741824, '~g') + ' GiB' : "
-               "datum.value >= 1048576 ? format(datum.value / 1048576, '~g') + ' MiB' : "
-               "datum.value >= 1024 ? format(datum.value / 1024, '~g') + ' KiB' : "
-               "format(datum.value, '~g') + ' B'")
-ALLREDUCE_HEIGHT = 260
-
-
-def size_label(nbytes: int) -> str:
-    """4294967296 -> '4 GiB'; 1048576 -> '1 MiB'; 1536 -> '1.5 KiB'."""
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if nbytes >= size:
-            return f"{nbytes / size:g} {unit}"
-    return f"{nbytes} B"
-
-
-def prepare_allreduce(sweeps: pd.DataFrame) -> pd.DataFrame:
-    """All-reduce rows with the helper columns the chart encodes (size label, island kind)."""
-    df = _checked(sweeps, ALLREDUCE_REQUIRED, "all-reduce rows")
-    df["message_bytes"] = df["message_bytes"].astype("int64")
-    df["size"] = [size_label(int(b)) for b in df["message_bytes"]]
-    df["islands"] = [ISLAND_KINDS[2] if pd.isna(v) else ISLAND_KINDS[1] if v else ISLAND_KINDS[0]
-                     for v in df["spans_islands"]]
-    df["group"] = [f"GPUs {g} ({int(n)} ranks)" for g, n in zip(df["gpu_group"], df["ranks"])]
-    return df[df["busbw_gbs"].notna() & (df["message_bytes"] > 0)]
-
-
-def allreduce_chart(sweeps: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.LayerChart:
-    """All-reduce bus bandwidth (GB/s) against message size, one line per GPU group.
-
-    Coloured by group: color_domain, the run specs, does not apply."""
-    df = prepare_allreduce(sweeps)
-    groups = list(dict.fromkeys(df.sort_values(["ranks", "gpu_group"])["group"]))
-    colour = alt.Color("group:N", title="GPU group", sort=groups,
-                       scale=alt.Scale(domain=groups, range=[PALETTE[i % len(PALETTE)]
-                                                             for i in range(len(groups))]))
-    x = alt.X("message_bytes:Q", title="Message size per GPU (log2 scale)",
-              scale=alt.Scale(type="log", base=2),
-              axis=alt.Axis(labelExpr=BYTES_LABEL, values=sorted(df["message_bytes"].unique().tolist()),
-                            labelAngle=-40, labelOverlap="parity"))
-    y = alt.Y("busbw_gbs:Q", title="Bus bandwidth (GB/s)")
-    tooltip = [
-        alt.Tooltip("group:N", title="GPU group"),
-        alt.Tooltip("size:N", title="message"),
-        alt.Tooltip("busbw_gbs:Q", title="bus GB/s", format=".1f"),
-        alt.Tooltip("algbw_gbs:Q", title="algorithm GB/s", format=".1f"),
-        alt.Tooltip("time_us:Q", title="time (us)", format=".1f"),
-        alt.Tooltip("islands:N", title="NVLink"),
-    ]
-    dash = alt.StrokeDash("islands:N", title="NVLink", legend=alt.Legend(),
-                          scale=alt.Scale(domain=ISLAND_KINDS, range=[[1, 0], [5, 3], [2, 2]]))
-    base = alt.Chart(df).encode(x=x, y=y, tooltip=tooltip)
-    line = base.mark_line(strokeWidth=1.8).encode(color=colour, strokeDash=dash, detail="gpu_group:N")
-    points = base.mark_point(filled=True, size=45, opacity=1).encode(color=colour)
-    return (
-        alt.layer(line, points)
-        .properties(width=CHART_WIDTH - Y_AXIS_ALLOWANCE, height=ALLREDUCE_HEIGHT,
-                    title=alt.TitleParams("All-reduce bus bandwidth by message size",
-                                          subtitle=ALLREDUCE_NOTE, anchor="start"))
-        .configure_legend(orient="bottom", direction="vertical")
-    )
-
-
-# ---------------------------------------------------------------- the ramp
-
-RAMP_REQUIRED = ["run_id", "series", "workload", "turn", "sessions", "context_tokens", "longest_wait_s",
-                 "needle_found", "provisional"]
-NEEDLE_KINDS = ["found in every session", "missed"]
-RAMP_NOTE = [
-    "One line per run: each point is a turn, the conversation re-sent with one more step.",
-    "Filled circles: every session's answer held the needle from turn 1; crosses: missed.",
-    "Dashed lines and hollow markers: provisional runs.",
-]
-RAMP_HEIGHT = 240
-
-
-def prepare_ramp(turns: pd.DataFrame) -> pd.DataFrame:
-    """Ramp turns with the helper columns the chart encodes (needle, run_kind)."""
-    df = _with_run_kind(_checked(turns, RAMP_REQUIRED, "ramp turns"))
-    df["needle"] = [NEEDLE_KINDS[0] if f == s else NEEDLE_KINDS[1]
-                    for f, s in zip(df["needle_found"], df["sessions"])]
-    df["turn"] = df["turn"].astype(int)
-    return df[df["longest_wait_s"].notna()]
-
-
-def ramp_chart(turns: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.LayerChart:
-    """Longest wait for the first token at each turn of the ramp, against the conversation's length."""
-    df = prepare_ramp(turns)
-    shape = alt.Shape("needle:N", title="Needle", scale=alt.Scale(domain=NEEDLE_KINDS, range=["circle", "cross"]))
-    tooltip = [
-        alt.Tooltip("run_id:N", title="run"),
-        alt.Tooltip("workload:N"),
-        alt.Tooltip("turn:Q"),
-        alt.Tooltip("context_tokens:Q", title="conversation (tokens)", format=","),
-        alt.Tooltip("longest_wait_s:Q", title="longest wait (s)", format=".3f"),
-        alt.Tooltip("needle_found:Q", title="needle found (sessions)"),
-        alt.Tooltip("cache_hit_pct:Q", title="served from cache (%)", format=".1f"),
-    ]
-    x = alt.X("context_tokens:Q", title="Conversation length (tokens)", axis=alt.Axis(format="~s"))
-    y = alt.Y("longest_wait_s:Q", title="Longest wait for the first token (s)")
-    layers = _layers(y, color_scale(series_colors(color_domain, df)), tooltip, shape=shape, x=x,
-                     capacity=False)
-    return (
-        alt.layer(*layers, data=df)
-        .properties(width=CHART_WIDTH - Y_AXIS_ALLOWANCE, height=RAMP_HEIGHT,
-                    title=alt.TitleParams("The ramp: waiting for each turn of a growing conversation",
-                                          subtitle=RAMP_NOTE, anchor="start"))
-        .configure_legend(orient="bottom", direction="vertical")
-    )
-
-
 CHARTS: dict[str, Callable[..., alt.TopLevelMixin]] = {
     "ttft_chart": ttft_chart,
     "decode_chart": decode_chart,
     "throughput_chart": throughput_chart,
     "completed_chart": completed_chart,
-    "allreduce_chart": allreduce_chart,
-    "ramp_chart": ramp_chart,
 }
 # Charts drawn from a named row query (stages/render/sql/render/<query>.sql) rather than from the bench
 # points of a profile; the page passes the query's parameters to the chart macro (the page's
 # profile among them, where the query binds one). Each gets the campaign-wide spec colours.
-CHART_ROWS: dict[str, str] = {
-    "allreduce_chart": "allreduce_points",
-    "ramp_chart": "ramp_points",
-}
+CHART_ROWS: dict[str, str] = {}     # filled by the modules that register such charts
 
 
 def chart_by_name(name: str) -> Callable[..., alt.TopLevelMixin]:

@@ -1,6 +1,6 @@
 """One `campaign` command with a fault armed inside it: the process the crash tests kill or starve.
 
-Run as `python -m stages.tools.crash_child PLAN -- campaign-args...` with libfiu's POSIX preload
+Run as `python -m stages.tools.faults.crash_child PLAN -- campaign-args...` with libfiu's POSIX preload
 (`fiu_posix_preload.so`, Debian's libfiu0) in LD_PRELOAD. PLAN is `count`, `kill@N` or
 `ERRNO@N` (ENOSPC, EIO, ...) or `vanish@N` (the folder CRASH_VANISH
 is renamed away at that call) over the calls of the failure points named in CRASH_POINTS

@@ -19,7 +19,7 @@ import yaml
 
 from stages.core.provenance import RUN_MANIFEST, file_sha256, manifest_text
 
-PROJECT = Path(__file__).resolve().parents[2]
+PROJECT = Path(__file__).resolve().parents[3]
 FIXTURE = PROJECT / "tests" / "fixtures" / "runs"
 # Text only a file outside the project holds; it must never reach an output.
 MARKER = "OUTSIDE-THE-PROJECT-7c1e0b"

@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from stages.tools.hostile_folders import (FOLDER_CASES, HOSTILE_NAMES, MARKER, SECRETS, copy_fixture,
+from stages.tools.faults.hostile_folders import (FOLDER_CASES, HOSTILE_NAMES, MARKER, SECRETS, copy_fixture,
                                           tree_digest, damage_folders, make_project, tamper)
-from stages.tools.hostile_outputs import (all_outputs, has_column, marked_tampered, query_db, table_row_counts,
+from stages.tools.faults.hostile_outputs import (all_outputs, has_column, marked_tampered, query_db, table_row_counts,
                                           trace_all)
-from stages.tools.hostile_settings import (BAD_PARAMS, Case, bad_params_case, concurrent_case,
+from stages.tools.faults.hostile_settings import (BAD_PARAMS, Case, bad_params_case, concurrent_case,
                                            dry_run_case, overlap_case)
 
 Browse = Callable[[Path, list[Path]], dict[str, int]]

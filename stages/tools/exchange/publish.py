@@ -8,7 +8,7 @@ The archive is deterministic: entries sorted, every mtime the commit time, owner
 bytes.
 
 Example:
-    from stages.tools import publish
+    from stages.tools.exchange import publish
     publish.run(site_dir=Path("data/site"), out_dir=Path("data/publish"), root=Path("."))
 """
 from __future__ import annotations

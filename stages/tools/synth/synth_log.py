@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta
 
-from stages.tools.synth_plan import RunPlan, label_tokens, kv_tokens
+from stages.tools.synth.synth_plan import RunPlan, label_tokens, kv_tokens
 
 CRASH_LOG_LINES = 60
 PERIOD_TICKS = 240               # distinct stats ticks in a log, repeated to its size

@@ -1,4 +1,4 @@
-"""The render benchmark: the node campaign at scale (stages/tools/synth_node_scale.py), ingested,
+"""The render benchmark: the node campaign at scale (stages/tools/synth/synth_node_scale.py), ingested,
 derived and rendered, each stage timed as the `campaign` command a team runs.
 
 For each size (runs): ingest (the yardstick), derive, a render from scratch (no docs, site or
@@ -6,7 +6,7 @@ chart cache), then a render after a one-template change (one Part's template gai
 chart cache is kept). Each command runs in a child process whose tree's resident memory is sampled.
 
 Example:
-    from stages.tools import benchmark_render
+    from stages.tools.bench import benchmark_render
     result = benchmark_render.run(out_dir=Path("data/bench"), sizes=(30, 300), progress=print)
     print(benchmark_render.render_markdown(result))
 """
@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from stages.core.config import CampaignError
-from stages.tools import synth_node_scale
-from stages.tools.benchmark_campaign import Progress, tree_bytes
-from stages.tools.benchmark_measure import SAMPLE_S, _tree_rss
+from stages.tools.synth import synth_node_scale
+from stages.tools.bench.benchmark_campaign import Progress, tree_bytes
+from stages.tools.bench.benchmark_measure import SAMPLE_S, _tree_rss
 
 SIZES = (30, 300, 1000)
 TARGETS = {"render_s_at_300": 45.0, "again_s_at_300": 5.0, "render_peak_gib": 1.5, "site_mb": 80.0,
@@ -47,7 +47,7 @@ def timed_command(args: list[str], root: Path, label: str, say: Progress) -> dic
     say(f"bench: {label}")
     root = root.resolve()
     cmd = [sys.executable, "-m", "stages.cli", *args, "--root", str(root)]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
     logs = [root / f".bench-{args[0]}.{kind}" for kind in ("out", "err")]   # not pipes: no deadlock
     with logs[0].open("w") as out_fh, logs[1].open("w") as err_fh:
         cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -77,12 +77,12 @@ def timed_render(root: Path, label: str, say: Progress) -> dict[str, Any]:
 
 
 def _preview_timing(root: Path, template: Path, label: str, say: Progress) -> dict[str, Any]:
-    """The preview's render after a one-template change (stages/tools/benchmark_preview.py), in a
+    """The preview's render after a one-template change (stages/tools/bench/benchmark_preview.py), in a
     child process: its seconds and phases, as the preview's terminal line reports them."""
     say(f"bench: {label}")
     out = root.resolve() / ".bench-preview.json"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.run([sys.executable, "-m", "stages.tools.benchmark_preview", str(root.resolve()),
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    proc = subprocess.run([sys.executable, "-m", "stages.tools.bench.benchmark_preview", str(root.resolve()),
                            str(template.resolve()), str(out)], cwd=root, env=env, capture_output=True,
                           text=True, check=False)
     if proc.returncode != 0:
@@ -103,7 +103,7 @@ def measure_size(runs: int, out_dir: Path, say: Progress) -> dict[str, Any]:
     if root.exists():
         shutil.rmtree(root)
     started = time.perf_counter()
-    made = synth_node_scale.write(out_root=root, runs=runs, root=Path(__file__).resolve().parents[2])
+    made = synth_node_scale.write(out_root=root, runs=runs, root=Path(__file__).resolve().parents[3])
     write_s = time.perf_counter() - started
     say(f"bench: render at {runs} runs ({made['groups']} Parts)")
     ingest = timed_command(["ingest"], root, f"ingest of {runs} runs", say)
@@ -193,7 +193,7 @@ def render_markdown(r: dict[str, Any]) -> str:
     lines = [
         "## Render at campaign scale",
         "",
-        f"The scripted node campaign repeated under new model names (stages/tools/synth_node_scale.py), "
+        f"The scripted node campaign repeated under new model names (stages/tools/synth/synth_node_scale.py), "
         f"one Part per group of four models; each stage is its `campaign` command in a child process "
         f"({r['cpus']} CPUs), timed wall to wall (Python start included), peak memory the largest "
         f"sum of VmRSS over the process tree (mkdocs included), sampled every {SAMPLE_S * 1000:.0f} ms.",

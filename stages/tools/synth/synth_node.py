@@ -30,10 +30,10 @@ from stages.run import gpu_sampler, needle
 from stages.run.executors import DockerExecutor
 from stages.run.stage import (SCHEMA_VERSION, iso, make_run_id, params_hash,
                               spec_workloads)
-from stages.tools import synth_node_log as slog
-from stages.tools import synth_node_power
-from stages.tools.synth_node_plan import SCENARIO, VERSIONS, Attempt, Load
-from stages.tools.synth_node_sim import Counters, Req, bench_printout, bench_result, metrics_text, \
+from stages.tools.synth import synth_node_log as slog
+from stages.tools.synth import synth_node_power
+from stages.tools.synth.synth_node_plan import SCENARIO, VERSIONS, Attempt, Load
+from stages.tools.synth.synth_node_sim import Counters, Req, bench_printout, bench_result, metrics_text, \
     serve, slots_for, turn_lines
 
 PROFILE = "h200x8"

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Callable
 
-from stages.tools import synth
+from stages.tools.synth import campaign as synth
 
 RUNS_AT_1X = 300
 BYTES_AT_1X = 5 * 10**9

@@ -12,7 +12,7 @@ Everything is drawn from one seed, so the same arguments give the same bytes. Bi
 built from a block of distinct lines repeated to size, never line by line.
 
 Example:
-    from stages.tools import synth
+    from stages.tools.synth import campaign as synth
     synth.run(out_dir=Path("data/bench/c1/runs"), runs=300, total_bytes=5 * 10**9, seed=1)
 """
 from __future__ import annotations
@@ -23,9 +23,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Callable
 
-from stages.tools.synth_bench import WORKLOADS, bench_files, points_of
-from stages.tools.synth_log import server_log
-from stages.tools.synth_plan import RunPlan, label_tokens, kv_tokens, plan_campaign
+from stages.tools.synth.synth_bench import WORKLOADS, bench_files, points_of
+from stages.tools.synth.synth_log import server_log
+from stages.tools.synth.synth_plan import RunPlan, label_tokens, kv_tokens, plan_campaign
 
 SYNTH_VERSION = 2
 

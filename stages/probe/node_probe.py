@@ -23,8 +23,8 @@ This module runs the probe and its command line; the parts are in probe_plan (si
 probe_env (multicast off, recorded variables), probe_inventory (nvidia-smi queries, versions),
 probe_measure (P2P copies, the per-GPU all-reduce workers) and probe_folder (node id, log, files).
 
-    python -m stages.tools.node_probe --out data/nodes --node-kind h200x2
-    python -m stages.tools.node_probe --out /tmp/nodes --node-kind cpu --backend gloo --device cpu --world-size 2
+    python -m stages.probe.node_probe --out data/nodes --node-kind h200x2
+    python -m stages.probe.node_probe --out /tmp/nodes --node-kind cpu --backend gloo --device cpu --world-size 2
 """
 from __future__ import annotations
 
@@ -38,11 +38,11 @@ from typing import Any, Mapping, Sequence
 
 from stages.core.config import CampaignError
 from stages.core.provenance import git_sha
-from stages.tools.probe_env import SAFE_ENV, forced_env, recorded_env
-from stages.tools.probe_folder import NodeLog, Progress, iso, node_id, utc_now, write_once
-from stages.tools.probe_inventory import COMMANDS, run_command, versions
-from stages.tools.probe_measure import measure_p2p, sweep_group
-from stages.tools.probe_plan import group_label, parse_group, resolve_groups, size_sweep
+from stages.probe.probe_env import SAFE_ENV, forced_env, recorded_env
+from stages.probe.probe_folder import NodeLog, Progress, iso, node_id, utc_now, write_once
+from stages.probe.probe_inventory import COMMANDS, run_command, versions
+from stages.probe.probe_measure import measure_p2p, sweep_group
+from stages.probe.probe_plan import group_label, parse_group, resolve_groups, size_sweep
 
 SCHEMA_VERSION = 1
 DEFAULTS = {
@@ -214,9 +214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
     ap = argparse.ArgumentParser(
-        prog="python -m stages.tools.node_probe",
+        prog="python -m stages.probe.node_probe",
         description="Probe the node's GPUs (inventory, topology, P2P, all-reduce bandwidth) into a "
-                    "new write-once node folder. Example: python -m stages.tools.node_probe --out data/nodes "
+                    "new write-once node folder. Example: python -m stages.probe.node_probe --out data/nodes "
                     "--node-kind h200x2")
     ap.add_argument("--out", type=Path, help="folder that holds node folders (default: params paths.nodes)")
     ap.add_argument("--node-kind", required=True, help="first part of the node id, e.g. h200x8")

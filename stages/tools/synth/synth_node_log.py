@@ -7,8 +7,8 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta
 
-from stages.tools.synth_node_plan import Attempt
-from stages.tools.synth_node_sim import Req
+from stages.tools.synth.synth_node_plan import Attempt
+from stages.tools.synth.synth_node_sim import Req
 
 API = "APIServer pid=1"
 SITE = "/usr/local/lib/python3.12/dist-packages/vllm"

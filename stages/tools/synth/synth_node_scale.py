@@ -8,7 +8,7 @@ specs and their arms, no compare pairs), site/ with one Part per group (its own 
 the group's models), mkdocs.yml, and the run folders under data/runs. Same arguments, same bytes.
 
 Example:
-    from stages.tools import synth_node_scale
+    from stages.tools.synth import synth_node_scale
     synth_node_scale.write(out_root=Path("data/bench/render/root-30"), runs=30)
 """
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any
 import yaml
 
 from stages.core.config import CampaignError, load_params
-from stages.tools.synth_node import PROFILE, RunWriter
-from stages.tools.synth_node_plan import SCENARIO, Attempt
+from stages.tools.synth.synth_node import PROFILE, RunWriter
+from stages.tools.synth.synth_node_plan import SCENARIO, Attempt
 
 SCALE_VERSION = 1
 PART_TEMPLATE = """{% from "sections/model.md.j2" import model_section with context %}

@@ -14,7 +14,7 @@ import statistics
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from stages.tools.synth_node_plan import CACHED_PREFILL_TOK_S, Load
+from stages.tools.synth.synth_node_plan import CACHED_PREFILL_TOK_S, Load
 
 BOOT_S = 4000.0                     # the client's perf_counter when the run starts
 

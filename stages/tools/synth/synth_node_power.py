@@ -15,7 +15,7 @@ import random
 from datetime import datetime, timedelta, timezone
 
 from stages.run import gpu_sampler
-from stages.tools.synth_node_sim import Req
+from stages.tools.synth.synth_node_sim import Req
 
 # nvidia-smi's header for the sampler's query, as a recent driver names its columns
 HEADER = ("index, timestamp, power.draw [W], utilization.gpu [%], memory.used [MiB], "

@@ -8,10 +8,10 @@ files that the damage made disappear (must be zero). (2) The fault tests of the 
 killed mid-sweep, interrupts, process-group clean-up, secrets, path traversal, property-based
 parser tests) run under pytest; the report lists each case with its outcome and, for the
 property tests, how many generated inputs were tried. (3) Hostile and careless inputs
-(stages/tools/hostile.py): links out of the project, FIFOs, script in folder names, secrets from another
+(stages/tools/faults/hostile.py): links out of the project, FIFOs, script in folder names, secrets from another
 campaign, edits after sealing, outputs pointed at the raw runs, two commands at once, impossible
 params; the built pages are loaded in headless Chromium, which must run no script of theirs. (4) Crash
-and disk faults (stages/tools/crash.py): every stage that writes is killed at many instants and
+and disk faults (stages/tools/faults/crash.py): every stage that writes is killed at many instants and
 starved by failing writes (libfiu), and its outputs must be the old or the new ones whole.
 """
 from __future__ import annotations
@@ -31,9 +31,10 @@ from typing import Callable
 
 import duckdb
 
-from stages.tools import crash, hostile
+from stages.tools.faults import crash
+from stages.tools.faults import hostile
 
-FIXTURE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "runs"
+FIXTURE = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "runs"
 FAULT_TESTS = ["tests/test_parsers_property.py", "tests/test_engine_faults.py",
                "tests/test_engine.py", "tests/test_secrets.py", "tests/test_ingest.py",
                "tests/test_trace.py", "tests/test_run.py", "tests/test_ingest_hostile.py",
@@ -191,7 +192,7 @@ def browse(site_dir: Path, pages: list[Path]) -> dict[str, int]:
     the site (a static scan), and, with each of `pages` loaded in headless Chromium and every link
     and handler-bearing element hovered and focused, each dialog call, handler and script URL
     (the browser test's own probe, tests/site_browser.py)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests"))
     from site_browser import Browser, SiteServer, find_chromium, static_scan
 
     binary = find_chromium()

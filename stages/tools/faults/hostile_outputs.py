@@ -6,7 +6,7 @@ from pathlib import Path
 
 import duckdb
 
-from stages.tools.hostile_folders import Project
+from stages.tools.faults.hostile_folders import Project
 
 
 def _db_text(db: Path) -> dict[str, str]:

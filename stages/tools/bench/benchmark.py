@@ -1,6 +1,6 @@
 """The ingest benchmark: a synthetic campaign, its ingest measured against `grep -c`, and a report.
 
-Writes `<out_dir>/report.md` and `<out_dir>/report.json`. The campaign (stages.tools.synth) is written
+Writes `<out_dir>/report.md` and `<out_dir>/report.json`. The campaign (stages.tools.synth.campaign) is written
 under `<out_dir>/campaign/` and reused while its parameters match. Every ingest runs in a child
 process, which samples the resident memory of itself and its worker processes.
 
@@ -12,11 +12,11 @@ Measured:
   - a no-op re-ingest (nothing changed), repeated;
   - ingest at several campaign sizes, for growth with bytes. Sizes above 1x reuse the 1x files
     through hard links under new run ids (no extra disk; the same bytes are read again);
-  - the render section (stages/tools/benchmark_render.py): the node campaign at 30, 300 and 1,000
+  - the render section (stages/tools/bench/benchmark_render.py): the node campaign at 30, 300 and 1,000
     runs (times `scale`) ingested, derived, rendered from scratch and after a one-template change.
 
 Example:
-    from stages.tools import benchmark
+    from stages.tools.bench import benchmark
     benchmark.run(out_dir=Path("data/bench"), scale=1.0, progress=print)
 """
 from __future__ import annotations
@@ -27,11 +27,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from stages.tools.benchmark_campaign import (BYTES_AT_1X, RUNS_AT_1X, Progress, campaign_params,
+from stages.tools.bench.benchmark_campaign import (BYTES_AT_1X, RUNS_AT_1X, Progress, campaign_params,
                                              ensure_campaign, link_campaign, tree_bytes)
-from stages.tools.benchmark_measure import GREP_PATTERN, measure_ingest, remove_warehouse, time_grep
-from stages.tools import benchmark_render
-from stages.tools.benchmark_report import build_report, render_markdown
+from stages.tools.bench.benchmark_measure import GREP_PATTERN, measure_ingest, remove_warehouse, time_grep
+from stages.tools.bench import benchmark_render
+from stages.tools.bench.benchmark_report import build_report, render_markdown
 
 SCALE_POINTS = (0.1, 1.0, 10.0)
 

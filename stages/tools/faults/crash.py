@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from stages.core.provenance import RUN_MANIFEST, manifest_text
-from stages.tools import crash_outputs as co
-from stages.tools.crash_cases import SCENARIOS, Scenario
-from stages.tools.hostile_folders import Project, make_project
+from stages.tools.faults import crash_outputs as co
+from stages.tools.faults.crash_cases import SCENARIOS, Scenario
+from stages.tools.faults.hostile_folders import Project, make_project
 
 FIU_DIR = Path("/usr/lib/fiu")
 PRELOAD = [FIU_DIR / "fiu_run_preload.so", FIU_DIR / "fiu_posix_preload.so"]
@@ -93,7 +93,7 @@ class StageResult:
 
 def _env(s: Scenario, plan: str | None, points: list[str], record: Path | None) -> dict[str, str]:
     env = {**os.environ, **s.env, "PYTHONPATH": os.pathsep.join(
-        filter(None, [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")]))}
+        filter(None, [str(Path(__file__).resolve().parents[3]), os.environ.get("PYTHONPATH")]))}
     if plan is not None:
         env.update(LD_PRELOAD=":".join(map(str, PRELOAD)), CRASH_POINTS=",".join(points),
                    CRASH_RECORD=str(record or ""))
@@ -103,7 +103,7 @@ def _env(s: Scenario, plan: str | None, points: list[str], record: Path | None) 
 def launch(s: Scenario, root: Path, plan: str | None = None, points: list[str] = (),
            record: Path | None = None, vanish: Path | None = None) -> subprocess.Popen:
     args = [*s.args, "--root", str(root)]
-    argv = ([sys.executable, "-m", "stages.tools.crash_child", plan, "--", *args] if plan is not None
+    argv = ([sys.executable, "-m", "stages.tools.faults.crash_child", plan, "--", *args] if plan is not None
             else [sys.executable, "-m", "stages.cli", *args])
     env = _env(s, plan, list(points), record)
     if vanish is not None:

@@ -5,7 +5,7 @@ gains a line and the series is rendered again; the second render is timed, by ph
 child process by benchmark_render, which reads the JSON it writes.
 
 Example:
-    python -m stages.tools.benchmark_preview ROOT site/templates/scale-g000.md.j2 OUT.json
+    python -m stages.tools.bench.benchmark_preview ROOT site/templates/scale-g000.md.j2 OUT.json
 """
 from __future__ import annotations
 

@@ -10,8 +10,8 @@ from typing import Callable
 
 import duckdb
 
-from stages.tools.hostile_folders import CLI_TIMEOUT_S, SECRETS, Project, tree_digest
-from stages.tools.hostile_outputs import query_db
+from stages.tools.faults.hostile_folders import CLI_TIMEOUT_S, SECRETS, Project, tree_digest
+from stages.tools.faults.hostile_outputs import query_db
 
 
 @dataclass

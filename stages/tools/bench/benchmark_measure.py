@@ -1,6 +1,6 @@
 """The benchmark's measuring: ingest in a child process that samples its tree's memory, and grep timed.
 
-`measure_ingest` starts `python -m stages.tools.benchmark_measure --child ARGS`; the child runs the
+`measure_ingest` starts `python -m stages.tools.bench.benchmark_measure --child ARGS`; the child runs the
 ingest and prints one JSON line with its timings and memory.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from stages.core.config import CampaignError
-from stages.tools.benchmark_campaign import Progress
+from stages.tools.bench.benchmark_campaign import Progress
 
 GREP_PATTERN = "KV cache size"
 SAMPLE_S = 0.05
@@ -101,10 +101,10 @@ def measure_ingest(*, label: str, runs_dir: Path, warehouse: Path, root: Path, r
             "repeats": repeats, "plan_folders": folders}
     say(f"bench: ingest {label} ({folders} folders{', x' + str(repeats) if repeats > 1 else ''})")
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "stages.tools.benchmark_measure", "--child",
+    proc = subprocess.Popen([sys.executable, "-m", "stages.tools.bench.benchmark_measure", "--child",
                              json.dumps(args)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=Path(__file__).resolve().parents[2])
+                            cwd=Path(__file__).resolve().parents[3])
     tail: list[str] = []
     for line in proc.stderr:
         line = line.rstrip()

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from stages.tools.probe_env import SAFE_ENV, recorded_env
-from stages.tools.probe_folder import Progress
-from stages.tools.probe_plan import group_label
+from stages.probe.probe_env import SAFE_ENV, recorded_env
+from stages.probe.probe_folder import Progress
+from stages.probe.probe_plan import group_label
 
 DTYPE_BYTES = 4                      # float32, nccl-tests' default type
 MEMORY_SHARE = 0.5                   # a message may take at most this share of a GPU's free memory

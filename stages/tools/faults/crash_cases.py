@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from stages.core.provenance import RUN_MANIFEST, manifest_text
-from stages.tools import crash_outputs as co
-from stages.tools.hostile_folders import Project, copy_fixture, make_project
+from stages.tools.faults import crash_outputs as co
+from stages.tools.faults.hostile_folders import Project, copy_fixture, make_project
 
-PROJECT = Path(__file__).resolve().parents[2]
+PROJECT = Path(__file__).resolve().parents[3]
 RUN_IDS = [f"tiny-llama__cpu_seqs4__4k__vllm__1130-07{n:04d}" for n in range(6)]
 IMPORTED = "tiny-llama__cpu_seqs4__4k__vllm__1130-080000"
 

@@ -6,7 +6,7 @@ import json
 import random
 from datetime import timedelta
 
-from stages.tools.synth_plan import RunPlan
+from stages.tools.synth.synth_plan import RunPlan
 
 # (workload, prompt tokens, output tokens, concurrency list)
 WORKLOADS = (

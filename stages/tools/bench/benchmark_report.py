@@ -7,7 +7,7 @@ import statistics
 from datetime import datetime, timezone
 from typing import Any
 
-from stages.tools.benchmark_measure import GREP_PATTERN, SAMPLE_S
+from stages.tools.bench.benchmark_measure import GREP_PATTERN, SAMPLE_S
 
 TARGETS = {"log_mb_s": 150.0, "peak_rss_gib": 1.5, "noop_s": 2.0, "growth_spread": 0.25}
 
@@ -79,7 +79,7 @@ def render_markdown(r: dict[str, Any]) -> str:
         f"{r['date']}, {m['cpus']} CPUs, Python {m['python']}, {m['platform']}; "
         f"load average before: {', '.join(map(str, m['load_avg_before']))}; page cache {m['page_cache']}.",
         "",
-        f"Synthetic campaign (stages/tools/synth.py, seed {c['seed']}): {c['runs']} runs, {c['files']:,} files, "
+        f"Synthetic campaign (stages/tools/synth/campaign.py, seed {c['seed']}): {c['runs']} runs, {c['files']:,} files, "
         f"{_mb(c['bytes'])}: server logs {_mb(c['bytes_by_kind']['log'])} in {c['log_files']} files, "
         f"benchmark results {_mb(c['bytes_by_kind']['bench'])}, /metrics scrapes "
         f"{_mb(c['bytes_by_kind']['metrics'])}. Runs: {c['kinds'].get('ready', 0)} ready, "
