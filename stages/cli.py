@@ -15,48 +15,16 @@
 """
 from __future__ import annotations
 
-import functools
 import json
 import sys
-import time
 from pathlib import Path
 
 import click
 
 from stages.core import locks
 from stages.core.files import divert_stderr
-from stages.core.config import CampaignError, Paths, derive_settings, load_params
-from stages.core.faults import one_line
-
-
-def progress(msg: str) -> None:
-    click.echo(f"{time.strftime('%H:%M:%S')} {msg}", err=True)
-
-
-def user_errors(fn):
-    """Turn a CampaignError into one line on stderr (one per problem for a ParamsError) and exit
-    status 2, never a traceback."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except CampaignError as exc:
-            for line in str(exc).splitlines() or [""]:
-                click.echo(f"campaign: error: {line}", err=True)
-            sys.exit(2)
-        except Exception as exc:
-            # the storage failing (a full disk, an I/O error, a file gone) is one line too
-            if not (isinstance(exc, OSError) or type(exc).__name__ in DUCKDB_IO_ERRORS
-                    or COMMIT_NOT_WRITTEN in str(exc)):
-                raise
-            click.echo(f"campaign: error: {one_line(exc)}", err=True)
-            sys.exit(1)
-    return wrapper
-
-
-# DuckDB's errors for a failed read or write, and for a database it stopped after one
-DUCKDB_IO_ERRORS = ("IOException", "FatalException")
-COMMIT_NOT_WRITTEN = "Failed to commit: Could not write file"   # a TransactionException
+from stages.core.config import CampaignError, Paths, derive_settings
+from stages.cli_common import echo_summary, load_project, main, progress, root_option, user_errors
 
 
 def parse_gpus(text: str) -> list[int]:
@@ -84,25 +52,6 @@ def parse_port(text: str | None) -> int | str | None:
     return port
 
 
-def _load(root: str) -> tuple[dict, Paths]:
-    params = load_params(root)
-    return params, Paths.from_params(params, root)
-
-
-root_option = click.option("--root", default=".", show_default=True, type=click.Path(file_okay=False),
-                           help="Project root (where params.yaml is).")
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-def main() -> None:
-    """Run the long-context serving campaign and publish it as an audited article series."""
-
-
-def _echo_summary(summary: dict) -> None:
-    """A stage's summary as one line of key=value (nested counts left out)."""
-    click.echo(" ".join(f"{k}={v}" for k, v in summary.items() if not isinstance(v, dict)))
-
-
 @main.command()
 @click.argument("names", nargs=-1)
 @root_option
@@ -114,7 +63,7 @@ def model(names: tuple[str, ...], root: str) -> None:
     """
     from stages.run import model as model_stage
 
-    params, paths = _load(root)
+    params, paths = load_project(root)
     shapes = params.get("models") or {}
     unknown = [n for n in names if n not in shapes]
     if unknown:
@@ -147,7 +96,7 @@ def run_cmd(spec: str, dry_run: bool, gpus: str | None, port: str | None, execut
     from stages.run import schedule as sched
     from stages.run import stage as run_stage
 
-    params, paths = _load(root)
+    params, paths = load_project(root)
     gpu_set = parse_gpus(gpus) if gpus else None
     port_arg = parse_port(port)
     if dry_run:         # writes nothing; the command is printed with its secrets redacted
@@ -188,7 +137,7 @@ def schedule(specs: tuple[str, ...], dry_run: bool, executor: str | None, root: 
     """
     from stages.run import schedule as sched
 
-    params, paths = _load(root)
+    params, paths = load_project(root)
     names = list(specs) or list(params.get("run_specs") or [])
     if dry_run:         # on the node of the specs' profile, as `run --dry-run` shows their commands
         click.echo(sched.dry_run(params, names, executor=executor, root=paths.root,
@@ -215,14 +164,14 @@ def ingest(root: str) -> None:
     from stages.ingest import stage as ingest_stage
     from stages.ingest import nodes as ingest_nodes
 
-    _, paths = _load(root)
+    _, paths = load_project(root)
     with locks.writing(paths.root, [paths.warehouse], "campaign ingest"):
         summary = ingest_stage.run(runs_dir=paths.runs, warehouse=paths.warehouse, root=paths.root,
                                    progress=progress, seal_unsealed=True)
-        _echo_summary(summary)
+        echo_summary(summary)
         nodes = ingest_nodes.run(nodes_dir=paths.nodes, warehouse=paths.warehouse, root=paths.root,
                                  progress=progress)
-    _echo_summary(nodes)
+    echo_summary(nodes)
 
 
 @main.command()
@@ -239,48 +188,8 @@ def seal(run_ids: tuple[str, ...], root: str) -> None:
     """
     from stages.ingest.folders import seal_run_folders
 
-    _, paths = _load(root)
-    _echo_summary(seal_run_folders(paths.runs, list(run_ids), click.echo))
-
-
-@main.command("import")
-@click.argument("sources", nargs=-1, required=True, metavar="SRC...")
-@click.option("--profile", "profile_name", required=True,
-              help="The profile the runs were made on (a key of params.yaml profiles); their "
-                   "specs are looked for among its specs.")
-@click.option("--results", "results_as", metavar="RUN_ID",
-              help="SRC is a folder of benchmark result files (vllm bench serve, AIPerf, GenAI-Perf, "
-                   "GuideLLM, LLMPerf, inference-perf): import it as the bench/ folder of a new run "
-                   "RUN_ID, which names its setup (<model>__<layout>__<ctx>__<engine>__<MMDD-HHMMSS>).")
-@root_option
-@user_errors
-def import_cmd(sources: tuple[str, ...], profile_name: str, results_as: str | None, root: str) -> None:
-    """Bring run folders made before this project (no meta.json) into the runs folder: each is
-    copied byte for byte (mtimes kept, every copy's sha256 checked), given an import.json (source,
-    host, time, user, the spec of params.yaml its run id names, every file's sha256) and sealed.
-    All or nothing: every SRC is checked first, and one that is refused (not a run folder, a run
-    id already there, a link or FIFO inside, a manifest, another profile's meta.json) refuses
-    them all; an interrupted import leaves the runs folder as it was.
-
-    With --results RUN_ID, SRC is one folder of a benchmark tool's result files, imported the
-    same way as the bench/ folder of a new run RUN_ID.
-
-    \b
-    Example:
-      campaign import /old/runs/glm53__tp8_dcp8__1024k__vllm__1010-053939 --profile h200x8
-      campaign import /old/runs/*__vllm__* --profile h200x8
-      campaign import ./aiperf-artifacts --profile h200x8 --results llama8b__tp1__128k__vllm__1201-090000
-    """
-    from stages.tools.exchange import import_runs
-
-    params, paths = _load(root)
-    with locks.writing(paths.root, [paths.runs], "campaign import"):
-        try:
-            summary = import_runs.run(list(sources), profile=profile_name, params=params,
-                                      runs=paths.runs, progress=progress, results_as=results_as)
-        except KeyboardInterrupt as exc:
-            raise CampaignError(f"interrupted ({str(exc) or 'SIGINT'}): nothing was imported") from None
-    _echo_summary(summary)
+    _, paths = load_project(root)
+    echo_summary(seal_run_folders(paths.runs, list(run_ids), click.echo))
 
 
 @main.command()
@@ -296,7 +205,7 @@ def derive(strict: bool, root: str) -> None:
     """
     from stages.derive import stage as derive_stage
 
-    params, paths = _load(root)
+    params, paths = load_project(root)
     with locks.writing(paths.root, [paths.campaign_db, paths.derived, paths.metrics], "campaign derive"):
         summary = derive_stage.run(warehouse=paths.warehouse, campaign_db=paths.campaign_db,
                                    derived_dir=paths.derived, metrics_file=paths.metrics,
@@ -304,7 +213,7 @@ def derive(strict: bool, root: str) -> None:
     if summary.get("quarantine"):
         progress(f"derive: {summary['quarantine']} row(s) held back in the quarantine table "
                  "(the Warehouse page lists them; --strict fails on them)")
-    _echo_summary(summary)
+    echo_summary(summary)
 
 
 @main.command()
@@ -318,13 +227,13 @@ def render(no_build: bool, timings: str | None, root: str) -> None:
 
     Example: campaign render
     """
-    params, paths = _load(root)
+    params, paths = load_project(root)
     summary = _render_once(params, paths, build=not no_build)
     for notice in summary.pop("notices"):
         progress(f"render: {notice}")
     if timings:
         Path(timings).write_text(json.dumps(summary["phases"], indent=1) + "\n")
-    _echo_summary(summary)
+    echo_summary(summary)
 
 
 def _render_once(params: dict, paths: Paths, *, build: bool = True, memo=None,
@@ -351,11 +260,11 @@ def preview(port: int, root: str) -> None:
     from stages.render import preview as preview_mod
     from stages.render.site_memo import SiteMemo
 
-    _, paths = _load(root)
+    _, paths = load_project(root)
     memo = SiteMemo(paths.chart_cache)
 
     def render_now() -> dict:
-        params, fresh = _load(root)     # params.yaml is watched too
+        params, fresh = load_project(root)     # params.yaml is watched too
         summary = _render_once(params, fresh, memo=memo, command="campaign preview")
         for notice in summary.pop("notices"):
             progress(f"render: {notice}")
@@ -386,7 +295,7 @@ def trace(fact: str | None, value: str | None, verify: bool, limit: int, root: s
     """
     from stages.render import trace as trace_mod
 
-    params, paths = _load(root)
+    params, paths = load_project(root)
     facts = trace_mod.load_facts(paths.facts)
     if value is not None:
         hits = trace_mod.find_by_value(facts, value)
@@ -406,137 +315,7 @@ def trace(fact: str | None, value: str | None, verify: bool, limit: int, root: s
             sys.exit(1)
 
 
-@main.command()
-@root_option
-@user_errors
-def publish(root: str) -> None:
-    """Pack the built site into one versioned, reproducible archive with a sha256 MANIFEST.
-
-    Example: campaign publish   (writes data/publish/site-<version>-<date>.tar.gz)
-    """
-    from stages.tools.exchange import publish as publish_mod
-
-    _, paths = _load(root)
-    with locks.writing(paths.root, [paths.publish], "campaign publish"):
-        archive_file = publish_mod.run(site_dir=paths.site, out_dir=paths.publish, root=paths.root)
-    click.echo(str(archive_file))
-
-
-@main.command()
-@click.option("--scale", default=1.0, show_default=True,
-              help="Campaign size: 1.0 is about 300 runs and 5 GB of logs.")
-@click.option("--keep-data", is_flag=True, help="Keep the generated campaign after measuring.")
-@click.option("--only", type=click.Choice(["ingest", "render"]),
-              help="Measure one section only (default: both).")
-@root_option
-@user_errors
-def bench(scale: float, keep_data: bool, only: str | None, root: str) -> None:
-    """Measure ingest and render on generated campaigns and write data/bench/report.md.
-
-    Example: campaign bench --scale 0.1   (the full size takes about 15 minutes)
-    """
-    from stages.tools.bench import benchmark
-
-    _, paths = _load(root)
-    report = benchmark.run(out_dir=paths.bench, scale=scale, keep_data=keep_data,
-                           sections=(only,) if only else ("ingest", "render"), progress=progress)
-    click.echo(f"report: {report}")
-
-
-@main.command("synth-node")
-@click.option("--out", required=True, type=click.Path(file_okay=False),
-              help="Folder to write the run folders into (their names must not exist there yet).")
-@root_option
-@user_errors
-def synth_node(out: str, root: str) -> None:
-    """Write the scripted node campaign (profile h200x8) as raw run folders, the same bytes each time.
-
-    Example: campaign synth-node --out tests/fixtures/node_campaign/runs
-    """
-    from stages.tools.synth import synth_node as synth_node_mod
-
-    for run_id in synth_node_mod.run(out_dir=Path(out), root=Path(root)):
-        click.echo(run_id)
-
-
-@main.command()
-@root_option
-@user_errors
-def reliability(root: str) -> None:
-    """Inject faults (damaged run folders, a killed engine, bad input) and report what happened.
-
-    Example: campaign reliability   (writes data/reliability/report.md)
-    """
-    from stages.tools.faults import reliability as rel
-
-    _, paths = _load(root)
-    report = rel.run(root=paths.root, out_dir=paths.reliability, progress=progress)
-    click.echo(report.read_text().split("## Summary", 1)[1].strip())
-    click.echo(f"report: {report}")
-
-
-@main.command()
-@click.option("--no-push", is_flag=True, help="Only record the run folders; do not push.")
-@root_option
-@user_errors
-def archive(no_push: bool, root: str) -> None:
-    """Track the raw run folders with DVC and push them (and stage outputs) to the DVC remote.
-
-    Example: campaign archive   (then: git add data/runs.dvc dvc.lock && git commit)
-    """
-    from stages.tools.exchange import archive as archive_mod
-
-    _, paths = _load(root)
-    summary = archive_mod.run(paths=paths, push=not no_push, progress=progress)
-    click.echo(" ".join(f"{k}={v}" for k, v in summary.items()))
-
-
-@main.command()
-@click.option("--base", required=True, help="Run set, spec, image (or tag), or git revision.")
-@click.option("--head", required=True, help="Run set, spec, image (or tag), or git revision.")
-@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json"]),
-              default="table", show_default=True)
-@click.option("--tolerance", default=5.0, show_default=True,
-              help="Changes within this percentage are marked 'same'.")
-@click.option("--facts", "facts_mode", is_flag=True,
-              help="Compare the published numbers of two git revisions ('workspace': as now).")
-@root_option
-@user_errors
-def diff(base: str, head: str, fmt: str, tolerance: float, facts_mode: bool, root: str) -> None:
-    """Compare two run sets point by point: better, worse, same or unclear from each change's
-    confidence interval (params.yaml diff:), new failure, fixed, not comparable. With --facts,
-    the published numbers that differ between two revisions, and whether each median or p90
-    moved outside its own interval.
-
-    \b
-    Example:
-      campaign diff --base tiny-seqs4 --head tiny-seqs16
-      campaign diff --base v0.31.0 --head nightly --format markdown
-      campaign diff --base HEAD~3 --head HEAD --format json
-      campaign diff --facts --base HEAD~1 --head workspace
-    """
-    import duckdb
-
-    from stages.render import diff as diff_mod
-
-    from stages.render import diff_stats
-
-    params, paths = _load(root)
-    try:
-        stats = diff_stats.Settings.from_params(params.get("diff"))
-    except (TypeError, ValueError) as exc:
-        raise CampaignError(f"params.yaml diff: {exc}") from None
-    if facts_mode:
-        rows = diff_mod.diff_facts(diff_mod.facts_at(paths, base), diff_mod.facts_at(paths, head), stats)
-        click.echo(diff_mod.render_facts(rows, fmt, base, head), nl=False)
-        return
-    if not paths.campaign_db.exists():
-        raise CampaignError(f"{paths.campaign_db}: not found (run `dvc repro derive` first)")
-    with duckdb.connect(str(paths.campaign_db), read_only=True) as current:
-        sides = [diff_mod.resolve(t, params=params, paths=paths, current=current) for t in (base, head)]
-        result = diff_mod.compare(*sides, tolerance_pct=tolerance, stats=stats)
-    click.echo(diff_mod.render(result, fmt), nl=False)
-
+from stages import cli_tools  # noqa: E402,F401 (registers the tools' commands on main)
 
 if __name__ == "__main__":
     main()
