@@ -8,12 +8,14 @@ sections as rows of a list and joins the query to them laterally:
     select __s.i as __set, __q.* exclude (__n)
     from (select unnest($__i) as i, unnest($__run_ids) as run_ids, unnest($__model) as model) as __s,
          lateral (<the query, $run_ids -> __s.run_ids, $model -> __s.model>) as __q
-    order by __s.i, __q.__n
+    order by __s.i, __q.__n, __q
 
 A lateral join keeps no order, so each section's rows carry their place: the query's `final` CTE
 (the project's shape: `with ... final as (select ... from ... order by K) select ... from final`)
-gains a column `row_number() over (order by K) as __n` at the end of its select list (no K: the
-query has no order of its own either).
+gains a column `rank() over (order by K) as __n` at the end of its select list (no K: the
+query has no order of its own either). Rows that tie on K, in no order of the query's, are put in
+the order of their values (`__q`, the whole row), so that a render lists them the same way every
+time, whichever sections it draws.
 A query of another shape (no such CTE, or one with DISTINCT, a set operation, LIMIT or OFFSET)
 has no batch form (batch_sql returns None) and runs once per section, as does any batch that fails.
 The same form serves a fact's inputs query (stages/render/inputs.py, prefetch), bound by its own
@@ -89,7 +91,7 @@ def batch_sql(sql: str, names: tuple[str, ...] = tuple(sorted(BATCH_PARAMS))) ->
         return None
     at = len(masked[:start + froms[0]].rstrip())    # after the list's last word, not in a comment
     order = f"order by {keys}" if keys else ""      # none: the query's own order is none either
-    query = sql[:at] + f",\n        row_number() over ({order}) as __n" + sql[at:]
+    query = sql[:at] + f",\n        rank() over ({order}) as __n" + sql[at:]
     named = re.compile(r"\$(" + "|".join(map(re.escape, names)) + r")\b")
     found = list(named.finditer(_mask(query)))          # not in a comment or a string
     for m in reversed(found):
@@ -98,7 +100,7 @@ def batch_sql(sql: str, names: tuple[str, ...] = tuple(sorted(BATCH_PARAMS))) ->
     return ("select __s.i as __set, __q.* exclude (__n)\n"
             f"from (select unnest($__i) as i, {unnests}) as __s,\n"
             f"     lateral (\n{query}\n) as __q\n"
-            "order by __s.i, __q.__n")
+            "order by __s.i, __q.__n, __q")
 
 
 def batch_params(sets: list, names: tuple[str, ...] = tuple(sorted(BATCH_PARAMS))) -> dict:
