@@ -165,8 +165,7 @@ def diff(base: str, head: str, fmt: str, tolerance: float, facts_mode: bool, roo
     import duckdb
 
     from stages.render import diff as diff_mod
-
-    from stages.render import diff_stats
+    from stages.render import diff_facts, diff_stats
 
     params, paths = load_project(root)
     try:
@@ -174,8 +173,8 @@ def diff(base: str, head: str, fmt: str, tolerance: float, facts_mode: bool, roo
     except (TypeError, ValueError) as exc:
         raise CampaignError(f"params.yaml diff: {exc}") from None
     if facts_mode:
-        rows = diff_mod.diff_facts(diff_mod.facts_at(paths, base), diff_mod.facts_at(paths, head), stats)
-        click.echo(diff_mod.render_facts(rows, fmt, base, head), nl=False)
+        rows = diff_facts.diff_facts(diff_facts.facts_at(paths, base), diff_facts.facts_at(paths, head), stats)
+        click.echo(diff_facts.render_facts(rows, fmt, base, head), nl=False)
         return
     if not paths.campaign_db.exists():
         raise CampaignError(f"{paths.campaign_db}: not found (run `dvc repro derive` first)")

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from stages.render import diff
+from stages.render import diff, diff_facts
 from stages.cli import main
 from stages.core.config import CampaignError, Paths
 
@@ -222,12 +222,12 @@ def test_facts_diff_lists_changed_new_and_removed_numbers():
     head = {"a": {"id": "a", "value": 508.0, "display": "508", "run_ids": ["r2"], "pages": ["p5.md"]},
             "b": {"id": "b", "value": 6, "display": "6", "run_ids": ["r2"], "pages": ["p5.md"]},
             "new": {"id": "new", "value": 3, "display": "3", "run_ids": ["r2"], "pages": []}}
-    rows = {r["fact"]: r for r in diff.diff_facts(base, head)}
+    rows = {r["fact"]: r for r in diff_facts.diff_facts(base, head)}
     assert set(rows) == {"a", "gone", "new"}
     assert (rows["a"]["change"], rows["a"]["base_value"], rows["a"]["head_value"]) == ("changed", "627.5", "508")
     assert (rows["a"]["base_runs"], rows["a"]["head_runs"]) == ("r1", "r2")
     assert rows["gone"]["change"] == "removed" and rows["new"]["change"] == "new"
-    assert "3 published numbers differ" in diff.render_facts(list(rows.values()), "table", "v1", "v2")
+    assert "3 published numbers differ" in diff_facts.render_facts(list(rows.values()), "table", "v1", "v2")
 
 
 def test_agents_workloads_are_compared_like_points_where_a_side_has_them(tmp_path):
@@ -345,16 +345,16 @@ def test_facts_diff_says_which_changed_medians_moved_outside_their_interval():
     head = {"moved": fact("moved", 1.5, same * 1.5),
             "noise": fact("noise", 1.01, rng.normal(1.0, 0.1, 40)),
             "few": fact("few", 2.0, [2.0, 2.2]), "count": fact("count", 5, [1, 2, 3, 4, 5], "count")}
-    rows = {r["fact"]: r for r in diff.diff_facts(base, head)}
+    rows = {r["fact"]: r for r in diff_facts.diff_facts(base, head)}
     assert rows["moved"]["outside"] is True and rows["moved"]["ci_low_pct"] > 40
     assert (rows["moved"]["n_base"], rows["moved"]["n_head"]) == (40, 40)
     assert rows["noise"]["outside"] is False and rows["noise"]["ci_low_pct"] < 0 < rows["noise"]["ci_high_pct"]
     # too few inputs a side, or a fact that is no median or p90: no interval, nothing said
     assert rows["few"]["outside"] is None and (rows["few"]["n_base"], rows["few"]["n_head"]) == (2, 2)
     assert rows["count"]["outside"] is None and rows["count"]["n_base"] is None
-    text = diff.render_facts(list(rows.values()), "table", "v1", "v2")
+    text = diff_facts.render_facts(list(rows.values()), "table", "v1", "v2")
     assert "4 published numbers differ between v1 and v2; 1 of the 2 with an interval moved outside it" in text
     line = next(l for l in text.splitlines() if l.startswith("moved "))
     assert " yes " in line and "40 / 40" in line
-    assert json.loads(diff.render_facts(list(rows.values()), "json", "v1", "v2"))["facts"][0]["fact"] == "count"
-    assert "ci_low_pct" in diff.render_facts(list(rows.values()), "csv", "v1", "v2").splitlines()[0]
+    assert json.loads(diff_facts.render_facts(list(rows.values()), "json", "v1", "v2"))["facts"][0]["fact"] == "count"
+    assert "ci_low_pct" in diff_facts.render_facts(list(rows.values()), "csv", "v1", "v2").splitlines()[0]
