@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from stages.core.config import CampaignError, derive_settings, load_params
+from stages.derive import params_tables
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
 from stages.ingest.parsers import gpu_samples
@@ -276,7 +277,7 @@ def test_without_a_threshold_no_energy_is_valid(tmp_path: Path, smi_env):
     row = energy_row(derived(tmp_path, max_gap_s=None))
     assert row["energy_valid"] is False and row["energy_problem"] == "no energy.max_gap_s setting"
     with pytest.raises(CampaignError, match="max_gap_s"):
-        derive.energy_values({"max_gap_s": -1})
+        params_tables.energy_values({"max_gap_s": -1})
 
 
 # ---------------------------------------------------------------- the real H200 file

@@ -13,6 +13,7 @@ import yaml
 
 from shared_folder import REAL_LOGS
 from stages.core.config import CampaignError
+from stages.derive import params_tables
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
 
@@ -113,7 +114,7 @@ def test_sglang_cap_is_the_figure_its_log_printed(launches):
 
 
 def test_every_default_cites_a_listed_source_and_every_profile_has_a_device():
-    doc = yaml.safe_load(derive.ENGINE_DEFAULTS.read_text())
+    doc = yaml.safe_load(params_tables.ENGINE_DEFAULTS.read_text())
     listed = {s["id"] for s in yaml.safe_load((ROOT / "site" / "sources.yaml").read_text())}
     assert {e["source"] for e in doc["seq_cap"]} <= listed
     assert set(yaml.safe_load((ROOT / "params.yaml").read_text())["profiles"]) == set(doc["devices"])
@@ -124,5 +125,5 @@ def test_a_default_without_a_source_is_a_user_error(tmp_path):
     bad.write_text(yaml.safe_dump({"devices": {"h200x8": "gpu_70gib"},
                                    "seq_cap": [{"engine": "vllm", "device": "gpu_70gib", "cap": 1024}]}))
     with pytest.raises(CampaignError, match="source id"):
-        derive.engine_default_rows(PROFILES, bad)
-    assert len(derive.engine_default_rows(PROFILES)) == 3     # two for h200x8, one for local-cpu
+        params_tables.engine_default_rows(PROFILES, bad)
+    assert len(params_tables.engine_default_rows(PROFILES)) == 3     # two for h200x8, one for local-cpu

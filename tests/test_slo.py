@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 from stages.core.config import CampaignError, derive_settings, load_params
+from stages.derive import params_tables
 from stages.derive import stage as derive
 from stages.render import inputs
 from test_derive import RULES, _point, _request, _run, make_warehouse, query, raw_path
@@ -151,7 +152,7 @@ def test_p99_sits_beside_median_and_p90_and_recomputes_from_the_requests(out):
     {"ttft_s": 1}])
 def test_an_objective_needs_a_percentile_and_a_positive_target(entry):
     with pytest.raises(CampaignError, match=r"slo\.h200x8\.w"):
-        derive.slo_rows({"w": entry}, "h200x8")
+        params_tables.slo_rows({"w": entry}, "h200x8")
 
 
 def test_params_give_each_profile_its_objectives():
@@ -159,6 +160,6 @@ def test_params_give_each_profile_its_objectives():
     settings = derive_settings(params)
     assert settings["slo"] == params["slo"][params["profile"]]
     for name, profile in settings["profiles"].items():
-        rows_ = derive.slo_rows(profile["slo"], name)
+        rows_ = params_tables.slo_rows(profile["slo"], name)
         # every objective names a sweep workload of its own profile
         assert {r[1] for r in rows_} <= set(params["workloads"][name])
