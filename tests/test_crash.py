@@ -65,7 +65,7 @@ def test_a_seal_that_fails_leaves_no_manifest(tmp_path, monkeypatch):
 
 
 def test_a_bench_folder_that_cannot_be_written_stops_the_run(monkeypatch):
-    from stages.run import stage as run_stage
+    from stages.run import steps as run_steps
 
     class Out:
         def __init__(self):
@@ -89,13 +89,13 @@ def test_a_bench_folder_that_cannot_be_written_stops_the_run(monkeypatch):
 
     def full(window):
         raise OSError(errno.ENOSPC, "No space left on device", "data/runs/r/bench/chat__c01.json")
-    measured = run_stage.Step("chat__c01", "one", lambda window: None)
-    failing = run_stage.Step("chat__c02", "two", full)
-    never = run_stage.Step("chat__c04", "three", lambda window: pytest.fail("ran after the fault"))
-    monkeypatch.setattr(run_stage.bench, "reset_prefix_cache", lambda *a: 0)
-    out, tally = Out(), run_stage.Tally()
+    measured = run_steps.Step("chat__c01", "one", lambda window: None)
+    failing = run_steps.Step("chat__c02", "two", full)
+    never = run_steps.Step("chat__c04", "three", lambda window: pytest.fail("ran after the fault"))
+    monkeypatch.setattr(run_steps.bench, "reset_prefix_cache", lambda *a: 0)
+    out, tally = Out(), run_steps.Tally()
     with pytest.raises(faults.StorageFault, match="bench/chat__c01.json: No space left on device"):
-        run_stage._benchmark([measured, failing, never], Eng(), out, Interrupts(), None, "vllm",
+        run_steps.benchmark([measured, failing, never], Eng(), out, Interrupts(), None, "vllm",
                              lambda s: None, tally)
     assert tally.done == 1
     assert out.facts == [{"point_error": "chat__c02 data/runs/r/bench/chat__c01.json: No space left on device"}]
