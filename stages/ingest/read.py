@@ -4,8 +4,6 @@ folder's manifest checked file by file (and against the one of its first ingest)
 from __future__ import annotations
 
 import json
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -21,10 +19,12 @@ from stages.core.rawfile import Refused
 from stages.core.secrets import REDACTED, SECRET_FLAGS, is_secret_name
 from stages.ingest.parsers.sglang_log import parse_sglang_log
 from stages.ingest.parsers.vllm_log import parse_vllm_log
-from stages.core.warehouse import relative, text_value
-from stages.ingest.folders import MANIFEST, SealFound
-from stages.ingest.infer import Inferred, infer_run
+from stages.core.warehouse import relative
+from stages.ingest.folders import MANIFEST
+from stages.ingest.infer import infer_run
 from stages.ingest.rows import FolderRows, redact
+from stages.ingest.run_rows import add_recovered_row, add_run_row
+from stages.ingest.seal_check import check_manifest
 
 LOG_NAMES = ("server.log",)
 BENCH_SUFFIXES = (".json", ".jsonl")
@@ -107,9 +107,9 @@ def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> 
         guard(name, _unrecognised)
 
     if MANIFEST in names:
-        _guard(rows, rel(MANIFEST), lambda: _check_manifest(folder, rows, rel(MANIFEST), names))
+        _guard(rows, rel(MANIFEST), lambda: check_manifest(folder, rows, rel(MANIFEST), names))
     if meta is not None:
-        _add_run_row(rows, folder, root, meta, rid, log_facts, meta_name)
+        add_run_row(rows, folder, root, meta, rid, log_facts, meta_name)
     else:
         inferred = infer_run(command, rel(cmd_name) if command is not None else None, log_facts,
                              rel(log_name) if log_name else None)
@@ -118,55 +118,9 @@ def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> 
                      value=value.value, how=value.how)
         source = (rel(import_name) if record is not None else rel(cmd_name) if command is not None
                   else relative(folder, root))
-        _add_recovered_row(rows, files, command, rid, inferred, record, source,
+        add_recovered_row(rows, files, command, rid, inferred, record, source,
                            1 if record is not None or command is None else command.line)
     return rows
-
-
-def _check_manifest(folder: Path, rows: FolderRows, source: str, names: set[str]) -> None:
-    """A sealed run folder lists every file's sha256: hash every file and report each one that no
-    longer matches (edited after the run), is gone, or was added since, as an ingest_errors row
-    and a raw_tampered row. The rows are still read: the writer decides which ones to keep."""
-    listed: set[str] = set()
-    text = lines.decode(rawfile.read_raw(folder, MANIFEST, rawfile.SMALL_BYTES))
-    for number, line in enumerate(text.splitlines(), 1):
-        digest, sep, name = line.partition("  ")
-        if not sep or len(digest) != 64:
-            tampered(rows, source, MANIFEST, "unreadable line", number)
-            continue
-        listed.add(name)
-        if name not in names:
-            tampered(rows, source, name, "listed in the manifest but missing", number)
-            continue
-        try:
-            changed = rawfile.sha256(folder, name) != digest
-        except Refused as exc:
-            tampered(rows, source, name, exc.reason, number)
-            continue
-        if changed:
-            tampered(rows, source, name, "changed after the run (sha256 differs from the manifest)", number)
-    for name in sorted(names - listed - {MANIFEST}):
-        tampered(rows, source, name, "added after the run (not in the manifest)", None)
-
-
-def tampered(rows: FolderRows, manifest_source: str, name: str, reason: str, line: int | None) -> None:
-    """Record that file `name` of a sealed folder no longer matches its seal."""
-    rows.error(manifest_source, line=line, reason=f"{name}: {reason}")
-    rows.add("raw_tampered", manifest_source[: -len(MANIFEST)] + name, line, file=name, reason=reason)
-
-
-def check_seal(rows: FolderRows, source: str, found: SealFound, first_sha256: str | None) -> None:
-    """Compare a folder's manifest with the one of its first ingest: one rewritten (to match an
-    edited file) or removed since is a change to the folder."""
-    if found.problem:
-        rows.error(source, reason=f"{MANIFEST}: {found.problem}")
-    if first_sha256 is None:
-        return
-    if found.manifest_sha256 is None:
-        tampered(rows, source, MANIFEST, "removed after the first ingest", None)
-    elif found.manifest_sha256 != first_sha256:
-        tampered(rows, source, MANIFEST,
-                 "rewritten after the first ingest (sha256 differs from the one stored then)", None)
 
 
 def _guard(rows: FolderRows, source_file: str, fn: Callable[[], Any]) -> Any:
@@ -395,60 +349,3 @@ def _read_gpu_samples(folder: Path, name: str, rows: FolderRows, source: str) ->
         rows.add("raw_gpu_sampler", source, line, point_id=point_id, key=key, value=value)
     rows.add_all("raw_gpu_samples", source, ({**s, "point_id": point_id} for s in parsed.samples))
     rows.add_errors(source, parsed.errors)
-
-
-def _first_text(facts: list[lines.Fact], name: str) -> str | None:
-    return next((f.value_text for f in facts if f.fact == name and f.value_text), None)
-
-
-def _add_run_row(rows: FolderRows, folder: Path, root: Path, meta: dict[str, Any], rid: run_files.RunId,
-                 log_facts: list[lines.Fact], source_name: str) -> None:
-    """The raw_runs row of a folder with a meta.json (`source_name`, already redacted)."""
-    spec_params = meta.get("spec_params")
-    gpus = meta.get("gpus")
-    gpus = ",".join(map(str, gpus)) if isinstance(gpus, list) else text_value(gpus)
-    rows.add(
-        "raw_runs", relative(folder / source_name, root), 1,
-        spec=text_value(meta.get("spec")), profile=text_value(meta.get("profile")),
-        model=text_value(meta.get("model")) or rid.model,
-        layout=text_value(meta.get("layout")) or rid.layout,
-        ctx_label=text_value(meta.get("ctx_label")) or rid.ctx_label,
-        engine=text_value(meta.get("engine")) or rid.engine,
-        engine_version=text_value(meta.get("engine_version")) or _first_text(log_facts, "engine_version"),
-        image=text_value(meta.get("image")), image_digest=text_value(meta.get("image_digest")),
-        executor=text_value(meta.get("executor")), gpus=gpus,
-        gpu_count=len({g.strip() for g in gpus.split(",") if g.strip()}) if gpus else None,
-        git_sha=text_value(meta.get("git_sha")), params_hash=text_value(meta.get("params_hash")),
-        started_at=run_files.parse_time(meta.get("started_at")),
-        finished_at=run_files.parse_time(meta.get("finished_at")),
-        schema_version=meta.get("schema_version"), recovered=False,
-        spec_json=json.dumps(spec_params if spec_params is not None else meta.get("spec"),
-                             sort_keys=True, default=str),
-    )
-
-
-def _add_recovered_row(rows: FolderRows, files: list[tuple[str, int, int]],
-                       command: cmd_parser.Command | None, rid: run_files.RunId,
-                       inferred: list[Inferred], record: dict[str, Any] | None, source: str,
-                       line: int) -> None:
-    """The raw_runs row of a folder without a meta.json: the run id, what infer_run read from its
-    cmd.sh and log, and the profile and spec its import.json (`record`) names."""
-    year = datetime.fromtimestamp(min((m for _, _, m in files), default=time.time_ns()) / 1e9,
-                                  tz=timezone.utc).year
-    read = {value.field: value.value for value in inferred}
-    record = record or {}
-    rows.add(
-        "raw_runs", source, line,
-        spec=text_value(record.get("spec")), profile=text_value(record.get("profile")),
-        model=rid.model, layout=rid.layout, ctx_label=rid.ctx_label,
-        engine=rid.engine or (command.engine if command else None),
-        engine_version=read.get("engine_version"), image=read.get("image"), image_digest=None,
-        executor=("docker" if command and command.wrapper == "docker" else "local") if command else None,
-        gpus=read.get("gpus"), gpu_count=int(read["gpu_count"]) if "gpu_count" in read else None,
-        git_sha=None, params_hash=None, started_at=rid.started_at(year),
-        finished_at=None, schema_version=None, recovered=True, spec_json=None,
-        imported_from=text_value(record.get("source")),
-        imported_at=run_files.parse_time(record.get("imported_at")),
-        imported_by=text_value(record.get("imported_by")),
-        imported_kind=text_value(record.get("kind")) or ("run folder" if record else None),
-    )

@@ -46,7 +46,8 @@ from stages.core.faults import storage_fault
 from stages.core.warehouse import relative
 from stages.ingest.folders import (MANIFEST, SealFound, code_version, folder_manifest_sha256, plan_folders,
                                    run_folders, seal_mark)
-from stages.ingest.read import check_seal, read_folder
+from stages.ingest.read import read_folder
+from stages.ingest.seal_check import check_seal
 from stages.ingest.rows import ROW_TABLES, FolderRows
 from stages.ingest.write import (ingest_sql, known_folders, open_warehouse, raw_columns, record_refused,
                                  remove_run, write_batch)
