@@ -119,3 +119,29 @@ def test_a_folder_is_swapped_into_place_in_one_step(tmp_path, monkeypatch):
     assert renames == []                        # never a moment without a site
     assert (site / "index.html").read_text() == "new" and not new.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+
+
+def test_a_runs_folder_that_vanishes_after_it_was_listed_stops_ingest_with_nothing_written(tmp_path, monkeypatch):
+    """The storage goes away between the listing of the run folders and their reading: each file
+    then looks gone, which is the storage's fault, not the run's (no rows of empty runs)."""
+    import duckdb
+
+    from stages.core.faults import StorageFault
+    from stages.ingest import stage as ingest
+    from stages.tools.faults.hostile_folders import copy_fixture
+
+    root = tmp_path / "project"
+    runs = root / "data" / "runs"
+    for run_id in ("tiny-llama__cpu_seqs4__4k__vllm__1130-070000", "tiny-llama__cpu_seqs4__4k__vllm__1130-070001"):
+        copy_fixture(runs / run_id)
+    opened = ingest.open_warehouse
+
+    def storage_gone(warehouse):
+        runs.rename(runs.with_name("runs.gone"))
+        return opened(warehouse)
+    monkeypatch.setattr(ingest, "open_warehouse", storage_gone)
+    with pytest.raises(StorageFault, match="No such file or directory"):
+        ingest.run(runs_dir=runs, warehouse=root / "data" / "warehouse.duckdb", root=root)
+    with duckdb.connect(str(root / "data" / "warehouse.duckdb"), read_only=True) as con:
+        assert con.execute("select count(*) from raw_runs").fetchone() == (0,)
+        assert con.execute("select count(*) from ingest_errors").fetchone() == (0,)

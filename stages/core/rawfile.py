@@ -22,6 +22,8 @@ import stat
 from pathlib import Path
 from typing import Iterable
 
+from stages.core.faults import DISK_ERRNOS
+
 MiB = 1024 * 1024
 GiB = 1024 * MiB
 LOG_BYTES = 4 * GiB          # server logs, multi-turn request logs
@@ -69,6 +71,8 @@ def entry_refusal(path: Path) -> str | None:
     try:
         return kind_of(os.lstat(path).st_mode)
     except OSError as exc:
+        if exc.errno in DISK_ERRNOS:     # the storage failed or the entry vanished: not a refusal
+            raise
         return f"cannot read: {exc.strerror or 'error'}"
 
 

@@ -40,13 +40,17 @@ KNOWN_FILES = frozenset({"meta.json", IMPORT_RECORD, "cmd.sh", *LOG_NAMES, "laun
 
 def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> FolderRows:
     """All raw rows of one run folder. Never raises for what is in the folder; an entry that is
-    not a regular file (a link, a FIFO, ...) is an error row and is not read."""
+    not a regular file (a link, a FIFO, ...) is an error row and is not read. Raises StorageFault
+    when the storage fails or the folder (or a file listed) vanished since it was listed."""
     run_id = folder.name
     rows = FolderRows(run_id)
     rel = lambda name: relative(folder / name, root)  # noqa: E731
     names = set()
     for name, _, _ in files:
-        refusal = rawfile.entry_refusal(folder / name)
+        try:
+            refusal = rawfile.entry_refusal(folder / name)
+        except OSError as exc:      # the folder or the file vanished, the disk failed: stop
+            raise storage_fault(rel(name), exc) from None
         if refusal:
             rows.error(rel(name), reason=refusal)
         else:
