@@ -145,3 +145,26 @@ def test_a_runs_folder_that_vanishes_after_it_was_listed_stops_ingest_with_nothi
     with duckdb.connect(str(root / "data" / "warehouse.duckdb"), read_only=True) as con:
         assert con.execute("select count(*) from raw_runs").fetchone() == (0,)
         assert con.execute("select count(*) from ingest_errors").fetchone() == (0,)
+
+
+def test_a_site_build_on_a_full_disk_stops_with_one_line_naming_the_site_folder(tmp_path, monkeypatch):
+    """A write of mkdocs' that fails with ENOSPC and no file name (Python's own file writes say
+    none) is named by the site folder being built."""
+    import yaml
+    from mkdocs.commands import build as mkdocs_build
+
+    from stages.core.faults import StorageFault
+    from stages.render import site_memo
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# A page\n")
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(yaml.safe_dump({"site_name": "x", "docs_dir": str(tmp_path / "docs"),
+                                      "site_dir": str(tmp_path / "site")}))
+
+    def full(cfg):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(mkdocs_build, "build", full)
+    with pytest.raises(StorageFault) as stopped:
+        site_memo.build(config, site_memo.SiteMemo(None), "key", None)
+    assert str(stopped.value) == f"{tmp_path / 'site'}: No space left on device"

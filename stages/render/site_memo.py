@@ -27,6 +27,7 @@ from typing import Any, Iterator
 
 import jinja2
 
+from stages.core.faults import is_storage_fault, storage_fault
 from stages.core.files import write_atomic
 from stages.render.incremental import digest
 
@@ -195,6 +196,7 @@ def build(config_file: Path, memo: SiteMemo, settings: str, old_site: Path | Non
     logger.addHandler(handler)
     logger.setLevel(logging.WARNING)
     logger.propagate = False
+    config = None
     try:
         config = load_config(str(config_file), strict=True)
         config.plugins.on_startup(command="build", dirty=False)
@@ -205,6 +207,8 @@ def build(config_file: Path, memo: SiteMemo, settings: str, old_site: Path | Non
             config.plugins.on_shutdown()
     except (Abort, ConfigurationError, OSError) as exc:
         memo.discard()
+        if isinstance(exc, OSError) and is_storage_fault(exc):   # a full or failing disk: one line, its path
+            raise storage_fault(exc.filename or (config["site_dir"] if config else config_file), exc) from None
         return handler.lines or [str(exc)]
     except Exception as exc:   # a plugin's or a hook's error: the build failed, say why
         memo.discard()
