@@ -193,11 +193,12 @@ class Browser:
             self._out.write(json.dumps(msg).encode() + b"\0")
         return q
 
-    def call(self, method: str, params: dict | None = None, session: str | None = None) -> dict:
+    def call(self, method: str, params: dict | None = None, session: str | None = None,
+             timeout: float | None = None) -> dict:
         try:
-            reply = self._post(method, params, session).get(timeout=self.timeout)
+            reply = self._post(method, params, session).get(timeout=timeout or self.timeout)
         except queue.Empty:
-            raise CdpError(f"{method}: no reply within {self.timeout} s") from None
+            raise CdpError(f"{method}: no reply within {timeout or self.timeout} s") from None
         if "error" in reply:
             raise CdpError(f"{method}: {reply['error'].get('message')}")
         return reply.get("result", {})
@@ -216,7 +217,8 @@ class Browser:
 
     # -- pages
     def page(self, width: int = 1280, height: int = 900) -> "Page":
-        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        # a browser's first tab can take longer than a call on a loaded machine (its renderer starts)
+        target = self.call("Target.createTarget", {"url": "about:blank"}, timeout=3 * self.timeout)["targetId"]
         session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for domain in ("Page", "Runtime", "Log", "Network"):
             self.call(f"{domain}.enable", {}, session)
