@@ -54,7 +54,7 @@ def test_every_section_query_has_a_batch_form_that_gives_each_section_its_own_ro
     batch = row_batch.batch_sql(sql)
     assert batch is not None, f"{name}: no batch form (see stages/render/row_batch.py)"
     sections = book.sections_here
-    columns, rows = book._query(batch, row_batch.batch_params(sections), name)
+    columns, rows = book._query(batch, row_batch.section_params(sections), name)
     for i, (run_ids, model) in enumerate(sections):
         own_columns, own = book._query(sql, {"run_ids": list(run_ids), "model": model}, name)
         assert columns[1:] == own_columns
@@ -104,7 +104,7 @@ def test_parentheses_and_keywords_in_comments_and_strings_do_not_count(book):
     batch = row_batch.batch_sql(sql)
     assert "$model" not in batch and "$run_ids" not in batch
     sections = book.sections_here
-    _, rows = book._query(batch, row_batch.batch_params(sections), "comments")
+    _, rows = book._query(batch, row_batch.section_params(sections), "comments")
     for i, (run_ids, model) in enumerate(sections):
         _, own = book._query(sql, {"run_ids": list(run_ids), "model": model}, "comments")
         assert [r[1:] for r in rows if r[0] == i] == own

@@ -163,6 +163,13 @@ def _layers(y: alt.Y, color: alt.Scale, tooltip: list, detail: str = "run_id:N",
     return [line, measured, provisional, limited, hatch]
 
 
+def single_panel(chart: alt.TopLevelMixin, height: int, title: str, note: Sequence[str]) -> alt.TopLevelMixin:
+    """A chart of one panel across the column: its size, its title and note, its legend below."""
+    return (chart.properties(width=CHART_WIDTH - Y_AXIS_ALLOWANCE, height=height,
+                             title=alt.TitleParams(title, subtitle=note, anchor="start"))
+            .configure_legend(orient="bottom", direction="vertical"))
+
+
 def facet_layout(workloads: int, total_width: int = CHART_WIDTH) -> tuple[int, int]:
     """(columns, width of one facet) so that the facets side by side fit total_width."""
     columns = max(1, min(workloads, MAX_FACET_COLUMNS))

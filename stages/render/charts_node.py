@@ -11,7 +11,7 @@ import altair as alt
 import pandas as pd
 
 from stages.render import charts
-from stages.render.charts import CHART_WIDTH, PALETTE, Y_AXIS_ALLOWANCE, _checked
+from stages.render.charts import PALETTE, _checked, single_panel
 
 ALLREDUCE_REQUIRED = ["gpu_group", "ranks", "message_bytes", "busbw_gbs", "algbw_gbs", "time_us",
                       "spans_islands"]
@@ -74,13 +74,8 @@ def allreduce_chart(sweeps: pd.DataFrame, color_domain: Sequence[str] | None = N
     base = alt.Chart(df).encode(x=x, y=y, tooltip=tooltip)
     line = base.mark_line(strokeWidth=1.8).encode(color=colour, strokeDash=dash, detail="gpu_group:N")
     points = base.mark_point(filled=True, size=45, opacity=1).encode(color=colour)
-    return (
-        alt.layer(line, points)
-        .properties(width=CHART_WIDTH - Y_AXIS_ALLOWANCE, height=ALLREDUCE_HEIGHT,
-                    title=alt.TitleParams("All-reduce bus bandwidth by message size",
-                                          subtitle=ALLREDUCE_NOTE, anchor="start"))
-        .configure_legend(orient="bottom", direction="vertical")
-    )
+    return single_panel(alt.layer(line, points), ALLREDUCE_HEIGHT,
+                        "All-reduce bus bandwidth by message size", ALLREDUCE_NOTE)
 
 
 charts.CHARTS["allreduce_chart"] = allreduce_chart

@@ -11,8 +11,8 @@ import altair as alt
 import pandas as pd
 
 from stages.render import charts
-from stages.render.charts import (CHART_WIDTH, Y_AXIS_ALLOWANCE, _checked, _layers, _with_run_kind,
-                                  color_scale, series_colors)
+from stages.render.charts import (_checked, _layers, _with_run_kind, color_scale, series_colors,
+                                  single_panel)
 
 RAMP_REQUIRED = ["run_id", "series", "workload", "turn", "sessions", "context_tokens", "longest_wait_s",
                  "needle_found", "provisional"]
@@ -51,13 +51,8 @@ def ramp_chart(turns: pd.DataFrame, color_domain: Sequence[str] | None = None) -
     y = alt.Y("longest_wait_s:Q", title="Longest wait for the first token (s)")
     layers = _layers(y, color_scale(series_colors(color_domain, df)), tooltip, shape=shape, x=x,
                      capacity=False)
-    return (
-        alt.layer(*layers, data=df)
-        .properties(width=CHART_WIDTH - Y_AXIS_ALLOWANCE, height=RAMP_HEIGHT,
-                    title=alt.TitleParams("The ramp: waiting for each turn of a growing conversation",
-                                          subtitle=RAMP_NOTE, anchor="start"))
-        .configure_legend(orient="bottom", direction="vertical")
-    )
+    return single_panel(alt.layer(*layers, data=df), RAMP_HEIGHT,
+                        "The ramp: waiting for each turn of a growing conversation", RAMP_NOTE)
 
 
 charts.CHARTS["ramp_chart"] = ramp_chart

@@ -244,7 +244,7 @@ class FactBook:
         if section not in todo or batch is None:
             return
         try:
-            columns, data = self._query(batch, row_batch.batch_params(todo), f"row query {name!r}")
+            columns, data = self._query(batch, row_batch.section_params(todo), f"row query {name!r}")
         except FactError:
             return
         found: dict[int, list[tuple]] = {i: [] for i in range(len(todo))}

@@ -103,9 +103,11 @@ def batch_sql(sql: str, names: tuple[str, ...] = tuple(sorted(BATCH_PARAMS))) ->
             "order by __s.i, __q.__n, __q")
 
 
-def batch_params(sets: list, names: tuple[str, ...] = tuple(sorted(BATCH_PARAMS))) -> dict:
-    """The batch query's parameters for `sets`: the sections ((run_ids, model) each) by default,
-    else one dict of the parameters `names` each."""
-    if names == tuple(sorted(BATCH_PARAMS)) and sets and isinstance(sets[0], tuple):
-        sets = [{"run_ids": list(r), "model": m} for r, m in sets]
+def batch_params(sets: list[dict], names: tuple[str, ...]) -> dict:
+    """The batch query's parameters for `sets`, one dict of the parameters `names` each."""
     return {"__i": list(range(len(sets))), **{f"__{n}": [s[n] for s in sets] for n in names}}
+
+
+def section_params(sections: list[tuple[tuple[str, ...], str]]) -> dict:
+    """The batch parameters of model sections, (run_ids, model) each."""
+    return batch_params([{"run_ids": list(r), "model": m} for r, m in sections], tuple(sorted(BATCH_PARAMS)))
