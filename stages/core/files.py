@@ -72,3 +72,15 @@ def replace_folder(new: Path, target: Path, aside: Path) -> Path | None:
         os.rename(aside, target)
         raise
     return aside
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` exists (signal 0 only asks; one of another user exists too): a
+    scratch file named by the pid of a process that is gone is left over and may be removed."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True

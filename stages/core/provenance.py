@@ -15,6 +15,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from stages.core.files import process_alive
+
 RUN_MANIFEST = "MANIFEST.sha256"
 # The record `campaign import` writes into a run folder it brought in (where it came from, when,
 # by whom, each file's sha256, the profile and spec); ingest reads it where meta.json is absent.
@@ -115,19 +117,11 @@ def clear_stale(path: Path, *, scratch: Path) -> str:
     stem = f".{path.parent.name}.{path.name}.tmp-"
     for stale in Path(scratch).glob(glob.escape(stem) + "*"):
         pid = stale.name[len(stem):]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             stale.unlink(missing_ok=True)
     return stem
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 READ_ONLY_FILE = 0o444

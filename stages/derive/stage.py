@@ -38,7 +38,7 @@ from stages.core.config import CampaignError
 from stages.core.params_check import SHARED_RULES
 from stages.derive.params_tables import (create_param_tables, energy_values, engine_default_rows, param_rows,
                                          rule_values, slo_rows)
-from stages.core.files import replace_folder
+from stages.core.files import process_alive, replace_folder
 
 SQL_DIR = tables.SQL_DIR      # staging, intermediate, marts (a test may point it elsewhere)
 
@@ -204,18 +204,10 @@ def remove_stale(target: Path) -> None:
     """What a killed derive left beside `target` (`.tmp-<pid>`, `.old-<pid>` of a process gone)."""
     for left in target.parent.glob(f"{glob.escape(target.name)}.*-*"):
         kind, _, pid = left.name[len(target.name) + 1:].partition("-")
-        if kind in ("tmp", "old") and pid.isdigit() and not _alive(int(pid)):
+        if kind in ("tmp", "old") and pid.isdigit() and not process_alive(int(pid)):
             _remove(left)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)            # signal 0: only asks whether the process exists
-    except ProcessLookupError:
-        return False
-    except PermissionError:        # it exists, under another user
-        pass
-    return True
 
 
 # ---------------------------------------------------------------------------------------------

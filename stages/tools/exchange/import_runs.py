@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterator
 
 from stages.core import rawfile
 from stages.core.config import CampaignError
+from stages.core.files import process_alive
 from stages.core.provenance import IMPORT_RECORD, seal
 from stages.tools.exchange.import_checks import Source, check_sources, cmd_image, match_spec, shown, size_text
 
@@ -113,15 +114,9 @@ def remove_staging(folder: Path) -> None:
 
 
 def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return False            # a folder of an earlier process that had this pid
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """Whether the import that made a staging folder still runs (this process never made one
+    before it started: a folder of its pid is an earlier process's)."""
+    return pid != os.getpid() and process_alive(pid)
 
 
 def remove_stale(runs: Path, progress: Callable[[str], None]) -> int:
