@@ -42,7 +42,7 @@ from typing import Any, Callable
 from stages.core.provenance import RUN_MANIFEST, manifest_text
 from stages.tools.faults import crash_outputs as co
 from stages.tools.faults.crash_cases import SCENARIOS, Scenario
-from stages.tools.faults.hostile_folders import Project, make_project
+from stages.tools.faults.hostile_folders import Project, make_project, make_writable
 
 FIU_DIR = Path("/usr/lib/fiu")
 PRELOAD = [FIU_DIR / "fiu_run_preload.so", FIU_DIR / "fiu_posix_preload.so"]
@@ -146,12 +146,7 @@ def copy_state(base: Path, dest: Path) -> Path:
 
 
 def remove(folder: Path) -> None:
-    for dirpath, dirnames, _ in os.walk(folder):
-        for d in dirnames:
-            p = Path(dirpath) / d
-            if not p.is_symlink():
-                os.chmod(p, 0o755)
-    os.chmod(folder, 0o755)
+    make_writable(folder)
     shutil.rmtree(folder)
 
 

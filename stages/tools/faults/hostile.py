@@ -16,14 +16,13 @@ that run in Chromium (`browse`, given by the caller, loads the built pages).
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from stages.tools.faults.hostile_folders import (FOLDER_CASES, HOSTILE_NAMES, MARKER, SECRETS, copy_fixture,
+from stages.tools.faults.hostile_folders import (FOLDER_CASES, HOSTILE_NAMES, MARKER, SECRETS, copy_fixture, make_writable,
                                           tree_digest, damage_folders, make_project, tamper)
 from stages.tools.faults.hostile_outputs import (all_outputs, has_column, marked_tampered, query_db, table_row_counts,
                                           trace_all)
@@ -188,19 +187,10 @@ def run(workdir: Path, *, browse: Browse | None = None, progress=lambda s: None)
     after = tree_digest(p.runs)
     result.runs_changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     result.seconds = time.perf_counter() - t0
-    _writable_all(workdir)
+    make_writable(workdir)
     return result
 
 
 def _check(proc: subprocess.CompletedProcess, step: str) -> None:
     if proc.returncode != 0:
         raise RuntimeError(f"{step} failed (exit {proc.returncode}): {proc.stderr.strip()[-800:]}")
-
-
-def _writable_all(workdir: Path) -> None:
-    """Sealed folders are read-only; make the scratch tree removable."""
-    for dirpath, dirnames, _ in os.walk(workdir):
-        for d in dirnames:
-            path = Path(dirpath) / d
-            if not path.is_symlink():
-                os.chmod(path, 0o755)

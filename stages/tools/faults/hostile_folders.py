@@ -255,3 +255,13 @@ def tamper(p: Project, folders: dict[str, str]) -> None:
     _writable(rewritten)
     _replace_same_size(rewritten / "launch.out", "ready_s=37.2", "ready_s=99.9")
     _manifest(rewritten)
+
+
+def make_writable(tree: Path) -> None:
+    """Every folder under `tree` (and itself) writable again: sealed run folders are read-only,
+    and a scratch tree holding them must be removable."""
+    for dirpath, dirnames, _ in os.walk(tree):
+        for d in dirnames:
+            if not (Path(dirpath) / d).is_symlink():
+                os.chmod(Path(dirpath) / d, 0o755)
+    os.chmod(tree, 0o755)
