@@ -221,7 +221,7 @@ class FactBook:
         if missing:
             raise FactError(f"row query {name!r} needs {', '.join(missing)}")
         bound = {k: params[k] for k in wanted}
-        key = repr((name, sorted(bound.items())))
+        key = _row_key(name, bound)
         if key not in self._rows and set(wanted) == row_batch.BATCH_PARAMS:
             self._batch_rows(name, sql, (tuple(bound["run_ids"] or ()), bound["model"]))
         if key not in self._rows:
@@ -238,7 +238,7 @@ class FactBook:
         """Row query `name` for every expected section it has not run for, when `section` is one
         of them; left to rows() one by one when it has no batch form or the batch fails."""
         def key(s):
-            return repr((name, sorted({"run_ids": list(s[0]), "model": s[1]}.items())))
+            return _row_key(name, {"run_ids": list(s[0]), "model": s[1]})
         todo = [s for s in self._sections if key(s) not in self._rows]
         batch = row_batch.batch_sql(sql)
         if section not in todo or batch is None:
@@ -255,3 +255,8 @@ class FactBook:
 
     def records(self) -> list[dict[str, Any]]:
         return [f.record() for f in sorted(self.facts.values(), key=lambda f: f.id)]
+
+
+def _row_key(name: str, bound: dict[str, Any]) -> str:
+    """Where FactBook keeps row query `name`'s rows for the parameters `bound`."""
+    return repr((name, sorted(bound.items())))
