@@ -115,8 +115,10 @@ def test_spec_cache_skips_altair_for_the_same_rows_and_redraws_for_new_rows(tmp_
     assert (second.specs_reused, second.reused, second.drawn) == (2, 2, 0)
     assert again == files                        # spec, SVG and PNG byte for byte
     third, changed = write_all(tmp_path / "d3", tmp_path / "cache", Book(point_rows(scale=3.0)))
-    assert (third.specs_reused, third.drawn) == (0, 2)
+    assert (third.specs_reused, third.drawn) == (0, 1)   # new rows: both specs made again ...
     assert changed["ttft_chart-m.vl.json"] != files["ttft_chart-m.vl.json"]
+    # ... and the decode chart, which does not draw the changed median, is the same chart
+    assert (third.reused, changed["decode_chart-m.svg"]) == (1, files["decode_chart-m.svg"])
 
 
 def test_without_static_images_only_the_spec_and_its_rows_are_written_and_the_page_describes_the_chart(tmp_path):
@@ -135,6 +137,24 @@ def test_without_static_images_only_the_spec_and_its_rows_are_written_and_the_pa
     assert ("Download: [Vega-Lite spec](assets/charts/page/ttft_chart-m.vl.json) · "
             "[CSV](assets/charts/page/ttft_chart-m.csv)") in markup
     assert ".svg" not in markup and ".png" not in markup
+
+
+def test_the_spec_carries_only_the_columns_it_draws_and_draws_the_same_chart(tmp_path):
+    rows = [dict(r, unused_note="not drawn " * 5) for r in point_rows()]
+    writer = ChartWriter(tmp_path / "docs", Book(rows), cache_dir=tmp_path / "cache", workers=1)
+    writer.write("page", "ttft_chart", query="model_points", params={"model": "m"})
+    writer.close()
+    folder = tmp_path / "docs" / "assets" / "charts" / "page"
+    written = json.loads((folder / "ttft_chart-m.vl.json").read_text())
+    kept = next(iter(written["datasets"].values()))
+    full = writer.spec("ttft_chart", None, pd.DataFrame(rows))     # as the chart function made it
+    whole = next(iter(full["datasets"].values()))
+    assert "unused_note" in whole[0] and "unused_note" not in kept[0]
+    assert len(kept) == len(whole) and {"run_id", "concurrency"} <= set(kept[0])
+    assert {**written, "description": None} != {**full, "description": None}
+    assert draw(written, "svg") == draw({**full, "description": written["description"]}, "svg")
+    csv_rows = list(csv.DictReader((folder / "ttft_chart-m.csv").open()))
+    assert csv_rows[0]["unused_note"] == rows[0]["unused_note"]      # the CSV keeps the rows whole
 
 
 def test_a_static_image_kind_not_known_is_refused(tmp_path):

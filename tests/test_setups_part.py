@@ -11,6 +11,7 @@ import html
 import json
 import re
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -23,15 +24,18 @@ SETUPS = "part-setups"
 @pytest.fixture(scope="module")
 def part(built) -> dict:  # noqa: F811
     md = (built["docs"] / "posts" / f"{SETUPS}.md").read_text()
-    specs = {m.group(1): json.loads(m.group(2).replace("\\u003c", "<").replace("\\u003e", ">")
-                                    .replace("\\u0026", "&"))
-             for m in re.finditer(r'<script type="application/json" id="spec-part-setups-([^"]+)">(.*?)</script>',
-                                  md)}
-    return {"md": md, "text": plain(md), "specs": specs, "facts": built["facts"]}
+    specs, rows = {}, {}
+    for m in re.finditer(r'<script type="application/json" id="spec-part-setups-([^"]+)">(.*?)</script>'
+                         r'.*?\[CSV\]\(\.\./([^)]+\.csv)\)', md, re.S):
+        specs[m.group(1)] = json.loads(m.group(2).replace("\\u003c", "<").replace("\\u003e", ">")
+                                       .replace("\\u0026", "&"))
+        # the chart's rows whole, as its CSV holds them (its spec keeps the columns it draws)
+        rows[m.group(1)] = pd.read_csv(built["docs"] / m.group(3)).to_dict("records")
+    return {"md": md, "text": plain(md), "specs": specs, "rows": rows, "facts": built["facts"]}
 
 
-def chart_rows(spec: dict) -> list[dict]:
-    return [r for rows in spec["datasets"].values() for r in rows if "setup" in r]
+def chart_rows(part: dict, name: str) -> list[dict]:
+    return [r for r in part["rows"][name] if "setup" in r]
 
 
 def test_the_part_is_in_the_series_over_the_node_runs(built):  # noqa: F811
@@ -40,10 +44,10 @@ def test_the_part_is_in_the_series_over_the_node_runs(built):  # noqa: F811
 
 
 def test_a_pareto_chart_spans_at_least_three_setups(part):
-    pareto = {k: v for k, v in part["specs"].items() if k.startswith("pareto-chart")}
+    pareto = [k for k in part["specs"] if k.startswith("pareto-chart")]
     assert pareto, "no Pareto chart on the Part"
-    widest = max(pareto.values(), key=lambda s: len({r["setup"] for r in chart_rows(s)}))
-    rows = chart_rows(widest)
+    widest = max(pareto, key=lambda k: len({r["setup"] for r in chart_rows(part, k)}))
+    rows = chart_rows(part, widest)
     assert len({r["setup"] for r in rows}) >= 3
     for r in rows:      # per GPU of the run's set, as the point's own throughput says
         assert r["output_tok_s_per_gpu"] == pytest.approx(r["output_tok_s"] / r["gpus"])
@@ -65,7 +69,7 @@ def test_the_comparison_is_read_only_where_a_frontier_brackets_the_speed(part, b
     for f in unread:
         assert f["source_note"].startswith("Not bracketed")
     # each figure read recomputed from the two frontier points its audit entry names
-    points = {(r["run_id"], r["point_id"]): r for s in part["specs"].values() for r in chart_rows(s)}
+    points = {(r["run_id"], r["point_id"]): r for k in part["specs"] for r in chart_rows(part, k)}
     for f in read:
         lo_id, lo_run, hi_id, hi_run = re.search(
             r"between (\S+) of (\S+) \(.*\) and (\S+) of (\S+) \(", f["source_note"]).groups()
@@ -85,7 +89,7 @@ def test_the_comparison_is_read_only_where_a_frontier_brackets_the_speed(part, b
 def test_cost_per_million_tokens_per_point_and_price_set(part, built):  # noqa: F811
     params = yaml.safe_load((PROJECT / "params.yaml").read_text())
     costs = [f for f in part["facts"].values() if f["name"] == "point_cost_usd"]
-    points = {(r["run_id"], r["point_id"]): r for s in part["specs"].values() for r in chart_rows(s)}
+    points = {(r["run_id"], r["point_id"]): r for k in part["specs"] for r in chart_rows(part, k)}
     assert {f["params"]["price_set"] for f in costs} == set(params["prices"])
     assert len(costs) == len(points) * len(params["prices"])
     for f in costs:

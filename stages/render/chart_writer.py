@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import json
 import os
 import re
@@ -23,12 +24,6 @@ from typing import Any
 
 import pandas as pd
 
-from stages.render import charts as chart_lib
-from stages.render import charts_requests  # noqa: F401 (registers the request charts)
-from stages.render import charts_metrics  # noqa: F401 (registers the /metrics series chart)
-from stages.render import charts_node  # noqa: F401 (registers the all-reduce chart)
-from stages.render import charts_pareto  # noqa: F401 (registers the Pareto chart)
-from stages.render import charts_ramp  # noqa: F401 (registers the ramp chart)
 from stages.render.errors import FactError
 from stages.render.escape import escape_cell
 from stages.render.facts import FactBook
@@ -39,6 +34,22 @@ from stages.core.files import write_atomic
 from stages.core.secrets import redact_value
 
 PNG_SCALE = 2  # pixels per chart unit: sharp on high-density screens and in slides
+# the chart functions: charts.py and the modules that register charts beside it (or hold what they
+# draw with); imported when a chart is first made, so that a render whose pages all come from the
+# page cache does not load Altair
+CHART_MODULES = ("charts", "charts_requests", "charts_metrics", "charts_node", "charts_pareto",
+                 "charts_ramp", "chart_notes")
+
+
+@functools.lru_cache(maxsize=1)
+def chart_modules() -> tuple[Any, ...]:
+    """The modules of CHART_MODULES, imported (the first is charts.py)."""
+    return tuple(importlib.import_module(f"stages.render.{name}") for name in CHART_MODULES)
+
+
+def chart_lib() -> Any:
+    """charts.py, every chart registered."""
+    return chart_modules()[0]
 
 
 def _redacted(df: pd.DataFrame) -> pd.DataFrame:
@@ -90,8 +101,7 @@ def _code_version() -> str:
     each module that registers charts beside it) and Altair."""
     import altair
 
-    source = b"".join(Path(module.__file__).read_bytes()
-                      for module in (chart_lib, charts_pareto, charts_requests, charts_metrics))
+    source = b"".join(Path(module.__file__).read_bytes() for module in chart_modules())
     return hashlib.sha256(source + altair.__version__.encode()).hexdigest()
 
 
@@ -100,6 +110,24 @@ def spec_key(name: str, df: pd.DataFrame, domain: list[str]) -> str:
     rows = df.to_json(orient="split", date_format="iso", default_handler=str)
     blob = json.dumps([_code_version(), name, domain, rows]).encode()
     return hashlib.sha256(blob).hexdigest()
+
+
+def without_unused_columns(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec with each dataset row keeping only the columns the spec names outside its data
+    (an encoding's field, a tooltip, a transform's expression): what the chart draws, unchanged.
+    A column whose name appears anywhere in the spec's text is kept, so nothing drawn is lost; the
+    columns left out are still in the chart's CSV, which keeps its rows whole."""
+    datasets = spec.get("datasets")
+    if not datasets:
+        return spec
+    text = json.dumps({k: v for k, v in spec.items() if k != "datasets"}, default=str, ensure_ascii=False)
+    trimmed = {}
+    for name, rows in datasets.items():
+        columns = set().union(*rows) if isinstance(rows, list) else set()
+        unused = {c for c in columns if c not in text}
+        trimmed[name] = [{c: v for c, v in row.items() if c not in unused} for row in rows] \
+            if unused else rows
+    return {**spec, "datasets": trimmed}
 
 
 def draw(spec: dict[str, Any], kind: str) -> bytes:
@@ -190,7 +218,7 @@ class ChartWriter:
         if key not in self._rows:
             if scaling:
                 sql, df = self.query_rows(query, params)
-                self._rows[key] = sql, chart_lib.prepare(df) if not df.empty else df
+                self._rows[key] = sql, chart_lib().prepare(df) if not df.empty else df
             else:
                 sql, rows = self.book.rows(query, params)
                 self._rows[key] = sql, _redacted(pd.DataFrame(rows))
@@ -206,7 +234,7 @@ class ChartWriter:
             if path.is_file():
                 self.specs_reused += 1
                 return json.loads(path.read_text())
-        spec = chart_lib.spec(name, df.copy(), self.domain())   # checked in tests/test_charts.py
+        spec = chart_lib().spec(name, df.copy(), self.domain())   # checked in tests/test_charts.py
         if path is not None:
             text = json.dumps(spec, default=str)
             spec = json.loads(text)   # as it is read back on a hit
@@ -225,15 +253,15 @@ class ChartWriter:
         listed in charts.CHART_ROWS, or any bench-point chart given `query`, e.g. one model's
         points) bound with `params`. Each set of params gets its own files."""
         try:
-            fn = chart_lib.chart_by_name(name)
+            fn = chart_lib().chart_by_name(name)
         except KeyError as exc:
             raise FactError(str(exc.args[0])) from None
         params = dict(params or {})
-        query = query or chart_lib.CHART_ROWS.get(name)
+        query = query or chart_lib().CHART_ROWS.get(name)
         if query:
             if profile:
                 params.setdefault("profile", profile)
-            sql, df = self.query_rows(query, params, scaling=name in chart_lib.LAYOUTS)
+            sql, df = self.query_rows(query, params, scaling=name in chart_lib().LAYOUTS)
             params = {k: v for k, v in params.items() if k in sql_params(sql)}   # names the files
             if df.empty:
                 return "*No measurements for this chart yet.*"
@@ -250,11 +278,12 @@ class ChartWriter:
         rel = f"assets/charts/{page_stem}/{name}{suffix}"
         out = self.docs_dir / rel
         out.parent.mkdir(parents=True, exist_ok=True)
-        spec_json = json.dumps(spec, separators=(",", ":"), default=str)
-        (out.parent / f"{out.name}.vl.json").write_text(spec_json)
         drawn = list((spec.get("datasets") or {}).values())   # the rows as the chart draws them
         (pd.DataFrame(drawn[0]) if len(drawn) == 1 else df).to_csv(out.parent / f"{out.name}.csv",
                                                                    index=False)
+        spec = without_unused_columns(spec)
+        spec_json = json.dumps(spec, separators=(",", ":"), default=str)
+        (out.parent / f"{out.name}.vl.json").write_text(spec_json)
         if self.static:
             self.static_images(spec, spec_json, out)
         self.written.append(rel)
