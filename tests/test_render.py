@@ -5,6 +5,7 @@ import html
 import json
 import re
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -71,10 +72,24 @@ def test_audit_page_shows_file_line_excerpt_sql_and_command(rendered):
     holder = audit.split(f'id="{shown_at.group(1)}">', 1)[1].split("</section>", 1)[0] if shown_at else entry
     assert "CPU KV cache size: 8,192 tokens" in holder
     assert f"<code>data/runs/{RUN16}/server.log</code>, line {line}" in holder
-    assert 'href="#query-launch_kv_tokens"' in entry
-    assert 'id="query-launch_kv_tokens"' in audit and "from launches" in audit and "$run_id" in audit
+    assert 'href="queries.html#query-launch_kv_tokens"' in entry and "<th>Runs</th>" not in entry   # its line names it
+    queries = shown(page(root, "audit/queries.html"))   # each query once, for every audit page
+    assert 'id="query-launch_kv_tokens"' in queries and "from launches" in queries and "$run_id" in queries
+    assert "from launches" not in audit and queries.count('id="query-launch_kv_tokens"') == 1
     assert f"$ cat data/runs/{RUN16}/cmd.sh" in audit and "--max-num-seqs 16" in audit
     assert "dvc repro derive" in audit
+
+
+def test_audit_page_says_once_where_most_entries_are_printed(rendered):
+    root, _ = rendered
+    audit = page(root, f"audit/{RUN16}.html")
+    records = [r for r in json.loads((root / "data" / "facts.json").read_text()) if r["audit_page"] == RUN16]
+    common, count = Counter(tuple(r["pages"]) for r in records).most_common(1)[0]
+    entries = audit.split('<section class="audit-entry"')[1:]
+    assert count > 1 and len(entries) == len(records)
+    assert "<p>Printed on " in audit.split('<section class="audit-entry"', 1)[0]
+    assert sum("<th>Printed on</th>" not in e for e in entries) == count    # the rest say where
+    assert all(f'id="{r["audit_anchor"]}"' in audit for r in records)
 
 
 def test_facts_file_records_provenance(rendered):

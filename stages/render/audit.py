@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import html
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import jinja2
@@ -27,6 +27,7 @@ from stages.render.numbers import format_value, with_unit
 from stages.render.queries import fact_query_path
 
 PAGE_TEMPLATE = Path(__file__).parent / "audit_page.html.j2"
+QUERIES_PAGE = "queries.html"   # beside the audit pages: every query the entries name, once
 STATISTIC_WORDS = {"median": "the median of the values used", "p90": "the p90 of the values used",
                    "p99": "the p99 of the values used",
                    "share_pct": "the percent of the values used that are 1 (met), not 0",
@@ -68,8 +69,9 @@ class Said:
     """What an audit page has shown already, by content, and the entry that showed it: a raw line
     or a list of inputs that several entries rest on is shown once, the others link to it."""
 
-    def __init__(self, page: str | None = None):
+    def __init__(self, page: str | None = None, pages: tuple[str, ...] | None = None):
         self.page = page
+        self.pages = pages     # the pages most entries are printed on, said once at the top
         self.lines: dict[tuple, tuple[str, str]] = {}
         self.inputs: dict[tuple, tuple[str, str]] = {}
         self.notes: dict[tuple, tuple[str, str]] = {}
@@ -94,7 +96,7 @@ def fact_entry(fact: Fact, titles: dict[str, str], by_id: dict[str, Fact],
     said = said or Said()
     unit = escape_html(with_unit(fact.display, fact.unit)[len(fact.display):])
     params = ", ".join(f"{html_code(k)} = " + ("this page's run" if v == said.page and k == "run_id" else html_code(v))
-                       for k, v in fact.params.items()) or "none"
+                       for k, v in fact.params.items())
     note = ""
     if fact.source_note:
         where = said.first(said.notes, (fact.source_note,), fact)
@@ -104,9 +106,11 @@ def fact_entry(fact: Fact, titles: dict[str, str], by_id: dict[str, Fact],
     if fact.inputs:
         links = [f'<a href="{html.escape(audit_target("", by_id[i].audit_page, by_id[i].audit_anchor))}">'
                  f"{escape_html(i)}</a>" if i in by_id else html_code(i) for i in fact.inputs]
-        query = _row("Derived", f"the {escape_html(fact.name)} of " + " and ".join(links))
-    else:
-        query = _row("Query", f'<a href="#query-{fact.name}">{html_code(fact.name)}</a>')
+        query = _row("Derived", f"the {escape_html(fact.name)} of " + " and ".join(links)
+                     + (f", with {params}" if params else ""))
+    else:   # the query, evaluated with the fact's parameters
+        query = _row("Query", f'<a href="{QUERIES_PAGE}#query-{fact.name}">{html_code(fact.name)}</a>'
+                     + (f" with {params}" if params else " (no parameters)"))
     lines = [
         f'<section class="audit-entry" id="{fact.audit_anchor}">',
         f'<h2>{html_code(fact.name)} = {escape_html(fact.display)}{unit} '
@@ -115,11 +119,11 @@ def fact_entry(fact: Fact, titles: dict[str, str], by_id: dict[str, Fact],
         _row("Stored value", html_code(json.dumps(fact.value, default=str))),
         _row("Fact id", html_code(fact.id)),
         query,
-        _row("Parameters", params),
         *([] if fact.run_ids == [said.page] and fact.source_file
           else [_row("Runs", ", ".join(html_code(r) for r in fact.run_ids) or "-")]),
         _row("Raw source", source),
-        _row("Printed on", _printed_on(fact, titles)),
+        *([] if said.pages is not None and tuple(fact.pages) == said.pages
+          else [_row("Printed on", _printed_on(fact, titles))]),
         "</table>",
     ]
     if fact.source_file:
@@ -213,22 +217,31 @@ def audit_page(page: str, facts: list[Fact], *, runs_dir: Path, root: Path,
                  render_evidence("cat", page, "cmd.sh", runs_dir=runs_dir, root=root)]
         if inferred:
             body += inferred_table(inferred)
-    said = Said(page)
-    body.append("<p>Each entry's query is listed once at the bottom, evaluated with the entry's "
-                "parameters. Check an entry yourself: <code>campaign trace &lt;its fact id&gt;</code> prints the "
-                "same chain from the raw files, <code>campaign trace --verify &lt;its fact id&gt;</code> "
-                "recomputes it.</p>")
+    shared = Counter(tuple(f.pages) for f in facts).most_common(1)
+    said = Said(page, shared[0][0] if shared and shared[0][1] > 1 and shared[0][0] else None)
+    if said.pages is not None:
+        body.append("<p>Printed on " + ", ".join(_page_link(p, titles) for p in said.pages)
+                    + ": every entry below that does not say where it is printed.</p>")
+    body.append(f'<p>Each entry\'s query is on <a href="{QUERIES_PAGE}">the queries page</a>, evaluated '
+                "with the entry's parameters. Check an entry yourself: <code>campaign trace &lt;its fact id&gt;"
+                "</code> prints the same chain from the raw files, <code>campaign trace --verify &lt;its fact "
+                "id&gt;</code> recomputes it.</p>")
     for fact in facts:
         body += fact_entry(fact, titles, by_id, said)
-    queries = {f.name: f.sql for f in facts if not f.inputs}
-    if queries:
-        body += ['<h2 id="queries">The queries</h2>',
-                 "<p>Each evaluated against <code>campaign.duckdb</code> with the parameters of the "
-                 "entry above.</p>"]
-        for name in sorted(queries):
-            body += [f'<h3 id="query-{name}">{html_code(name)}</h3>',
-                     f"<p><code>{html.escape(fact_query_path(name))}</code></p>", _sql_block(queries[name])]
     return _document(f"Audit: {page}", body)
+
+
+def audit_queries(facts: list[Fact]) -> str:
+    """The queries page: each query an audit entry names, once for the whole audit (its file and
+    its SQL), at the anchor the entries link to."""
+    queries = {f.name: f.sql for f in facts if not f.inputs}
+    body = ["<h1>The queries</h1>",
+            "<p>Each query behind the audit's entries, as its file holds it: evaluated against "
+            "<code>campaign.duckdb</code> with the parameters an entry lists.</p>"]
+    for name in sorted(queries):
+        body += [f'<h2 id="query-{name}">{html_code(name)}</h2>',
+                 f"<p><code>{html.escape(fact_query_path(name))}</code></p>", _sql_block(queries[name])]
+    return _document("Audit: the queries", body)
 
 
 def audit_groups(facts: list[Fact]) -> tuple[dict[str, list[Fact]], dict[str, Fact]]:
@@ -257,7 +270,8 @@ def audit_index(facts: list[Fact], titles: dict[str, str]) -> str:
         grouped[fact.audit_page].append(fact)
     body = ["<h1>Audit trail</h1>",
             "<p>Every number printed in the series, with the query and raw line behind it: one page "
-            "per run (or node, or kind of figure that spans runs), an entry per number.</p>",
+            "per run (or node, or kind of figure that spans runs), an entry per number; the queries "
+            f'behind them on <a href="{QUERIES_PAGE}">the queries page</a>.</p>',
             '<table><thead><tr><th>Audit page</th><th style="text-align:right">Numbers</th>'
             "<th>Printed on</th></tr></thead><tbody>"]
     for page, group in sorted(grouped.items()):

@@ -8,12 +8,11 @@ ids of its facts or the pages printing them changed.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from itertools import islice
 from pathlib import Path
 from typing import Any, Callable
 
-from stages.render.audit import audit_groups, audit_index, audit_page
+from stages.render.audit import QUERIES_PAGE, audit_groups, audit_index, audit_page, audit_queries
 from stages.render.chart_writer import ChartWriter
 from stages.render.facts import FactBook
 from stages.render.incremental import DocsWriter, PageCache, PageResult, digest
@@ -24,10 +23,13 @@ CHART_FILES = (".vl.json", ".csv")   # beside each chart; and its static images,
 
 
 def _restore(book: FactBook, name: str, result: PageResult) -> None:
-    """The cached page's facts back in the book, as rendering it would have left them."""
+    """The cached page's facts back in the book, as rendering it would have left them. The
+    facts are the cache entry's own copies (unpickled for this render), so they are taken as they
+    are, their pages cleared: the book notes the pages that print them again."""
     for fact in result.facts:
         if fact.id not in book.facts:
-            book.facts[fact.id] = replace(fact, pages=[])
+            fact.pages = []
+            book.facts[fact.id] = fact
     for fid in result.printed:
         book.printed_on(book.facts[fid], name)
 
@@ -95,3 +97,4 @@ def write_audit(out: DocsWriter, book: FactBook, titles: dict[str, str], base: s
             page, group, runs_dir=runs_dir, root=root, titles=titles, by_id=by_id,
             inferred=inferred.get(page)))
     out.put_content("audit/index.html", audit_index(facts, titles))
+    out.put_content(f"audit/{QUERIES_PAGE}", audit_queries(facts))
