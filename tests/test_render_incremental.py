@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from render_helpers import PROJECT, RUN4, build_campaign, render_kwargs
+from stages.render import site_build, site_memo
 from stages.render import stage as render
 
 PART = "part-local-cpu.md.j2"
@@ -98,3 +101,24 @@ def test_a_render_after_a_change_of_data_renders_every_page(edited, tmp_path):
     con.close()
     summary = render.run(**kwargs(copy))
     assert summary["pages_reused"] == 0
+
+
+def test_the_remembered_build_is_mkdocs_own_build(edited, tmp_path):
+    """site_memo's remembered steps, hits and misses, give the site `mkdocs build` itself gives."""
+    root, _, _ = edited
+    docs, config = root / "data" / "docs", PROJECT / "mkdocs.yml"
+    memo = site_memo.SiteMemo(tmp_path / "memo")
+    site_build.build_site(config, docs, tmp_path / "first", memo=memo)           # every step run
+    site_build.build_site(config, docs, tmp_path / "again", memo=site_memo.SiteMemo(tmp_path / "memo"),
+                          old_site=tmp_path / "first")                            # every step remembered
+    own = tmp_path / "mkdocs.yml"
+    own.write_text(f"INHERIT: {config}\ndocs_dir: {docs}\nsite_dir: {tmp_path / 'own'}\n"
+                   f"hooks: [{PROJECT / 'site' / 'mkdocs_hooks.py'}]\n")
+    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(own)],
+                   check=True, cwd=root)
+    site_build.relative_error_page(tmp_path / "own")
+    theirs = files(tmp_path / "own")
+    for built in ("first", "again"):
+        ours = files(tmp_path / built)
+        assert sorted(ours) == sorted(theirs)
+        assert [name for name in ours if ours[name] != theirs[name]] == []

@@ -89,7 +89,7 @@ def remembered(memo: SiteMemo, settings: str, old_site: Path | None) -> Iterator
     """mkdocs' page conversion, search entries, reading time and static copies, remembered in
     `memo` (keys include `settings`: the config and the code) and linked from `old_site`."""
     from material.plugins.blog import plugin as blog_plugin
-    from material.plugins.search.plugin import SearchIndex
+    from material.plugins.search.plugin import SearchIndex, SearchPlugin
     from mkdocs.structure.files import File
     from mkdocs.structure.pages import Page
 
@@ -97,6 +97,7 @@ def remembered(memo: SiteMemo, settings: str, old_site: Path | None) -> Iterator
 
     render, add_entry, readtime, copy_file = (Page.render, SearchIndex.add_entry_from_context,
                                               blog_plugin.readtime, File.copy_file)
+    index_page = SearchPlugin.on_page_context
     get_env = Theme.get_env
     files_keys: dict = {}
 
@@ -125,6 +126,15 @@ def remembered(memo: SiteMemo, settings: str, old_site: Path | None) -> Iterator
             memo.put(key, self.entries[before:])
             return
         self.entries.extend(dict(entry) for entry in kept)
+
+    def search_page(self, context, *, page, config, nav):
+        """The theme's own step (index the page, then strip its data-search attributes), the
+        strip skipped on a page that has none: its pattern scans the whole page, charts' data
+        included, for nothing."""
+        if "data-search-" in (page.content or ""):
+            return index_page(self, context, page=page, config=config, nav=nav)
+        if self.config.enabled:
+            self.search_index.add_entry_from_context(page)
 
     def reading_time(html, *args):
         key = digest("readtime", html, args)
@@ -163,6 +173,7 @@ def remembered(memo: SiteMemo, settings: str, old_site: Path | None) -> Iterator
     Page.render = page_render
     Theme.get_env = theme_env
     SearchIndex.add_entry_from_context = search_entries
+    SearchPlugin.on_page_context = search_page
     blog_plugin.readtime = reading_time
     File.copy_file = copy_static
     try:
@@ -170,6 +181,7 @@ def remembered(memo: SiteMemo, settings: str, old_site: Path | None) -> Iterator
     finally:
         Page.render, SearchIndex.add_entry_from_context = render, add_entry
         blog_plugin.readtime, File.copy_file, Theme.get_env = readtime, copy_file, get_env
+        SearchPlugin.on_page_context = index_page
 
 
 class _Collect(logging.Handler):
@@ -198,13 +210,13 @@ def build(config_file: Path, memo: SiteMemo, settings: str, old_site: Path | Non
     logger.propagate = False
     config = None
     try:
-        config = load_config(str(config_file), strict=True)
-        config.plugins.on_startup(command="build", dirty=False)
-        try:
-            with remembered(memo, settings, old_site):
+        with remembered(memo, settings, old_site):   # before the plugins load: they keep their methods
+            config = load_config(str(config_file), strict=True)
+            config.plugins.on_startup(command="build", dirty=False)
+            try:
                 mkdocs_build.build(config)
-        finally:
-            config.plugins.on_shutdown()
+            finally:
+                config.plugins.on_shutdown()
     except (Abort, ConfigurationError, OSError) as exc:
         memo.discard()
         if isinstance(exc, OSError) and is_storage_fault(exc):   # a full or failing disk: one line, its path
