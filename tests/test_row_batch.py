@@ -69,7 +69,7 @@ def test_the_book_runs_a_section_query_once_for_the_expected_sections(book):
     book.expect_sections([(list(all_runs), model), (list(first), model)])
     queries = []
     original = book._query
-    book._query = lambda sql, params, what: queries.append(what) or original(sql, params, what)
+    book._query = lambda sql, params, what, **kw: queries.append(what) or original(sql, params, what, **kw)
     try:
         _, every = book.rows("model_points", {"run_ids": list(all_runs), "model": model})
         _, one = book.rows("model_points", {"run_ids": list(first), "model": model})

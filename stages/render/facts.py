@@ -45,8 +45,10 @@ class FactBook:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, *, root: Path, sha: str | None,
                  facts_sql: Path = FACTS_SQL, rows_sql: Path = ROWS_SQL,
-                 raw_dirs: tuple[Path, ...] | None = None, phases: Phases | None = None):
+                 raw_dirs: tuple[Path, ...] | None = None, phases: Phases | None = None,
+                 memo: Any = None):
         self.con = con
+        self.memo = memo     # a query_memo.QueryMemo: answers kept from the renders of this database
         self.phases = phases or Phases()   # where the time goes (stages/render/timing.py)
         self.root = root
         self.raw_dirs = tuple(d for d in raw_dirs or () if d is not None) or (root,)
@@ -117,15 +119,24 @@ class FactBook:
             fact.pages.append(page)
             self.touched.setdefault(page, []).append(fact.id)
 
-    def _query(self, sql: str, params: dict[str, Any], what: str) -> tuple[list[str], list[tuple]]:
-        """The columns and rows of `sql` with `params` bound; a failure is a FactError about `what`."""
+    def _query(self, sql: str, params: dict[str, Any], what: str,
+               remember: bool = True) -> tuple[list[str], list[tuple]]:
+        """The columns and rows of `sql` with `params` bound, kept in the memo (where there is one)
+        when `remember`; a failure is a FactError about `what`."""
+        if remember and self.memo is not None:
+            kept = self.memo.get(sql, params)
+            if kept is not None:
+                return kept
         try:
             with self.phases("queries"):
                 cur = self.con.execute(sql, params) if params else self.con.execute(sql)
                 rows = cur.fetchall()
         except duckdb.Error as exc:
             raise FactError(f"{what}: {exc}".splitlines()[0]) from None
-        return [d[0] for d in cur.description], rows
+        answer = [d[0] for d in cur.description], rows
+        if remember and self.memo is not None:
+            self.memo.put(sql, params, answer)
+        return answer
 
     def _compute(self, fid: str, name: str, sql: str, params: dict[str, Any]) -> Fact:
         columns, rows = self._query(sql, params, f"fact {name!r}: query failed")
@@ -237,21 +248,29 @@ class FactBook:
     def _batch_rows(self, name: str, sql: str, section: tuple[tuple[str, ...], str]) -> None:
         """Row query `name` for every expected section it has not run for, when `section` is one
         of them; left to rows() one by one when it has no batch form or the batch fails."""
-        def key(s):
-            return _row_key(name, {"run_ids": list(s[0]), "model": s[1]})
-        todo = [s for s in self._sections if key(s) not in self._rows]
+        def bound(s):     # the parameters the section would be asked with alone (rows())
+            return {"run_ids": list(s[0]), "model": s[1]}
+        todo = [s for s in self._sections if _row_key(name, bound(s)) not in self._rows]
+        for s in list(todo) if self.memo is not None else ():
+            kept = self.memo.get(sql, bound(s))      # kept section by section (query_memo.py)
+            if kept is not None:
+                self._rows[_row_key(name, bound(s))] = kept
+                todo.remove(s)
         batch = row_batch.batch_sql(sql)
         if section not in todo or batch is None:
             return
         try:
-            columns, data = self._query(batch, row_batch.section_params(todo), f"row query {name!r}")
+            columns, data = self._query(batch, row_batch.section_params(todo), f"row query {name!r}",
+                                        remember=False)
         except FactError:
             return
         found: dict[int, list[tuple]] = {i: [] for i in range(len(todo))}
         for row in data:
             found[row[0]].append(row[1:])
         for i, s in enumerate(todo):
-            self._rows[key(s)] = (columns[1:], found[i])
+            self._rows[_row_key(name, bound(s))] = (columns[1:], found[i])
+            if self.memo is not None:
+                self.memo.put(sql, bound(s), (columns[1:], found[i]))
 
     def records(self) -> list[dict[str, Any]]:
         return [f.record() for f in sorted(self.facts.values(), key=lambda f: f.id)]

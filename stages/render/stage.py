@@ -40,6 +40,7 @@ from stages.render.escape import escape_text
 from stages.render.facts import FactBook
 from stages.render.incremental import (DocsWriter, PageCache, code_version, digest, file_digest,
                                        folder_fingerprint, template_digests)
+from stages.render.query_memo import QueryMemo
 from stages.render.page_loop import render_series, write_audit
 from stages.render.pages import (PageSpec, arm_labels, load_page, load_series, page_shown,
                                  uncovered_runs)
@@ -148,7 +149,10 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
     con = duckdb.connect(str(campaign_db), read_only=True)
     try:
         sha = git_sha(root)
-        book = FactBook(con, root=root, sha=sha, raw_dirs=(runs_dir, nodes_dir), phases=phases)
+        with phases("keys"):
+            db_key = digest(code_version(), file_digest(campaign_db))
+        book = FactBook(con, root=root, sha=sha, raw_dirs=(runs_dir, nodes_dir), phases=phases,
+                        memo=QueryMemo(chart_cache, db_key))
         shown = []
         with phases("series"):
             for part in parts:
@@ -162,7 +166,6 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
         if uncovered:
             notices.append(uncovered)
         with phases("keys"):
-            db_key = digest(code_version(), file_digest(campaign_db))
             base = digest(db_key, sha, folder_fingerprint((runs_dir, nodes_dir)),
                           file_digest(warehouse_file), sources, settings, static_images,
                           [_rel(p, root) for p in (runs_dir, nodes_dir, root) if p is not None])
@@ -285,6 +288,8 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
                 shutil.rmtree(tmp)
     with phases("facts.json"):
         write_facts(facts_file, book, digest(out.base, [(f.id, f.pages) for f in facts]), chart_cache)
+    with phases("query memo"):
+        book.memo.save()
     site_index = site_dir / "index.html" if build else None
     return {
         "pages": [p.name for p in rendered] + ["SOURCES.md", warehouse_page.PAGE_NAME],
