@@ -116,7 +116,7 @@ def test_a_set_the_batch_does_not_hold_is_left_to_evaluate(rendered):
     assert book.prefetch("probe_depth", mixed) == 1 and len(book.facts) == 1
     assert outcome(book, "probe_depth", mixed[1]) == outcome(book_on(rendered), "probe_depth", mixed[1])
     point = {"run_id": RUN4, "workload": "long", "concurrency": 1}
-    assert book.prefetch("point_prefill_tok_s", [point]) == 0   # a .sql file's fact: no batch form
+    assert book.prefetch("point_prefill_tok_s", [point]) == 0   # a .sql file's fact, one set: asked alone
     assert book.prefetch("no_such_fact", [point]) == 0
 
 
@@ -126,6 +126,7 @@ def test_a_fact_column_costs_one_batch_per_render_however_many_tables_print_it(r
     for how in ("batch", "alone"):
         if how == "alone":
             monkeypatch.setattr(FactBook, "_batched", lambda self, name: None)
+            monkeypatch.setattr(FactBook, "_batched_query", lambda self, name, sets: {})
         counting = Counting(con)
         macros = PageMacros(book_on(rendered, counting), page="p.md", runs_dir=root / "data" / "runs",
                             root=root)

@@ -129,3 +129,45 @@ def test_a_facts_inputs_fetched_for_its_whole_batch_are_those_fetched_one_by_one
         alone: dict = {}
         assert inputs.input_rows(book.con, name, params, cache=together) \
             == inputs.input_rows(book.con, name, params, cache=alone), params
+
+
+# the fact queries with a batch form; the node probe's facts are not among those tested here: the
+# scripted campaign has no node probe (test_node_part renders them)
+QUERY_FACTS = sorted(p.stem for p in FACTS_SQL.glob("*.sql") if not p.stem.startswith("node_")
+                     and row_batch.batch_sql(p.read_text(), tuple(sorted(sql_params(p.read_text())))))
+SET_TABLES = ("bench_points", "invalid_rows", "ramp_turns", "point_cost", "pareto_compare",
+              "(select profile, event from (select distinct profile from runs), "
+              "(select distinct event from run_events union select 'point_failed' union select 'profile_failed'))")
+
+
+def fact_sets(con: duckdb.DuckDBPyConnection, wanted: list[str]) -> list[dict]:
+    """Parameter sets for a fact: each distinct set a public table holds, and one of no run."""
+    for table in SET_TABLES:
+        columns = [d[0] for d in con.execute(f"select * from {table} limit 0").description]
+        if set(wanted) <= set(columns):
+            rows = con.execute(f"select distinct {', '.join(wanted)} from {table}").fetchall()
+            sets = [dict(zip(wanted, r)) for r in rows]
+            key = "run_id" if "run_id" in wanted else wanted[0]
+            return sets + [{**sets[0], key: "no-such-value"}] if sets else []
+    return []
+
+
+def test_most_fact_queries_have_a_batch_form():
+    assert len(QUERY_FACTS) >= 7 and "point_prefill_tok_s" in QUERY_FACTS
+
+
+@pytest.mark.parametrize("name", QUERY_FACTS)
+def test_a_fact_query_prefetched_for_many_sets_gives_the_facts_evaluated_one_by_one(book, name):
+    wanted = sorted(sql_params(FACTS_SQL.joinpath(f"{name}.sql").read_text()))
+    sets = fact_sets(book.con, wanted)
+    assert len(sets) >= 3, name
+    together, alone = (FactBook(book.con, root=book.root, sha=None) for _ in range(2))
+    made = together.prefetch(name, sets)
+    assert made >= 2
+    for params in sets:
+        try:
+            one = alone.evaluate(name, params).record()
+        except Exception:                      # one by one it fails: the batch made none either
+            assert not any(f.params == params for f in together.facts.values()), params
+            continue
+        assert together.evaluate(name, params).record() == one, params

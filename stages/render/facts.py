@@ -149,16 +149,22 @@ class FactBook:
 
     def prefetch(self, name: str, param_sets: Iterable[dict[str, Any]]) -> int:
         """Evaluates fact `name` for the parameter sets (rows holding them, other columns ignored)
-        that its batch (_batched) settles, and keeps the facts; returns how many were new. A set
-        the batch does not settle is left to evaluate(), which says why."""
-        batch, made = self._batched(name) or {}, 0
-        wanted = sql_params(self.fact_sql(name)) if batch else []
+        that its batch settles (a declared fact's _batched, else its query's _batched_query), and
+        keeps the facts; returns how many were new. A set the batch does not settle is left to
+        evaluate(), which says why."""
+        param_sets = list(param_sets)
+        batch, made = self._batched(name) or self._batched_query(name, param_sets), 0
+        if not batch:
+            return 0
+        sql = self.fact_sql(name)
+        wanted = sql_params(sql)
         for params in param_sets:
-            if batch and set(wanted) <= set(params):
+            if set(wanted) <= set(params):
                 bound = {k: plain(params[k]) for k in wanted}
                 fid = fact_id(name, bound)
-                if fid in batch and fid not in self.facts:
-                    self.evaluate(name, bound)
+                if fid in batch and fid not in self.facts:   # as evaluate() makes it from a batch
+                    columns, row = batch[fid]
+                    self.facts[fid] = self._fact(fid, name, sql, bound, dict(zip(columns, row)))
                     made += 1
         return made
 
@@ -192,6 +198,37 @@ class FactBook:
             fact_id(name, {k: plain(s[k]) for k in wanted}): (columns[1:], found[i][0])
             for i, s in enumerate(sets) if len(found.get(i, ())) == 1}
         return self._batches[name]
+
+    def _batched_query(self, name: str, param_sets: list[dict[str, Any]]
+                       ) -> dict[str, tuple[list[str], tuple]]:
+        """A fact query's one row for each of `param_sets` not evaluated yet, by fact id, in one
+        query (its batch form, row_batch.batch_sql, bound by the fact's own parameters); sets of
+        other than one row left out. Empty when the query has no batch form or the batch fails."""
+        try:
+            sql = self.fact_sql(name)
+        except FactError:      # evaluate() says why
+            return {}
+        wanted = tuple(sorted(sql_params(sql)))
+        batch = row_batch.batch_sql(sql, wanted) if wanted else None
+        todo: dict[str, dict[str, Any]] = {}
+        for params in param_sets if batch else ():
+            if set(wanted) <= set(params):
+                bound = {k: plain(params[k]) for k in wanted}
+                todo.setdefault(fact_id(name, bound), bound)
+        todo = {fid: bound for fid, bound in todo.items() if fid not in self.facts}
+        if len(todo) < 2:
+            return {}
+        try:
+            columns, rows = self._query(batch, row_batch.batch_params(list(todo.values()), wanted),
+                                        f"fact {name!r}: batch query failed")
+        except FactError:
+            return {}
+        if any(c not in columns for c in REQUIRED_COLUMNS):
+            return {}
+        found: dict[int, list[tuple]] = {}
+        for row in rows:
+            found.setdefault(row[0], []).append(row[1:])
+        return {fid: (columns[1:], found[i][0]) for i, fid in enumerate(todo) if len(found.get(i, ())) == 1}
 
     def _excerpt(self, source_file: str, source_line: int) -> str:
         """The raw line a fact cites (evidence.read_line), read once per file and line."""
