@@ -53,10 +53,15 @@ def chart_lib() -> Any:
 
 
 def _redacted(df: pd.DataFrame) -> pd.DataFrame:
-    """Chart rows with their text redacted (labels and tooltips print it)."""
+    """Chart rows with their text redacted (labels and tooltips print it): each distinct text of
+    a column once (a run id repeats on every point of the run), the column rewritten only where
+    one changed."""
     for column in df.columns:
         if df[column].dtype.kind not in "biufcmM":   # not numbers, times or booleans
-            df[column] = df[column].map(redact_value)
+            texts = {v for v in df[column] if isinstance(v, str)}
+            changed = {v: r for v, r in ((v, redact_value(v)) for v in texts) if r != v}
+            if changed:
+                df[column] = df[column].map(lambda v: changed.get(v, v) if isinstance(v, str) else v)
     return df
 
 
