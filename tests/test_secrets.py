@@ -105,3 +105,16 @@ def test_an_excerpt_of_a_long_line_is_redacted_and_cut_whatever_its_secrets_size
     line = '{"hf_token": "' + huge + '", "x": "sk-' + "c" * 30 + '"}'
     shown = excerpt(line)
     assert "b" * 20 not in shown and "c" * 20 not in shown
+
+
+def test_a_text_without_the_words_a_secret_needs_is_never_changed_by_redaction():
+    from stages.core.secrets import MAYBE_WORDS, may_hold_secret, redact_text
+
+    secrets = ["HF_TOKEN=hf_abcdefghijklmnopqrstu", "--api-key sk-live-1234567890abcdefgh",
+               "Authorization: Bearer eyJabc.def", "ghp_" + "a" * 24, "xoxb-" + "1" * 12,
+               "AKIA" + "A" * 16, "MY_PASSWORD='hunter 2'", "github_pat_" + "b" * 22]
+    for text in secrets:
+        assert may_hold_secret(text) and may_hold_secret(text.upper()) and redact_text(text) != text
+    for text in ("glm53__tp8__1024k__vllm__1121-062500", "decode-256k", "1.25e-05", "", "vllm/vllm-openai:v0.31.0"):
+        assert not may_hold_secret(text) and redact_text(text) == text
+    assert all(may_hold_secret(f"x{word.upper()}y") for word in MAYBE_WORDS)

@@ -47,7 +47,7 @@ from stages.render.pages import (PageSpec, arm_labels, load_page, load_series, p
 from stages.render.site_build import build_site, check_ours, fresh_dir, mark, site_nav, swap_in
 from stages.render.timing import Phases
 from stages.render.sources import load_sources, sources_page
-from stages.core.secrets import redact_text
+from stages.core.secrets import may_hold_secret, redact_text
 from stages.core.files import write_atomic
 from stages.core.provenance import git_sha
 
@@ -79,7 +79,8 @@ def redact_csv(path: Path) -> None:
     """Rewrite a CSV file with every cell redacted (the site publishes it)."""
     with path.open(newline="") as fh:
         rows = list(csv.reader(fh))
-    redacted = [[redact_text(cell) for cell in row] for row in rows]
+    redacted = [[redact_text(cell) for cell in row] if may_hold_secret("\n".join(row)) else row
+                for row in rows]
     if redacted != rows:
         with path.open("w", newline="") as fh:
             csv.writer(fh, lineterminator="\n").writerows(redacted)
