@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib
 import json
 import os
 import re
@@ -34,17 +33,14 @@ from stages.core.files import write_atomic
 from stages.core.secrets import redact_value
 
 PNG_SCALE = 2  # pixels per chart unit: sharp on high-density screens and in slides
-# the chart functions: charts.py and the modules that register charts beside it (or hold what they
-# draw with); imported when a chart is first made, so that a render whose pages all come from the
-# page cache does not load Altair
-CHART_MODULES = ("charts", "charts_requests", "charts_metrics", "charts_node", "charts_pareto",
-                 "charts_ramp", "chart_notes")
-
-
 @functools.lru_cache(maxsize=1)
 def chart_modules() -> tuple[Any, ...]:
-    """The modules of CHART_MODULES, imported (the first is charts.py)."""
-    return tuple(importlib.import_module(f"stages.render.{name}") for name in CHART_MODULES)
+    """The chart functions: charts.py and the modules that register charts beside it or hold what
+    they draw with. Imported when a chart is first made, so that a render whose pages all come
+    from the page cache does not load Altair."""
+    from stages.render import (chart_notes, charts, charts_metrics, charts_node, charts_pareto,
+                               charts_ramp, charts_requests)
+    return charts, charts_requests, charts_metrics, charts_node, charts_pareto, charts_ramp, chart_notes
 
 
 def chart_lib() -> Any:
