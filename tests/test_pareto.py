@@ -12,7 +12,7 @@ from stages.core.config import CampaignError
 from stages.derive import stage as derive
 from stages.derive.costs import create_cost_tables
 
-MARTS = ("pareto_points", "pareto_compare", "point_cost")
+MARTS = ("pareto_candidates", "pareto_points", "pareto_compare", "point_cost")
 
 # (run_id, gpus as meta.json lists them, is_current)
 RUNS = [
@@ -59,10 +59,10 @@ def build(speed: float | None = 90.0, prices: dict | None = None,
     con.execute("create table run_inferred (run_id varchar, field varchar, value varchar, "
                 "how varchar, source_file varchar, source_line integer)")
     con.execute("create table bench_points (run_id varchar, point_id varchar, workload varchar, "
-                "concurrency integer, repeat integer, output_tok_s double, tpot_median_ms double, "
+                "concurrency integer, repeat integer, completed integer, output_tok_s double, tpot_median_ms double, "
                 "decode_tok_s_per_user double, capacity_limited boolean, provisional boolean, "
                 "source_file varchar, source_line integer)")
-    con.executemany("insert into bench_points values (?, ?, ?, ?, 1, ?, 1000.0 / ?, ?, false, false, ?, 1)",
+    con.executemany("insert into bench_points values (?, ?, ?, ?, 1, 1, ?, 1000.0 / ?, ?, false, false, ?, 1)",
                     [(r, p, w, c, out, dec, dec, f"data/runs/{r}/bench/{p}.json")
                      for r, p, w, c, out, dec in POINTS])
     create_cost_tables(con, PRICES if prices is None else prices,
