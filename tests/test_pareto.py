@@ -60,7 +60,8 @@ def build(speed: float | None = 90.0, prices: dict | None = None,
     con.execute("create table run_inferred (run_id varchar, field varchar, value varchar, "
                 "how varchar, source_file varchar, source_line integer)")
     con.execute("create table bench_points (run_id varchar, point_id varchar, workload varchar, "
-                "concurrency integer, repeat integer, completed integer, output_tok_s double, tpot_median_ms double, "
+                "concurrency integer, repeat integer, completed integer, output_tok_s double, "
+                "tpot_median_ms double, "
                 "decode_tok_s_per_user double, capacity_limited boolean, provisional boolean, "
                 "source_file varchar, source_line integer)")
     con.executemany("insert into bench_points values (?, ?, ?, ?, 1, 1, ?, 1000.0 / ?, ?, false, false, ?, 1)",
