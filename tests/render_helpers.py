@@ -434,6 +434,14 @@ def make_hostile(root: Path) -> dict[str, str]:
     return renamed
 
 
+def render_hostile_campaign(root: Path) -> None:
+    """The campaign of build_campaign(root), made hostile (make_hostile), rendered and its site built."""
+    from stages.render import stage as render
+    build_campaign(root)
+    make_hostile(root)
+    render.run(**render_kwargs(root, build=True))
+
+
 def audit_ref(fid: str, page: str) -> str:
     """The link target of fact `fid`'s audit entry, relative to the docs root, when it is audited
     on `page` (its run, or node, or name): audit/<page>.html#<anchor>."""

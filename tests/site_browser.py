@@ -16,9 +16,12 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
+
+import pytest
 
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--no-first-run", "--disable-component-update", "--disable-sync",
@@ -91,6 +94,27 @@ def find_chromium() -> str | None:
         if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
             return candidate
     return None
+
+
+def charts_drawn(selector: str = "div.vega-chart") -> str:
+    """JavaScript that is true once the page has charts matching `selector`, each with its marks."""
+    return f"""(() => {{
+      const charts = [...document.querySelectorAll({json.dumps(selector)})];
+      return charts.length > 0 && charts.every(c => c.querySelector('svg.marks') !== null);
+    }})()"""
+
+
+@contextmanager
+def open_site_page(site: Path, page: str) -> Iterator[tuple["Page", "SiteServer"]]:
+    """A tab of headless Chromium (a test fails without one) on `page` of the site folder served
+    locally, with its server."""
+    binary = find_chromium()
+    if binary is None:
+        pytest.fail("headless Chromium not found: install the `chromium` package")
+    with Browser(binary) as browser, SiteServer(site) as server:
+        tab = browser.page(width=1280)
+        tab.goto(server.base + page)
+        yield tab, server
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

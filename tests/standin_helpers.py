@@ -44,6 +44,17 @@ def sh(root: Path, *args: str, log: Path) -> subprocess.CompletedProcess:
     return subprocess.run(list(args), cwd=root, env=env, capture_output=True, text=True, timeout=300)
 
 
+def sh_all(root: Path, *commands: list[str], log: Path) -> list[subprocess.CompletedProcess]:
+    """Each command in the project copy (sh), in order, each required to succeed: a failure shows
+    the command and the tail of its output."""
+    outs = []
+    for cmd in commands:
+        out = sh(root, *cmd, log=log)
+        assert out.returncode == 0, f"{cmd}: {out.stdout[-3000:]}{out.stderr[-3000:]}"
+        outs.append(out)
+    return outs
+
+
 def docker_runs(log: Path) -> list[list[str]]:
     return [c for c in map(json.loads, log.read_text().splitlines()) if c[0] == "run"]
 

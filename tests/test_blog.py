@@ -10,13 +10,12 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from render_helpers import PROJECT, build_campaign, render_kwargs
+from render_helpers import PROJECT
 from stages.core.config import CampaignError
 from stages.render import blog
-from stages.render import stage as render
 from stages.render.pages import load_series
 from stages.render.site_build import external_loads
-from test_render_nodes import add_node
+from test_render_nodes import render_node_campaign
 
 FEED = "feed_rss_created.xml"
 PARTS = {"part-node": "Part 1: The node", "part-local-cpu": "Part 2: A dress rehearsal on a CPU"}
@@ -26,10 +25,7 @@ PARTS = {"part-node": "Part 1: The node", "part-local-cpu": "Part 2: A dress reh
 def site(tmp_path_factory):
     """The render fixture's campaign with the node probe: Parts 1 and 2 are shown."""
     root = tmp_path_factory.mktemp("blog")
-    build_campaign(root)
-    add_node(root)
-    summary = render.run(**render_kwargs(root, nodes_dir=root / "data" / "nodes", build=True))
-    return root / "data", summary
+    return root / "data", render_node_campaign(root, build=True)
 
 
 def hrefs(page: Path) -> list[str]:

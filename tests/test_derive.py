@@ -10,6 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from db_rows import db_rows
 from stages.derive import stage as derive
 from stages.core import raw_schema
 from stages.core.config import CampaignError
@@ -228,13 +229,7 @@ def derive_into(tmp_path: Path, rows=None, rules=None, workloads=None) -> tuple[
 
 
 def query(out: Path, sql: str, params: dict | None = None) -> list[dict]:
-    con = duckdb.connect(str(out / "campaign.duckdb"), read_only=True)
-    try:
-        cur = con.execute(sql, params or {})
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, r)) for r in cur.fetchall()]
-    finally:
-        con.close()
+    return db_rows(out / "campaign.duckdb", sql, params)
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from db_rows import db_rows
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
 from stages.ingest import nodes as ingest_nodes
@@ -124,13 +125,7 @@ def derive_into(tmp_path: Path, rows: dict[str, list[dict]]) -> Path:
 
 
 def query(out: Path, sql: str) -> list[dict]:
-    con = duckdb.connect(str(out / "campaign.duckdb"), read_only=True)
-    try:
-        cur = con.execute(sql)
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, r)) for r in cur.fetchall()]
-    finally:
-        con.close()
+    return db_rows(out / "campaign.duckdb", sql)
 
 
 @pytest.fixture(scope="module")

@@ -86,16 +86,21 @@ def build(db_file: Path) -> None:
                         for i, (t, p) in enumerate(zip(ttft, tpot))])
 
 
-@pytest.fixture()
-def result(tmp_path):
-    db_file = tmp_path / "campaign.duckdb"
-    build(db_file)
+def compare_releases(db_file: Path):
+    """The diff of the campaign in db_file: image v0.31.0 against NEW, at a 5% tolerance."""
     params = {"specs": {}, "run_sets": {}}
     paths = Paths.from_params(yaml.safe_load((ROOT / "params.yaml").read_text()), ROOT)
     with duckdb.connect(str(db_file), read_only=True) as db:
         base = diff.resolve("v0.31.0", params=params, paths=paths, current=db)
         head = diff.resolve(NEW, params=params, paths=paths, current=db)
-        yield diff.compare(base, head, tolerance_pct=5.0)
+        return diff.compare(base, head, tolerance_pct=5.0)
+
+
+@pytest.fixture()
+def result(tmp_path):
+    db_file = tmp_path / "campaign.duckdb"
+    build(db_file)
+    return compare_releases(db_file)
 
 
 def mark(result, model, workload, concurrency, metric):
@@ -249,12 +254,7 @@ def test_agents_workloads_are_compared_like_points_where_a_side_has_them(tmp_pat
         # a ramp's requests are not the agents workload's samples
         db.executemany("insert into turn_requests values ('glm_new', 'agents-200k', 'ramp', ?, 50.0, 30.0, true, false)",
                        [(100 + i,) for i in range(64)])
-    params = {"specs": {}, "run_sets": {}}
-    paths = Paths.from_params(yaml.safe_load((ROOT / "params.yaml").read_text()), ROOT)
-    with duckdb.connect(str(db_file), read_only=True) as db:
-        base = diff.resolve("v0.31.0", params=params, paths=paths, current=db)
-        head = diff.resolve(NEW, params=params, paths=paths, current=db)
-        result = diff.compare(base, head, tolerance_pct=5.0)
+    result = compare_releases(db_file)
     ttft = mark(result, "glm53", "agents-200k", 8, "ttft_median_s")
     assert (ttft["base_value"], ttft["head_value"], ttft["mark"]) == (5.7, 4.0, "better")
     assert (ttft["n_base"], ttft["n_head"]) == (32, 32) and ttft["ci_high_pct"] < -25.0
@@ -288,12 +288,7 @@ def test_repeats_of_a_point_are_pooled_and_throughput_is_compared_across_them(tm
                 db.execute("insert into bench_requests select run_id, workload, concurrency, request_idx, "
                            "ttft_s * 1.001, tpot_ms, ok, valid, ? from bench_requests where run_id = ? "
                            "and repeat = 1", [rep, run])
-    params = {"specs": {}, "run_sets": {}}
-    paths = Paths.from_params(yaml.safe_load((ROOT / "params.yaml").read_text()), ROOT)
-    with duckdb.connect(str(db_file), read_only=True) as db:
-        base = diff.resolve("v0.31.0", params=params, paths=paths, current=db)
-        head = diff.resolve(NEW, params=params, paths=paths, current=db)
-        result = diff.compare(base, head, tolerance_pct=5.0)
+    result = compare_releases(db_file)
     out = mark(result, "glm53", "long", 1, "output_tok_s")
     assert (out["n_base"], out["n_head"], out["mark"]) == (3, 3, "better")
     assert out["base_value"] == pytest.approx(sum(tput["glm_old"]) / 3)
@@ -321,12 +316,7 @@ def test_request_samples_leave_out_what_the_point_figures_leave_out(tmp_path):
                        [(i, "prefix_cache") for i in range(10)] + [(i, "burst_output") for i in range(10, 15)]
                        + [(i, "short_output") for i in range(15, 18)])
         db.execute("update bench_requests set valid = false where run_id = 'glm_new' and request_idx < 18")
-    params = {"specs": {}, "run_sets": {}}
-    paths = Paths.from_params(yaml.safe_load((ROOT / "params.yaml").read_text()), ROOT)
-    with duckdb.connect(str(db_file), read_only=True) as db:
-        base = diff.resolve("v0.31.0", params=params, paths=paths, current=db)
-        head = diff.resolve(NEW, params=params, paths=paths, current=db)
-        result = diff.compare(base, head, tolerance_pct=5.0)
+    result = compare_releases(db_file)
     ttft = mark(result, "glm53", "long", 1, "ttft_median_s")
     tpot = mark(result, "glm53", "long", 1, "tpot_median_ms")
     assert (ttft["n_base"], ttft["n_head"]) == (40, 30)

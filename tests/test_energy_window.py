@@ -11,7 +11,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from standin_helpers import ROOT, SHIPPED, project_copy, sh, standin_profile
+from standin_helpers import ROOT, SHIPPED, project_copy, sh_all, standin_profile
 
 PORT = 8056
 FAKE_SMI = ROOT / "tests" / "fixtures" / "fake_nvidia_smi"
@@ -33,11 +33,8 @@ def campaign(tmp_path_factory, monkeypatch_module) -> dict:
     monkeypatch_module.setenv("PATH", f"{FAKE_SMI}:{__import__('os').environ['PATH']}")
     monkeypatch_module.setenv("FAKE_SMI_PYTHON", sys.executable)
     monkeypatch_module.setenv("FAKE_SMI_POWER", "0=300")
-    log = root / "docker.log"
-    for cmd in (["campaign", "model", "tiny-llama"], ["campaign", "run", "sampled"],
-                ["campaign", "ingest"], ["campaign", "derive"]):
-        out = sh(root, *cmd, log=log)
-        assert out.returncode == 0, f"{cmd}: {out.stdout[-3000:]}{out.stderr[-3000:]}"
+    sh_all(root, ["campaign", "model", "tiny-llama"], ["campaign", "run", "sampled"],
+           ["campaign", "ingest"], ["campaign", "derive"], log=root / "docker.log")
     [folder] = (root / "data" / "runs").iterdir()
     db = duckdb.connect(str(root / "data" / "campaign.duckdb"), read_only=True)
     yield {"root": root, "folder": folder, "db": db}

@@ -10,15 +10,14 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from render_helpers import RUN4, RUN16, build_campaign, render_kwargs
+from render_helpers import RUN4, RUN16
 from stages.render import facts as facts_module
-from stages.render import stage as render
 from stages.render.declared import ColumnFact
 from stages.render.errors import FactError
 from stages.render.facts import FactBook
 from stages.render.page_macros import PageMacros
 from stages.render.queries import FACTS_SQL, column_facts
-from test_render_nodes import add_node
+from test_render_nodes import render_node_campaign
 
 DECLARED = {name: f for name, f in column_facts(FACTS_SQL / "columns.yaml").items()
             if isinstance(f, ColumnFact) and f.keys}
@@ -43,9 +42,7 @@ class Counting:
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
     root = tmp_path_factory.mktemp("batch")
-    build_campaign(root)
-    add_node(root)
-    render.run(**render_kwargs(root, nodes_dir=root / "data" / "nodes"))
+    render_node_campaign(root)
     con = duckdb.connect(str(root / "data" / "campaign.duckdb"), read_only=True)
     yield root, con
     con.close()

@@ -12,10 +12,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from render_helpers import build_campaign, render_kwargs
-from stages.render import stage as render
 from stages.render.facts import FactBook
-from test_render_nodes import add_node
+from test_render_nodes import render_node_campaign
 
 REFERENCE = json.loads((Path(__file__).parent / "fixtures" / "facts_reference.json").read_text())
 FIELDS = ("id", "value", "display", "unit", "source_file", "source_line", "run_ids")
@@ -24,9 +22,7 @@ FIELDS = ("id", "value", "display", "unit", "source_file", "source_line", "run_i
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
     root = tmp_path_factory.mktemp("declared")
-    build_campaign(root)
-    add_node(root)
-    render.run(**render_kwargs(root, nodes_dir=root / "data" / "nodes"))
+    render_node_campaign(root)
     return root
 
 

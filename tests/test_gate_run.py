@@ -12,7 +12,7 @@ import json
 import duckdb
 import pytest
 
-from standin_helpers import SHIPPED, launch_facts, project_copy, sh, standin_profile
+from standin_helpers import SHIPPED, launch_facts, project_copy, sh_all, standin_profile
 
 PORT = 8052
 THINK_TOKENS = 1500
@@ -45,14 +45,10 @@ def gate_params() -> dict:
 def campaign(tmp_path_factory) -> dict:
     """Both specs run, then ingested and derived, in a copy of the project."""
     root = project_copy(tmp_path_factory.mktemp("gate"), gate_params())
-    log = root / "docker.log"
-    runs = {}
-    for cmd in (["campaign", "model", "tiny-llama"], ["campaign", "run", "thinker"], ["campaign", "run", "sleeper"],
-                ["campaign", "ingest"], ["campaign", "derive"]):
-        out = sh(root, *cmd, log=log)
-        assert out.returncode == 0, f"{cmd}: {out.stdout[-3000:]}{out.stderr[-3000:]}"
-        if cmd[1] == "run":
-            runs[cmd[2]] = out.stdout + out.stderr
+    commands = (["campaign", "model", "tiny-llama"], ["campaign", "run", "thinker"],
+                ["campaign", "run", "sleeper"], ["campaign", "ingest"], ["campaign", "derive"])
+    outs = sh_all(root, *commands, log=root / "docker.log")
+    runs = {cmd[2]: out.stdout + out.stderr for cmd, out in zip(commands, outs) if cmd[1] == "run"}
     folders = {json.loads((f / "meta.json").read_text())["spec"]: f
                for f in (root / "data" / "runs").iterdir()}
     db = duckdb.connect(str(root / "data" / "campaign.duckdb"), read_only=True)

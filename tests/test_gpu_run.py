@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from site_browser import Browser, SiteServer, find_chromium
+from site_browser import charts_drawn, open_site_page
 from test_node_part import plain, repro_with_runs
 
 FIXTURE = Path(__file__).parent / "fixtures" / "gpu_h200x1"
@@ -143,16 +143,8 @@ def test_the_part_shows_decode_speeds_a_frontier_and_joules_per_token_marked_by_
 def test_the_parts_charts_are_drawn_in_a_browser(built):
     """Every chart of the Part (scaling, tails, timeline, Pareto) drawn by vega-embed in headless
     Chromium, with marks, and no console error."""
-    binary = find_chromium()
-    if binary is None:
-        pytest.fail("headless Chromium not found: install the `chromium` package")
-    with Browser(binary) as browser, SiteServer(built["root"] / "data" / "site") as server:
-        tab = browser.page(width=1280)
-        tab.goto(server.base + f"{PART}.html")
-        assert tab.wait_for("""(() => {
-          const charts = [...document.querySelectorAll('div.vega-chart')];
-          return charts.length > 0 && charts.every(c => c.querySelector('svg.marks') !== null);
-        })()""")
+    with open_site_page(built["root"] / "data" / "site", f"{PART}.html") as (tab, _):
+        assert tab.wait_for(charts_drawn())
         marks = tab.js("""[...document.querySelectorAll('div.vega-chart')]
             .map(c => [c.dataset.spec, c.querySelectorAll('svg.marks path').length])""")
         assert len(marks) == 9 and all(n > 0 for _, n in marks), marks

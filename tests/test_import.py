@@ -168,12 +168,17 @@ def test_a_meta_json_of_the_same_profile_is_kept_as_it_is(project, tmp_path):
     assert sha(folder / "meta.json") == sha(src / "meta.json")
 
 
-def test_of_several_matching_specs_the_image_in_cmd_sh_picks_one(tmp_path, old_runs):
+def glm_record_beside(tmp_path: Path, old_runs: Path, name: str, **changed) -> dict:
+    """The import record of GLM, imported into a project whose params.yaml also holds spec `name`:
+    glm53-tp8-dcp8's spec with `changed` settings."""
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    nightly = {**params["specs"]["glm53-tp8-dcp8"], "image": "vllm/vllm-openai:nightly"}
-    project = make_project(tmp_path / "project", {"glm53-nightly": nightly})
+    project = make_project(tmp_path / "project", {name: {**params["specs"]["glm53-tp8-dcp8"], **changed}})
     assert import_(project, old_runs / GLM).exit_code == 0
-    record = json.loads((project / "data" / "runs" / GLM / "import.json").read_text())
+    return json.loads((project / "data" / "runs" / GLM / "import.json").read_text())
+
+
+def test_of_several_matching_specs_the_image_in_cmd_sh_picks_one(tmp_path, old_runs):
+    record = glm_record_beside(tmp_path, old_runs, "glm53-nightly", image="vllm/vllm-openai:nightly")
     assert record["spec"] == "glm53-tp8-dcp8"
     assert record["spec_match"] == ("specs glm53-tp8-dcp8 and glm53-nightly match; the image in "
                                     "cmd.sh (vllm/vllm-openai:v0.31.0) picks glm53-tp8-dcp8")
@@ -340,11 +345,7 @@ def test_a_staging_folder_of_a_running_process_is_left_alone(one_imported, old_r
 
 
 def test_a_spec_of_another_engine_is_not_the_run_s(tmp_path, old_runs):
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    sglang = {**params["specs"]["glm53-tp8-dcp8"], "engine": "sglang"}
-    project = make_project(tmp_path / "project", {"glm53-tp8-dcp8": sglang})
-    assert import_(project, old_runs / GLM).exit_code == 0
-    record = json.loads((project / "data" / "runs" / GLM / "import.json").read_text())
+    record = glm_record_beside(tmp_path, old_runs, "glm53-tp8-dcp8", engine="sglang")
     assert record["spec"] is None and "engine vllm" in record["spec_match"]
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from site_browser import CHART_MARKS, Browser, SiteServer, find_chromium
+from site_browser import CHART_MARKS, charts_drawn, open_site_page
 from test_node_part import GIANTS, NODE_RUNS, plain, project_copy
 
 BIN = Path(sys.executable).parent
@@ -163,18 +163,10 @@ def test_render_names_the_runs_no_part_covers(sites):
 
 
 def test_charts_of_imported_runs_without_a_spec_draw_as_many_marks_as_with_one(sites):
-    binary = find_chromium()
-    if binary is None:
-        pytest.fail("headless Chromium not found: install the `chromium` package")
     counts = {}
     for name in ("own", "no_spec"):
-        with Browser(binary) as browser, SiteServer(sites[name]["root"] / "data" / "site") as server:
-            tab = browser.page(width=1280)
-            tab.goto(server.base + f"{GIANTS}.html")
-            tab.wait_for("""(() => {
-              const charts = [...document.querySelectorAll('div.vega-chart')];
-              return charts.length > 0 && charts.every(c => c.querySelector('svg.marks') !== null);
-            })()""")
+        with open_site_page(sites[name]["root"] / "data" / "site", f"{GIANTS}.html") as (tab, _):
+            tab.wait_for(charts_drawn())
             counts[name] = sorted(c["marks"] for c in json.loads(tab.js(CHART_MARKS)))
     assert len(counts["own"]) == 18 and counts["no_spec"] == counts["own"]
 

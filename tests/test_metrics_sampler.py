@@ -17,7 +17,7 @@ import yaml
 
 from stages.core.config import CampaignError
 from stages.run import metrics_sampler as ms
-from standin_helpers import SHIPPED, launch_facts, project_copy, sh, standin_profile
+from standin_helpers import SHIPPED, launch_facts, project_copy, sh_all, standin_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -232,10 +232,7 @@ def pause_params() -> dict:
 @pytest.fixture(scope="module")
 def paused_run(tmp_path_factory) -> Path:
     root = project_copy(tmp_path_factory.mktemp("pause"), pause_params())
-    log = root / "docker.log"
-    for cmd in (["campaign", "model", "tiny-llama"], ["campaign", "run", "pauser"]):
-        out = sh(root, *cmd, log=log)
-        assert out.returncode == 0, f"{cmd}: {out.stdout[-3000:]}{out.stderr[-3000:]}"
+    sh_all(root, ["campaign", "model", "tiny-llama"], ["campaign", "run", "pauser"], log=root / "docker.log")
     [folder] = (root / "data" / "runs").iterdir()
     return folder
 

@@ -13,11 +13,11 @@ import json
 import shutil
 from pathlib import Path
 
-import duckdb
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from db_rows import db_rows
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
 from stages.ingest import read
@@ -117,13 +117,7 @@ def campaign(tmp_path_factory) -> tuple[Path, dict]:
 
 
 def rows(tmp: Path, sql: str, db: str = "campaign.duckdb") -> list[dict]:
-    con = duckdb.connect(str(tmp / "data" / db), read_only=True)
-    try:
-        cur = con.execute(sql)
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, r)) for r in cur.fetchall()]
-    finally:
-        con.close()
+    return db_rows(tmp / "data" / db, sql)
 
 
 def test_ingest_reads_every_series_file_without_an_error(campaign):

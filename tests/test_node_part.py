@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from site_browser import CHART_MARKS, Browser, SiteServer, charts_named, find_chromium
+from site_browser import CHART_MARKS, charts_drawn, charts_named, open_site_page
 
 PROJECT = Path(__file__).resolve().parent.parent
 NODE_RUNS = Path(__file__).parent / "fixtures" / "node_campaign" / "runs"
@@ -165,16 +165,8 @@ def test_every_number_links_to_an_audit_page_that_exists(built):
 
 
 def test_the_part_in_a_browser_draws_its_charts_and_quotes_failed_launches(built):
-    binary = find_chromium()
-    if binary is None:
-        pytest.fail("headless Chromium not found: install the `chromium` package")
-    with Browser(binary) as browser, SiteServer(built["site"]) as server:
-        tab = browser.page(width=1280)
-        tab.goto(server.base + f"{GIANTS}.html")
-        drawn = tab.wait_for("""(() => {
-          const charts = [...document.querySelectorAll('div.vega-chart')];
-          return charts.length > 0 && charts.every(c => c.querySelector('svg.marks') !== null);
-        })()""")
+    with open_site_page(built["site"], f"{GIANTS}.html") as (tab, server):
+        drawn = tab.wait_for(charts_drawn())
         state = json.loads(tab.js("""JSON.stringify({
           charts: document.querySelectorAll('div.vega-chart').length,
           drawn: document.querySelectorAll('div.vega-chart svg.marks').length,

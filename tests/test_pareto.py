@@ -8,11 +8,12 @@ import duckdb
 import pytest
 import yaml
 
+from db_rows import rows_of
 from stages.core.config import CampaignError
 from stages.derive import stage as derive
 from stages.derive.costs import create_cost_tables
 
-MARTS = ("pareto_points", "pareto_compare", "point_cost")
+MARTS = ("pareto_candidates", "pareto_points", "pareto_compare", "point_cost")
 
 # (run_id, gpus as meta.json lists them, is_current)
 RUNS = [
@@ -59,10 +60,11 @@ def build(speed: float | None = 90.0, prices: dict | None = None,
     con.execute("create table run_inferred (run_id varchar, field varchar, value varchar, "
                 "how varchar, source_file varchar, source_line integer)")
     con.execute("create table bench_points (run_id varchar, point_id varchar, workload varchar, "
-                "concurrency integer, repeat integer, output_tok_s double, tpot_median_ms double, "
+                "concurrency integer, repeat integer, completed integer, output_tok_s double, "
+                "tpot_median_ms double, "
                 "decode_tok_s_per_user double, capacity_limited boolean, provisional boolean, "
                 "source_file varchar, source_line integer)")
-    con.executemany("insert into bench_points values (?, ?, ?, ?, 1, ?, 1000.0 / ?, ?, false, false, ?, 1)",
+    con.executemany("insert into bench_points values (?, ?, ?, ?, 1, 1, ?, 1000.0 / ?, ?, false, false, ?, 1)",
                     [(r, p, w, c, out, dec, dec, f"data/runs/{r}/bench/{p}.json")
                      for r, p, w, c, out, dec in POINTS])
     create_cost_tables(con, PRICES if prices is None else prices,
@@ -72,15 +74,10 @@ def build(speed: float | None = 90.0, prices: dict | None = None,
     return con
 
 
-def rows(con, sql: str) -> list[dict]:
-    cur = con.execute(sql)
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, r)) for r in cur.fetchall()]
-
 
 def test_points_are_placed_per_gpu_of_their_runs_set():
     con = build()
-    placed = {(r["run_id"], r["point_id"]): r for r in rows(con, "select * from pareto_points")}
+    placed = {(r["run_id"], r["point_id"]): r for r in rows_of(con, "select * from pareto_points")}
     assert {r for r, _ in placed} == {"a-run", "b-run", "c-run"}     # not the earlier, not the CPU run
     assert ("a-run", "w__c32") not in placed                        # no throughput
     assert placed[("a-run", "w__c04")]["gpus"] == 8
@@ -92,15 +89,15 @@ def test_points_are_placed_per_gpu_of_their_runs_set():
 
 def test_frontier_membership():
     con = build()
-    on = {(r["run_id"], r["point_id"]) for r in rows(con, "select * from pareto_points where on_frontier")}
-    off = {(r["run_id"], r["point_id"]) for r in rows(con, "select * from pareto_points where not on_frontier")}
+    on = {(r["run_id"], r["point_id"]) for r in rows_of(con, "select * from pareto_points where on_frontier")}
+    off = {(r["run_id"], r["point_id"]) for r in rows_of(con, "select * from pareto_points where not on_frontier")}
     assert off == {("a-run", "w__c08")}     # (60, 40 per GPU) is beaten by (80, 50 per GPU)
     assert ("a-run", "w__c16") in on and ("a-run", "w__c01") in on and ("a-run", "w__c04") in on
 
 
 def test_the_compared_speed_is_read_only_where_the_frontier_brackets_it():
     con = build(speed=90.0)
-    got = {(r["setup"].split(" |")[0], r["workload"]): r for r in rows(con, "select * from pareto_compare")}
+    got = {(r["setup"].split(" |")[0], r["workload"]): r for r in rows_of(con, "select * from pareto_compare")}
     a = got[("ma", "w")]
     # between (80 tok/s per user, 50 per GPU) and (100, 10): 50 + (10 - 50) * (90 - 80) / (100 - 80)
     assert a["bracketed"] and a["reach"] == "bracketed"
@@ -117,7 +114,7 @@ def test_the_compared_speed_is_read_only_where_the_frontier_brackets_it():
 
 def test_a_workload_that_names_its_own_speed_is_read_at_it():
     con = build(speed=90.0, by_workload={"v": 50})
-    got = {(r["setup"].split(" |")[0], r["workload"]): r for r in rows(con, "select * from pareto_compare")}
+    got = {(r["setup"].split(" |")[0], r["workload"]): r for r in rows_of(con, "select * from pareto_compare")}
     v = got[("mc", "v")]                    # its one point is at 50 tok/s per user: its own figure
     assert (v["compare_user_tok_s"], v["compare_user_tok_s_setting"]) == (50.0, "pareto.workloads.v")
     assert v["bracketed"] and v["output_tok_s_per_gpu"] == pytest.approx(10.0)
@@ -125,19 +122,19 @@ def test_a_workload_that_names_its_own_speed_is_read_at_it():
     assert (w["compare_user_tok_s"], w["compare_user_tok_s_setting"]) == (90.0, "pareto.compare_user_tok_s")
     assert w["output_tok_s_per_gpu"] == pytest.approx(15.0)
     only_named = build(speed=None, by_workload={"v": 50})
-    assert {r["workload"]: r["reach"] for r in rows(only_named, "select * from pareto_compare")
+    assert {r["workload"]: r["reach"] for r in rows_of(only_named, "select * from pareto_compare")
             if r["setup"].startswith("mc")} == {"v": "bracketed", "w": None}
 
 
 def test_without_a_speed_nothing_is_compared():
     con = build(speed=None)
-    assert {(r["reach"], r["output_tok_s_per_gpu"]) for r in rows(con, "select * from pareto_compare")} \
+    assert {(r["reach"], r["output_tok_s_per_gpu"]) for r in rows_of(con, "select * from pareto_compare")} \
         == {(None, None)}
 
 
 def test_cost_per_million_output_tokens_by_hand():
     con = build()
-    got = {(r["run_id"], r["point_id"], r["price_set"]): r for r in rows(con, "select * from point_cost")}
+    got = {(r["run_id"], r["point_id"], r["price_set"]): r for r in rows_of(con, "select * from point_cost")}
     assert len(got) == 2 * 9
     # 4 GPUs x 4.5 $/h / (60 tok/s x 3600 s/h) x 1e6 = 18 / 216000 x 1e6
     assert got[("b-run", "w__c02", "dear")]["usd_per_million_output_tokens"] == pytest.approx(83.3333333)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from render_helpers import (HOSTILE_FAILED, HOSTILE_RUN, HOSTILE_TEXT, OUTSIDE_TEXT, PROJECT, RUN4,
-                            SECRETS, build_campaign, make_hostile, render_kwargs)
+                            SECRETS, build_campaign, render_hostile_campaign, render_kwargs)
 from site_browser import static_scan, tags
 from stages.render import stage as render
 from stages.render.site_build import MARKER
@@ -23,9 +23,7 @@ from stages.tools.faults.hostile_folders import tree_digest
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("hostile")
-    build_campaign(root)
-    make_hostile(root)
-    render.run(**render_kwargs(root, build=True))
+    render_hostile_campaign(root)
     return root
 
 

@@ -45,13 +45,18 @@ def add_node(root: Path) -> None:
         con.close()
 
 
+def render_node_campaign(root: Path, **extra) -> dict:
+    """The render fixture's campaign with the node probe (add_node), rendered into root with
+    `extra` render settings; render's summary."""
+    build_campaign(root)
+    add_node(root)
+    return render.run(**render_kwargs(root, nodes_dir=root / "data" / "nodes", **extra))
+
+
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
     root = tmp_path_factory.mktemp("node-campaign")
-    build_campaign(root)
-    add_node(root)
-    summary = render.run(**render_kwargs(root, nodes_dir=root / "data" / "nodes", build=True))
-    return root, summary
+    return root, render_node_campaign(root, build=True)
 
 
 def page(root: Path, name: str = "posts/part-node.md") -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from db_rows import db_rows
 from stages.core.params_check import check_params
 from stages.core import config
 from stages.core.config import CampaignError
@@ -118,10 +119,7 @@ def campaign(tmp_path_factory) -> Path:
 
 
 def rows(db: Path, sql: str, params: dict | None = None) -> list[dict]:
-    with duckdb.connect(str(db), read_only=True) as con:
-        cur = con.execute(sql, params or {})
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, r)) for r in cur.fetchall()]
+    return db_rows(db, sql, params)
 
 
 def test_one_layout_under_two_images_is_current_once_for_each(campaign):

@@ -13,7 +13,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from standin_helpers import ROOT, SHIPPED, docker_runs, flag, launch_facts, project_copy, sh, standin_profile
+from standin_helpers import (ROOT, SHIPPED, docker_runs, flag, launch_facts, project_copy, sh, sh_all,
+                             standin_profile)
 
 from stages.cli import main
 from stages.run import schedule
@@ -105,10 +106,7 @@ def node(tmp_path_factory) -> dict:
     """`dvc repro run` in a copy of the project's pipeline on the stand-in node."""
     root = project_copy(tmp_path_factory.mktemp("node"), node_params())
     log = root / "docker.log"
-    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"]):
-        assert sh(root, *cmd, log=log).returncode == 0
-    out = sh(root, "dvc", "repro", "run", log=log)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    *_, out = sh_all(root, ["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "repro", "run"], log=log)
     return {"root": root, "log": log, "output": out.stdout + out.stderr,
             "ledger": json.loads((root / "data" / "ledger" / "schedule.json").read_text())["specs"]}
 

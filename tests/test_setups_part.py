@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from site_browser import Browser, SiteServer, find_chromium
+from site_browser import charts_drawn, open_site_page
 from test_node_part import PROJECT, built, plain  # noqa: F401 (built: the module's fixture)
 
 SETUPS = "part-setups"
@@ -139,17 +139,8 @@ def test_every_new_figure_has_an_audit_entry(built):  # noqa: F811
 
 
 def test_the_pareto_charts_are_drawn_in_a_browser(built):  # noqa: F811
-    binary = find_chromium()
-    if binary is None:
-        pytest.fail("headless Chromium not found: install the `chromium` package")
-    with Browser(binary) as browser, SiteServer(built["site"]) as server:
-        tab = browser.page(width=1280)
-        tab.goto(server.base + f"{SETUPS}.html")
-        drawn = tab.wait_for("""(() => {
-          const charts = [...document.querySelectorAll('div.vega-chart[data-spec*="pareto-chart"]')];
-          return charts.length > 0 && charts.every(c => c.querySelector('svg.marks') !== null);
-        })()""")
-        assert drawn
+    with open_site_page(built["site"], f"{SETUPS}.html") as (tab, _):
+        assert tab.wait_for(charts_drawn('div.vega-chart[data-spec*="pareto-chart"]'))
         marks = tab.js("""[...document.querySelectorAll('div.vega-chart[data-spec*="pareto-chart"]')]
             .map(c => c.querySelectorAll('svg.marks path').length)""")
         assert all(n > 0 for n in marks), marks

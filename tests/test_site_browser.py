@@ -17,11 +17,9 @@ from urllib.parse import unquote, urlsplit
 import pytest
 import yaml
 
-from render_helpers import (HOSTILE_RUN, PROJECT, RUN4, SCRIPT_ANSWER, build_campaign, make_hostile,
-                            render_kwargs)
-from test_render_nodes import add_node
+from render_helpers import HOSTILE_RUN, PROJECT, RUN4, SCRIPT_ANSWER, render_hostile_campaign
+from test_render_nodes import render_node_campaign
 from site_browser import Browser, SiteServer, find_chromium, static_scan, tags
-from stages.render import stage as render
 
 ARTICLE = "part-local-cpu.html"
 NODE_PART = "part-node.html"
@@ -64,9 +62,7 @@ JSON.stringify({
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("browser")
-    build_campaign(root)
-    add_node(root)
-    render.run(**render_kwargs(root, nodes_dir=root / "data" / "nodes", build=True))
+    render_node_campaign(root, build=True)
     return root / "data" / "site"
 
 
@@ -274,9 +270,7 @@ def test_404_page_links_work_from_disk(site, browser):
 @pytest.fixture(scope="module")
 def hostile_site(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("hostile-browser")
-    build_campaign(root)
-    make_hostile(root)
-    render.run(**render_kwargs(root, build=True))
+    render_hostile_campaign(root)
     return root / "data" / "site"
 
 

@@ -23,6 +23,17 @@ class ParamsError(CampaignError):
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def read_yaml(path: Path, *, error: type[CampaignError] = CampaignError, what: str = "") -> Any:
+    """A settings file's YAML document ({} when it is empty). A missing file or one that is not
+    YAML raises `error`, naming the file (`what`, where given, says what the file is for)."""
+    try:
+        return yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        raise error(f"{path}: not found{f' ({what})' if what else ''}") from None
+    except yaml.YAMLError as exc:
+        raise error(f"{path.name}: not valid YAML: {exc}".splitlines()[0]) from None
+
+
 def load_params(root: Path | str = ".", *, check: bool = True) -> dict[str, Any]:
     """params.yaml, checked with `check_params` (a ParamsError lists every problem)."""
     path = Path(root) / PARAMS_FILE

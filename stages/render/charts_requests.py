@@ -19,8 +19,8 @@ import altair as alt
 import pandas as pd
 
 from stages.render import charts
-from stages.render.charts import (CHART_WIDTH, FACET_SPACING, GREY, Y_AXIS_ALLOWANCE, _checked,
-                                  _with_run_kind, color_scale, facet_layout, series_colors)
+from stages.render.charts import (FACET_SPACING, GREY, _checked, _with_run_kind, color_scale, facet_layout,
+                                  series_colors)
 
 CDF_REQUIRED = ["run_id", "series", "workload", "concurrency", "provisional", "ttft_s"]
 CDF_NOTE = [
@@ -135,16 +135,9 @@ def request_timeline_chart(requests: pd.DataFrame, color_domain: Sequence[str] |
         color=alt.Color("phase:N", title="Phase", scale=alt.Scale(domain=TIMELINE_PHASES,
                                                                   range=[GREY, colour])),
         tooltip=tooltip)
-    return (
-        bars.properties(width=CHART_WIDTH - Y_AXIS_ALLOWANCE, height=height,
-                        title=alt.TitleParams(
-                            "Each request of one point, from sent to last token",
-                            subtitle=[f"Point {what}.",
-                                      "Grey: sent until its first token (waiting and prefill); "
-                                      "colour: first token until the last (decoding)."],
-                            anchor="start"))
-        .configure_legend(orient="bottom", direction="vertical")
-    )
+    return charts.single_panel(bars, height, "Each request of one point, from sent to last token",
+                               [f"Point {what}.", "Grey: sent until its first token (waiting and prefill); "
+                                                  "colour: first token until the last (decoding)."])
 
 
 # Registered with the charts of charts.py on import (chart_writer imports this module), each drawn

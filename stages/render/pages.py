@@ -16,7 +16,7 @@ import yaml
 from stages.render import blog, compare_page
 from stages.render import run_sets as run_set_lib
 from stages.render.chart_writer import ChartWriter
-from stages.core.config import CampaignError
+from stages.core.config import CampaignError, read_yaml
 from stages.render.errors import FactError
 from stages.render.escape import escape_text
 from stages.render.derived import derive
@@ -73,12 +73,7 @@ def load_series(series_file: Path, templates_dir: Path, run_sets: dict[str, Any]
     it covers (resolved against params' run_sets) and `author_names` its authors' names."""
     if not templates_dir.is_dir():
         raise CampaignError(f"{templates_dir}: no templates folder")
-    try:
-        series = yaml.safe_load(series_file.read_text()) or {}
-    except FileNotFoundError:
-        raise CampaignError(f"{series_file}: not found (the series file lists the Parts)") from None
-    except yaml.YAMLError as exc:
-        raise CampaignError(f"{series_file.name}: not valid YAML: {exc}".splitlines()[0]) from None
+    series = read_yaml(series_file, what="the series file lists the Parts")
     entries = series.get("parts") if isinstance(series, dict) else None
     if not isinstance(entries, list):
         raise CampaignError(f"{series_file.name}: needs a list under `parts`")

@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import yaml
 
 from stages.derive import tables
-from stages.core.config import CampaignError
+from stages.core.config import CampaignError, read_yaml
 from stages.render.escape import code, escape_cell, escape_text
 from stages.render.digits import FactCheckError, check_digits
 from stages.render.fact_record import Fact
@@ -81,12 +80,7 @@ def staging_models(sql_dir: Path = SQL_DIR) -> list[tuple[str, str, str, str]]:
 # ---------------------------------------------------------------- descriptions
 
 def load_descriptions(path: Path) -> dict[str, dict[str, Any]]:
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except FileNotFoundError:
-        raise WarehouseDocError(f"{path}: not found") from None
-    except yaml.YAMLError as exc:
-        raise WarehouseDocError(f"{path.name}: not valid YAML: {exc}".splitlines()[0]) from None
+    data = read_yaml(path, error=WarehouseDocError)
     for table, spec in data.items():
         if not isinstance(spec, dict) or not spec.get("description") or not isinstance(spec.get("columns"), dict):
             raise WarehouseDocError(f"{path.name}: {table}: needs a description and columns")

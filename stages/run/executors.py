@@ -94,6 +94,22 @@ PEER_CHECK = ("import torch, itertools; n = torch.cuda.device_count(); "
               "for a, b in itertools.permutations(range(n), 2)) else 'no')")
 
 
+# The command that serves a model on a port, by engine, in its image (the image's entrypoint is
+# not used: docker is given the command's first word as the entrypoint).
+ENGINE_COMMANDS = {
+    "vllm": lambda model, port: ["vllm", "serve", model, "--host", "0.0.0.0", "--port", str(port)],
+    "sglang": lambda model, port: ["python3", "-m", "sglang.launch_server", "--model-path", model,
+                                   "--host", "0.0.0.0", "--port", str(port)],
+}
+
+
+def engine_command(engine: str, model_path: str, port: int, launcher: str) -> list[str]:
+    """ENGINE_COMMANDS' command for `engine`; an engine it has none for is an error of `launcher`."""
+    if engine not in ENGINE_COMMANDS:
+        raise CampaignError(f"the {launcher} runs {', '.join(ENGINE_COMMANDS)}, not {engine!r}")
+    return ENGINE_COMMANDS[engine](model_path, port)
+
+
 class DockerExecutor:
     """Runs the engine from an image: `docker run` in the foreground, so the client process lives
     exactly as long as the container, which is named after the run and removed on every exit path.
@@ -102,13 +118,6 @@ class DockerExecutor:
     engine environment all come from the profile and the spec."""
 
     name = "docker"
-    ENTRYPOINTS = {
-        "vllm": (["--entrypoint", "vllm"], lambda model, port: ["serve", model, "--host", "0.0.0.0",
-                                                                 "--port", str(port)]),
-        "sglang": (["--entrypoint", "python3"], lambda model, port: [
-            "-m", "sglang.launch_server", "--model-path", model, "--host", "0.0.0.0",
-            "--port", str(port)]),
-    }
 
     def __init__(self, *, root: Path, image: str, docker: dict | None = None, docker_bin: str = "docker"):
         self.root = root
@@ -118,9 +127,7 @@ class DockerExecutor:
 
     def launch(self, *, run_id: str, engine: str, model_path: str, args: dict, env: dict,
                port: int, gpus: list[int] | None = None, writable: tuple[Path, ...] = ()) -> Launch:
-        if engine not in self.ENTRYPOINTS:
-            raise CampaignError(f"the docker executor runs {', '.join(self.ENTRYPOINTS)}, not {engine!r}")
-        entry, head = self.ENTRYPOINTS[engine]
+        command = engine_command(engine, model_path, port, "docker executor")
         argv = [self.docker, "run", "--rm", "--name", run_id]
         argv += ["--gpus", f'"device={",".join(map(str, gpus))}"'] if gpus else []
         argv += ["--ipc", "host", "--shm-size", str(self.cfg.get("shm_size", "32g")),
@@ -132,7 +139,7 @@ class DockerExecutor:
         for k, v in sorted((env or {}).items()):
             argv += ["-e", f"{k}={v}"]
         argv += [str(a) for a in self.cfg.get("extra_args") or []]
-        argv += entry + [self.image] + head(model_path, port) + flag_args(args)
+        argv += ["--entrypoint", command[0], self.image] + command[1:] + flag_args(args)
         return Launch(argv=argv, cwd=self.root, port=port,
                       cleanup=((self.docker, "rm", "-f", run_id),))
 
@@ -169,11 +176,6 @@ class ContainerStepExecutor:
     command is given. The environment additions reach the step through srun's inherited one."""
 
     name = "container"
-    COMMANDS = {
-        "vllm": lambda model, port: ["vllm", "serve", model, "--host", "0.0.0.0", "--port", str(port)],
-        "sglang": lambda model, port: ["python3", "-m", "sglang.launch_server", "--model-path", model,
-                                       "--host", "0.0.0.0", "--port", str(port)],
-    }
 
     def __init__(self, *, root: Path, image: str, docker: dict | None = None, srun_bin: str = "srun"):
         self.root = root
@@ -183,15 +185,14 @@ class ContainerStepExecutor:
 
     def launch(self, *, run_id: str, engine: str, model_path: str, args: dict, env: dict,
                port: int, gpus: list[int] | None = None, writable: tuple[Path, ...] = ()) -> Launch:
-        if engine not in self.COMMANDS:
-            raise CampaignError(f"the container launcher runs {', '.join(self.COMMANDS)}, not {engine!r}")
+        command = engine_command(engine, model_path, port, "container launcher")
         argv = [self.srun, "--ntasks=1", f"--job-name={run_id}", f"--container-image={self.image}",
                 "--no-container-mount-home"]
         mounts = [f"{m}:{m}:ro" for m in self.cfg.get("mounts") or []]     # model folders, read-only
         mounts += [f"{f.resolve()}:{f.resolve()}" for f in writable]     # where the engine writes
         argv += [f"--container-mounts={','.join(mounts)}"] if mounts else []
         argv += [str(a) for a in self.cfg.get("extra_args") or []]
-        argv += self.COMMANDS[engine](model_path, port) + flag_args(args)
+        argv += command + flag_args(args)
         # the job's GPUs are the step's: Slurm sets CUDA_VISIBLE_DEVICES inside the step
         return Launch(argv=argv, env={k: str(v) for k, v in (env or {}).items()}, cwd=self.root,
                       port=port)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from stages.core.config import CampaignError
 from stages.core.provenance import SLURM_STATE_KEY, seal
+from stages.run.interrupts import Interrupts
 
 # Slurm's job states once a job is over (squeue no longer lists it, or lists it as one of these).
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY",
@@ -230,23 +231,6 @@ def launch_facts(path: Path) -> dict[str, str]:
     return dict(line.split("=", 1) for line in lines if "=" in line)
 
 
-class _Interrupts:
-    """SIGINT, SIGTERM and SIGHUP become KeyboardInterrupt while jobs are out."""
-    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-    def __enter__(self):
-        self.old = {s: signal.signal(s, self._raise) for s in self.SIGNALS}
-        return self
-
-    def __exit__(self, *exc):
-        for s, h in self.old.items():
-            signal.signal(s, h)
-
-    @staticmethod
-    def _raise(signum, frame):
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
 def execute(specs: list[str], *, params: dict, profile: dict, root: Path, runs: Path,
             ledger_dir: Path, run_ids: dict[str, str], progress=lambda s: None,
             done=lambda spec, run_id, run_status: None, ingest: bool = True) -> dict[str, int]:
@@ -259,7 +243,7 @@ def execute(specs: list[str], *, params: dict, profile: dict, root: Path, runs: 
     results: dict[str, int] = {}
     started = time.monotonic()
     try:
-        with _Interrupts():
+        with Interrupts():
             for name in specs:
                 run_id = run_ids[name]
                 output = (out_dir / f"{run_id}.out").resolve()

@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import platform
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -33,6 +32,7 @@ from stages.core.config import spec as get_spec
 from stages.core.gate import Gate, gate_settings as gate_of
 from stages.core.multiturn_shapes import Workload, workload_from_params
 from stages.run.engine import Engine, EngineDied
+from stages.run.interrupts import Interrupts
 from stages.run.executors import Launch, executor_for, free_port, internal_ports
 from stages.ingest.parsers.lines import read_chunks
 from stages.ingest.parsers.sglang_log import parse_sglang_log
@@ -119,34 +119,6 @@ class LaunchOut:
 
 def _one_line(v) -> str:
     return " ".join(str(v).split())
-
-
-class _Interrupts:
-    """SIGINT, SIGTERM and SIGHUP become KeyboardInterrupt while a run is in progress.
-
-    Our own handler (not Python's default one) also keeps asyncio from taking SIGINT over inside
-    the benchmark, so an interrupt always reaches the run and stops the engine. The flag catches an
-    interrupt that library code swallowed."""
-    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-    def __init__(self):
-        self.received: str | None = None
-
-    def __enter__(self):
-        self.old = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
-        return self
-
-    def __exit__(self, *exc):
-        for s, h in self.old.items():
-            signal.signal(s, h)
-
-    def _handle(self, signum, frame):
-        self.received = signal.Signals(signum).name
-        raise KeyboardInterrupt(self.received)
-
-    def check(self):
-        if self.received:
-            raise KeyboardInterrupt(self.received)
 
 
 def spec_workloads(params: dict, spec_name: str, spec: dict) -> dict[str, dict]:
@@ -270,7 +242,7 @@ def run(*, spec_name: str, params: dict, paths: Paths,
     say(f"run {run_id}: starting {engine_name} ({folder})")
 
     status, run_status, tally = "failed", "failed", Tally()
-    interrupts = _Interrupts()
+    interrupts = Interrupts()
     try:
         with interrupts, Engine(launch, folder / "server.log") as eng:
             try:

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import csv
 import re
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from stages.ingest.parsers.lines import ParseError, decode
+from stages.ingest.parsers.lines import ParseError, SampledFile, text_lines
 from stages.core.provenance import GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX
 
 FOLDER, SUFFIX = GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX
@@ -34,16 +33,8 @@ COLUMNS = {
 }
 _BY_NAME = {name: column for column, names in COLUMNS.items() for name in names}
 _NUMBER = re.compile(r"^[-+]?\d+(?:\.\d+)?")
-_SETTING = re.compile(r"^#\s*([A-Za-z_][\w.]*)=(.*)$")
 _TIME_FORMATS = ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S")
 NUMERIC = {"power_w", "utilization_gpu_pct", "memory_used_mib", "clock_sm_mhz"}
-
-
-@dataclass
-class SamplerFile:
-    settings: list[tuple[str, str, int]] = field(default_factory=list)
-    samples: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[ParseError] = field(default_factory=list)
 
 
 def is_sampler_file(name: str) -> bool:
@@ -70,24 +61,19 @@ def parse_time(text: str) -> datetime | None:
     return None
 
 
-def parse_sampler_file(data: bytes) -> SamplerFile:
-    out = SamplerFile()
+def parse_sampler_file(data: bytes) -> SampledFile:
+    out = SampledFile()
     columns: list[str | None] | None = None
     clock_utc = True
-    for number, line in enumerate(decode(data).split("\n"), start=1):
-        text = line.strip()
-        if not text:
-            continue
+    for number, text in text_lines(data):
         if text.startswith("#"):
-            m = _SETTING.match(text)
-            if m:
-                out.settings.append((m.group(1), m.group(2).strip(), number))
-                if m.group(1) == "clock" and m.group(2).strip() != "UTC":
-                    clock_utc = False
-                    out.errors.append(ParseError(number, f"gpu samples: clock {m.group(2).strip()[:40]!r} "
-                                                         "is not UTC: sample times left out"))
-            else:
+            setting = out.setting(text, number)
+            if setting is None:
                 out.errors.append(ParseError(number, f"gpu samples: comment line not understood: {text[:80]!r}"))
+            elif setting[0] == "clock" and setting[1] != "UTC":
+                clock_utc = False
+                out.errors.append(ParseError(number, f"gpu samples: clock {setting[1][:40]!r} "
+                                                     "is not UTC: sample times left out"))
             continue
         try:
             cells = next(csv.reader([text], skipinitialspace=True), [])

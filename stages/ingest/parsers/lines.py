@@ -6,6 +6,7 @@ and only those lines are decoded, stripped of their prefixes and matched with re
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Iterable, Iterator, Sequence
@@ -23,6 +24,28 @@ Chunk = tuple[int, bytes]  # (1-based number of the chunk's first line, bytes en
 class ParseError:
     line: int | None
     reason: str
+
+
+# A `# key=value` settings line of a sampler's file (GPU samples, /metrics series).
+SETTING_LINE = re.compile(r"^#\s*([A-Za-z_][\w.]*)=(.*)$")
+
+
+@dataclass
+class SampledFile:
+    """A sampler's file of a benchmark point (gpu/<point_id>.csv, the /metrics series): its
+    settings (key, value, line) for each `# key=value` line, one dict per sample, and its errors."""
+    settings: list[tuple[str, str, int]] = field(default_factory=list)
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[ParseError] = field(default_factory=list)
+
+    def setting(self, text: str, number: int) -> tuple[str, str] | None:
+        """A `# key=value` line, kept in settings and returned as (key, value); None for another."""
+        m = SETTING_LINE.match(text)
+        if not m:
+            return None
+        key, value = m.group(1), m.group(2).strip()
+        self.settings.append((key, value, number))
+        return key, value
 
 
 @dataclass(slots=True)
@@ -120,6 +143,38 @@ def decode(raw: bytes) -> str:
     if "\x00" in text:
         text = text.replace("\x00", "")
     return text
+
+
+def text_lines(data: bytes) -> Iterator[tuple[int, str]]:
+    """The lines of a small file that are not blank, decoded and stripped, with their numbers."""
+    for number, line in enumerate(decode(data).split("\n"), start=1):
+        text = line.strip()
+        if text:
+            yield number, text
+
+
+def json_object(text: str, number: int, what: str) -> dict[str, Any] | ParseError:
+    """A line that holds one JSON object, or the error `<what>not valid JSON: ...` or
+    `<what>not a JSON object` (`what`: the file, and what the line is, as the message starts)."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return ParseError(number, f"{what}not valid JSON: {exc.msg}")
+    if not isinstance(obj, dict):
+        return ParseError(number, f"{what}not a JSON object")
+    return obj
+
+
+def json_file_object(data: bytes, name: str) -> dict[str, Any] | ParseError:
+    """A file that holds one JSON object, or the error `<name>: not valid JSON: ...` (at the line
+    where it breaks) or `<name>: not a JSON object`."""
+    try:
+        obj = json.loads(decode(data))
+    except json.JSONDecodeError as exc:
+        return ParseError(exc.lineno, f"{name}: not valid JSON: {exc.msg}")
+    if not isinstance(obj, dict):
+        return ParseError(1, f"{name}: not a JSON object")
+    return obj
 
 
 def excerpt(text: str) -> str:

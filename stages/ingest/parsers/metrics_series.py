@@ -19,23 +19,13 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
-from typing import Any
 
 from stages.core.provenance import METRICS_SERIES_SUFFIX
-from stages.ingest.parsers.lines import ParseError, decode
+from stages.ingest.parsers.lines import ParseError, SampledFile, text_lines
 from stages.ingest.parsers.metrics import Sample, sample_of_line
 
 SUFFIX = METRICS_SERIES_SUFFIX
-_SETTING = re.compile(r"^#\s*([A-Za-z_][\w.]*)=(.*)$")
 _EXPOSITION_COMMENT = re.compile(r"^#\s*(HELP|TYPE|UNIT|EOF)\b")
-
-
-@dataclass
-class SeriesFile:
-    settings: list[tuple[str, str, int]] = field(default_factory=list)
-    samples: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[ParseError] = field(default_factory=list)
 
 
 def is_series_file(name: str) -> bool:
@@ -68,19 +58,13 @@ def _sample_line(text: str, number: int) -> tuple[float | None, str | None, Pars
     return t_s, error, None
 
 
-def parse_series_file(data: bytes) -> SeriesFile:
-    out = SeriesFile()
+def parse_series_file(data: bytes) -> SampledFile:
+    out = SampledFile()
     sample_idx = -1
     t_s: float | None = None
-    for number, line in enumerate(decode(data).split("\n"), start=1):
-        text = line.strip()
-        if not text:
-            continue
+    for number, text in text_lines(data):
         if text.startswith("#"):
-            m = _SETTING.match(text)
-            if m:
-                out.settings.append((m.group(1), m.group(2).strip(), number))
-            elif not _EXPOSITION_COMMENT.match(text):
+            if out.setting(text, number) is None and not _EXPOSITION_COMMENT.match(text):
                 out.errors.append(ParseError(number, f"metrics series: comment line not understood: {text[:80]!r}"))
             continue
         if text.startswith("@"):

@@ -7,10 +7,9 @@
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from stages.ingest.parsers.lines import ParseError, decode
+from stages.ingest.parsers.lines import ParseError, json_file_object, json_object, text_lines
 
 NODE_SCHEMA_VERSIONS = (1,)
 
@@ -44,17 +43,10 @@ def _typed(value: Any, kind: type) -> Any:
 
 def _json_lines(data: bytes, name: str, fields: dict[str, type]) -> tuple[list[dict[str, Any]], list[ParseError]]:
     rows, errors = [], []
-    for number, line in enumerate(decode(data).split("\n"), start=1):
-        text = line.strip()
-        if not text:
-            continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            errors.append(ParseError(number, f"{name}: not valid JSON: {exc.msg}"))
-            continue
-        if not isinstance(obj, dict):
-            errors.append(ParseError(number, f"{name}: not a JSON object"))
+    for number, text in text_lines(data):
+        obj = json_object(text, number, f"{name}: ")
+        if isinstance(obj, ParseError):
+            errors.append(obj)
             continue
         row = {key: _typed(obj.get(key), kind) for key, kind in fields.items()}
         missing = [k for k in _REQUIRED[name] if row[k] is None]
@@ -80,12 +72,9 @@ def parse_allreduce(data: bytes) -> tuple[list[dict[str, Any]], list[ParseError]
 # ---------------------------------------------------------------- env.json, meta.json
 
 def _json_object(data: bytes, name: str) -> tuple[dict[str, Any] | None, list[ParseError]]:
-    try:
-        obj = json.loads(decode(data))
-    except json.JSONDecodeError as exc:
-        return None, [ParseError(exc.lineno, f"{name}: not valid JSON: {exc.msg}")]
-    if not isinstance(obj, dict):
-        return None, [ParseError(1, f"{name}: not a JSON object")]
+    obj = json_file_object(data, name)
+    if isinstance(obj, ParseError):
+        return None, [obj]
     version = obj.get("schema_version")
     if version not in NODE_SCHEMA_VERSIONS:
         return None, [ParseError(1, f"{name}: schema_version {version!r} is not one this parser knows "

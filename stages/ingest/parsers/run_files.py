@@ -1,14 +1,13 @@
 """The small files of a run folder: launch.out, niah.log, meta.json, and the run id itself."""
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from stages.core.names import SAFE_NAME
-from stages.ingest.parsers.lines import ParseError, decode
+from stages.ingest.parsers.lines import ParseError, json_file_object, json_object, text_lines
 
 META_SCHEMA_VERSIONS = (1,)
 _STAMP = re.compile(r"\d{4}-\d{6}")
@@ -73,9 +72,8 @@ def parse_launch_out(data: bytes) -> tuple[list[tuple[str, str, int]], list[Pars
     both lines are kept."""
     rows, errors = [], []
     first: dict[str, tuple[str, int]] = {}
-    for number, line in enumerate(decode(data).split("\n"), start=1):
-        text = line.strip()
-        if not text or text.startswith("#"):
+    for number, text in text_lines(data):
+        if text.startswith("#"):
             continue
         key, eq, value = text.partition("=")
         key = key.strip()
@@ -98,16 +96,11 @@ def parse_niah(data: bytes) -> tuple[list[dict[str, Any]], list[tuple[str, float
     probes: list[dict[str, Any]] = []
     gates: list[tuple[str, float | None, int]] = []
     errors: list[ParseError] = []
-    for number, line in enumerate(decode(data).split("\n"), start=1):
-        text = line.strip()
+    for number, text in text_lines(data):
         if text.startswith("{"):
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                errors.append(ParseError(number, f"niah.log: probe is not valid JSON: {exc.msg}"))
-                continue
-            if not isinstance(obj, dict):
-                errors.append(ParseError(number, "niah.log: probe is not a JSON object"))
+            obj = json_object(text, number, "niah.log: probe is ")
+            if isinstance(obj, ParseError):
+                errors.append(obj)
                 continue
             probes.append(_probe(obj, len(probes), number))
         elif text.startswith("GATE"):
@@ -170,12 +163,9 @@ def parse_import(data: bytes) -> tuple[dict[str, Any] | None, list[ParseError]]:
 def _json_record(data: bytes, name: str, versions: tuple[int, ...], record: str | None = None
                  ) -> tuple[dict[str, Any] | None, list[ParseError]]:
     """A JSON object of a known schema_version (and `record` kind, where given), or None with why."""
-    try:
-        parsed = json.loads(decode(data))
-    except json.JSONDecodeError as exc:
-        return None, [ParseError(exc.lineno, f"{name}: not valid JSON: {exc.msg}")]
-    if not isinstance(parsed, dict):
-        return None, [ParseError(1, f"{name}: not a JSON object")]
+    parsed = json_file_object(data, name)
+    if isinstance(parsed, ParseError):
+        return None, [parsed]
     if record is not None and parsed.get("record") != record:
         return None, [ParseError(1, f"{name}: not an {record} record (record: {record})")]
     version = parsed.get("schema_version")

@@ -106,6 +106,17 @@ def _json_line(text: str, number: int, last: bool, cut: bool, name: str
     return obj, None
 
 
+def _workload_line_of(obj: dict[str, Any], keys: dict[str, tuple[str, bool]],
+                      workloads: dict[str, dict[str, Any]]) -> tuple[dict[str, Any] | None, str | None]:
+    """The workload line (its row) a request or done line belongs to, or why the line is refused:
+    a key missing or of the wrong type, or no workload line before it."""
+    problem = check_keys(obj, keys)
+    head = workloads.get(obj.get("workload")) if problem is None else None
+    if problem is None and head is None:
+        problem = f"workload {obj['workload']!r:.60} has no workload line before it"
+    return head, problem
+
+
 def _clean(text: str | None, limit: int | None = None) -> str | None:
     if text is None:
         return None
@@ -173,11 +184,8 @@ def parse_turns(data: bytes, name: str = RAMP_LOG) -> TurnsParse:
             seen[obj["workload"]] = set()
             out.workloads.append(row)
         elif event == "request":
-            problem = check_keys(obj, REQUEST_KEYS)
-            head = workloads.get(obj.get("workload")) if problem is None else None
-            if problem is None and head is None:
-                problem = f"workload {obj['workload']!r:.60} has no workload line before it"
-            elif problem is None and obj["kind"] != head["kind"]:
+            head, problem = _workload_line_of(obj, REQUEST_KEYS, workloads)
+            if problem is None and obj["kind"] != head["kind"]:
                 problem = f"kind {obj['kind']!r:.40} differs from its workload line's {head['kind']!r}"
             elif problem is None and obj["request_idx"] in seen[obj["workload"]]:
                 problem = f"request_idx {obj['request_idx']} appears twice (the first is kept)"
@@ -187,11 +195,8 @@ def parse_turns(data: bytes, name: str = RAMP_LOG) -> TurnsParse:
             seen[obj["workload"]].add(obj["request_idx"])
             out.requests.append(_request_row(obj, number))
         elif event == "done":
-            problem = check_keys(obj, DONE_KEYS)
-            head = workloads.get(obj.get("workload")) if problem is None else None
-            if problem is None and head is None:
-                problem = f"workload {obj['workload']!r:.60} has no workload line before it"
-            elif problem is None and obj["workload"] in done:
+            head, problem = _workload_line_of(obj, DONE_KEYS, workloads)
+            if problem is None and obj["workload"] in done:
                 problem = f"a second done line for {obj['workload']!r} (the first is kept)"
             if problem is not None:
                 error(number, f"done line: {problem}")

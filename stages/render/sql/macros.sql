@@ -16,6 +16,13 @@ create or replace temp macro section_runs(run_ids, model_name) as table
     where list_contains(run_ids, r.run_id) and r.model = model_name
     order by r.started_at, r.run_id;
 
+-- current_runs(profile): the reported attempt (runs.is_current) of each spec on a profile: its
+-- run_id, its spec as the pages name it (runs.spec_label) and when it started.
+create or replace temp macro current_runs(profile_name) as table
+    select r.run_id, r.spec_label as spec, r.started_at
+    from runs as r
+    where r.profile = profile_name and r.is_current;
+
 -- shown_points(): one row per benchmark point as the pages show it. A repeated point (its rows of
 -- bench_points that share run, workload and concurrency) is its first repeat's row, the result
 -- file its facts cite, with the figures the charts draw taken across its repeats (point_repeats:

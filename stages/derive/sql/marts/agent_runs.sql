@@ -12,15 +12,7 @@
 --   point <workload>__sNN (null without them).
 -- provisional: the run's gate scored below $gate_min_score, or the run has no gate (as bench_points).
 -- source_file / source_line: the workload line.
-with workloads as (
-    select * from stg_turn_workloads where kind = 'agents'
-),
-
-requests as (
-    select * from turn_requests where kind = 'agents'
-),
-
-request_stats as (
+with request_stats as (
     select
         run_id,
         workload,
@@ -35,7 +27,8 @@ request_stats as (
         coalesce(sum(output_tokens) filter (where ok), 0)       as ok_output_tokens,
         min(started_s)                                          as first_sent_s,
         max(started_s + latency_s)                              as last_done_s
-    from requests
+    from turn_requests
+    where kind = 'agents'
     group by run_id, workload
 ),
 
@@ -62,7 +55,7 @@ joined as (
         gate_flags.provisional                            as provisional,
         workloads.source_file,
         workloads.source_line
-    from workloads
+    from stg_turn_workloads as workloads
     left join request_stats
         on request_stats.run_id = workloads.run_id and request_stats.workload = workloads.workload
     left join int_point_cache as point_cache
@@ -70,6 +63,7 @@ joined as (
        and point_cache.point_id = printf('%s__s%02d', workloads.workload, workloads.sessions)
     left join run_gate_flags as gate_flags
         on gate_flags.run_id = workloads.run_id
+    where workloads.kind = 'agents'
 ),
 
 final as (

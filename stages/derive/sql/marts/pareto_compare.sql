@@ -39,36 +39,19 @@ setups as (
     group by setup, workload
 ),
 
-lower_points as (
-    select
-        f.setup,
-        f.workload,
-        arg_max(f.run_id, f.decode_tok_s_per_user)                  as run_id,
-        arg_max(f.point_id, f.decode_tok_s_per_user)                as point_id,
-        max(f.decode_tok_s_per_user)                                as decode_tok_s_per_user,
-        arg_max(f.output_tok_s_per_gpu, f.decode_tok_s_per_user)    as output_tok_s_per_gpu,
-        arg_max(f.source_file, f.decode_tok_s_per_user)             as source_file,
-        arg_max(f.source_line, f.decode_tok_s_per_user)             as source_line
+nearest as (
+    -- the frontier point just below the speed (side 'lower') and the one just above it ('upper')
+    select f.*, sides.side
     from frontier as f
     join speed on speed.workload = f.workload
-    where f.decode_tok_s_per_user <= speed.s
-    group by f.setup, f.workload
-),
-
-upper_points as (
-    select
-        f.setup,
-        f.workload,
-        arg_min(f.run_id, f.decode_tok_s_per_user)                  as run_id,
-        arg_min(f.point_id, f.decode_tok_s_per_user)                as point_id,
-        min(f.decode_tok_s_per_user)                                as decode_tok_s_per_user,
-        arg_min(f.output_tok_s_per_gpu, f.decode_tok_s_per_user)    as output_tok_s_per_gpu,
-        arg_min(f.source_file, f.decode_tok_s_per_user)             as source_file,
-        arg_min(f.source_line, f.decode_tok_s_per_user)             as source_line
-    from frontier as f
-    join speed on speed.workload = f.workload
-    where f.decode_tok_s_per_user >= speed.s
-    group by f.setup, f.workload
+    cross join (values ('lower'), ('upper')) as sides(side)
+    where (sides.side = 'lower' and f.decode_tok_s_per_user <= speed.s)
+       or (sides.side = 'upper' and f.decode_tok_s_per_user >= speed.s)
+    qualify row_number() over (
+        partition by f.setup, f.workload, sides.side
+        order by case when sides.side = 'lower' then -f.decode_tok_s_per_user
+                      else f.decode_tok_s_per_user end
+    ) = 1
 ),
 
 final as (
@@ -114,8 +97,10 @@ final as (
         hi.source_line                                              as upper_line
     from setups
     join speed on speed.workload = setups.workload
-    left join lower_points as lo on lo.setup = setups.setup and lo.workload = setups.workload
-    left join upper_points as hi on hi.setup = setups.setup and hi.workload = setups.workload
+    left join nearest as lo
+        on lo.setup = setups.setup and lo.workload = setups.workload and lo.side = 'lower'
+    left join nearest as hi
+        on hi.setup = setups.setup and hi.workload = setups.workload and hi.side = 'upper'
 )
 
 select * from final

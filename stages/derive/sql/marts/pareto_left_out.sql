@@ -9,40 +9,17 @@
 --                           every request's output came in one burst (invalid_rows burst_output);
 --   'no output throughput'  its result file gives no output tokens/s.
 -- A capacity-limited point is placed (pareto_points.capacity_limited), not left out.
-with points as (
-    select
-        p.run_id,
-        p.point_id,
-        p.workload,
-        p.concurrency,
-        p.repeat,
-        r.spec,
-        r.model,
-        concat_ws(' | ', r.model, r.layout, r.engine, coalesce(r.image, 'local')) as setup,
-        r.gpus                                                      as gpu_set,
-        coalesce(r.gpu_count, 0)                                    as gpus,
-        p.completed,
-        p.tpot_median_ms,
-        p.decode_tok_s_per_user,
-        p.output_tok_s,
-        p.source_file,
-        p.source_line
-    from bench_points as p
-    inner join runs as r on r.run_id = p.run_id
-    where r.is_current
-),
-
-judged as (
+with judged as (
     select
         *,
         case
-            when gpus = 0 then 'no GPU set'
+            when coalesce(gpus, 0) = 0 then 'no GPU set'
             when workload is null then 'no workload'
             when coalesce(completed, 0) = 0 then 'no request completed'
             when not coalesce(decode_tok_s_per_user > 0, false) then 'no decode speed'
             when not coalesce(output_tok_s > 0, false) then 'no output throughput'
         end                                                         as reason
-    from points
+    from pareto_candidates
 ),
 
 final as (
@@ -51,7 +28,7 @@ final as (
         point_id,
         workload,
         concurrency,
-        repeat::integer                                             as repeat,
+        repeat,
         spec,
         model,
         setup,

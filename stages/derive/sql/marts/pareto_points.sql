@@ -12,63 +12,13 @@
 -- on_frontier: no other point of the same setup and workload is at least as fast per user and
 --   gives at least as many output tokens/s per GPU, and better in one of the two. A point without
 --   a decode speed or a throughput has no place (not in this table).
-with runs_with_gpus as (
-    select
-        r.run_id,
-        r.model,
-        r.layout,
-        r.engine,
-        r.image,
-        r.spec,
-        r.profile,
-        r.gpus                                                      as gpu_set,
-        r.gpu_count                                                 as gpus,
-        coalesce(i.how, 'meta.json')                                as gpus_from,
-        i.source_file                                               as gpus_source_file,
-        i.source_line                                               as gpus_source_line,
-        case when i.how is not null then
-            'The GPU count was inferred (the run has no meta.json): ' || i.how || ', '
-            || i.source_file || ' line ' || i.source_line || '.'
-        end                                                         as gpus_note
-    from runs as r
-    left join run_inferred as i on i.run_id = r.run_id and i.field = 'gpu_count'
-    where r.is_current and r.gpu_count is not null
-),
-
-points as (
-    select
-        p.run_id,
-        p.point_id,
-        p.workload,
-        p.concurrency,
-        p.repeat,
-        r.spec,
-        r.profile,
-        r.model,
-        r.layout,
-        r.engine,
-        r.image,
-        concat_ws(' | ', r.model, r.layout, r.engine, coalesce(r.image, 'local')) as setup,
-        r.gpu_set,
-        r.gpus,
-        r.gpus_from,
-        r.gpus_source_file,
-        r.gpus_source_line,
-        r.gpus_note,
-        p.output_tok_s,
-        p.output_tok_s / r.gpus                                     as output_tok_s_per_gpu,
-        p.tpot_median_ms,
-        p.decode_tok_s_per_user,
-        p.capacity_limited,
-        p.provisional,
-        p.source_file,
-        p.source_line
-    from bench_points as p
-    inner join runs_with_gpus as r on r.run_id = p.run_id
-    where r.gpus > 0
-      and p.workload is not null
-      and p.output_tok_s > 0
-      and p.decode_tok_s_per_user > 0
+with points as (
+    select *, output_tok_s / gpus                                   as output_tok_s_per_gpu
+    from pareto_candidates
+    where gpus > 0
+      and workload is not null
+      and output_tok_s > 0
+      and decode_tok_s_per_user > 0
 ),
 
 dominated as (
@@ -89,7 +39,7 @@ final as (
         points.point_id,
         points.workload,
         points.concurrency,
-        points.repeat::integer                                      as repeat,
+        points.repeat,
         points.spec,
         points.profile,
         points.model,
@@ -98,11 +48,11 @@ final as (
         points.image,
         points.setup,
         points.gpu_set,
-        points.gpus::integer                                        as gpus,
-        points.output_tok_s::double                                 as output_tok_s,
-        points.output_tok_s_per_gpu::double                         as output_tok_s_per_gpu,
-        points.tpot_median_ms::double                               as tpot_median_ms,
-        points.decode_tok_s_per_user::double                        as decode_tok_s_per_user,
+        points.gpus,
+        points.output_tok_s,
+        points.output_tok_s_per_gpu,
+        points.tpot_median_ms,
+        points.decode_tok_s_per_user,
         dominated.point_id is null                                  as on_frontier,
         points.capacity_limited,
         points.provisional,
@@ -110,7 +60,7 @@ final as (
         points.source_line,
         points.gpus_from,
         points.gpus_source_file,
-        points.gpus_source_line::integer                            as gpus_source_line,
+        points.gpus_source_line,
         points.gpus_note
     from points
     left join dominated

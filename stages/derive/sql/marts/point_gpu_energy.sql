@@ -129,18 +129,7 @@ joined as (
 
 judged as (
     select
-        run_id,
-        point_id,
-        gpu_index,
-        source_file,
-        samples,
-        samples_in_window,
-        avg_power_w,
-        idle_power_w,
-        idle_samples,
-        max_gap_s,
-        start_miss_s,
-        end_miss_s,
+        *,
         case
             when samples = 0 then 'GPU ' || gpu_index || ' has no samples'
             when window_start_epoch_s is null or window_end_epoch_s is null
@@ -152,10 +141,7 @@ judged as (
                 then 'GPU ' || gpu_index || ': last sample ' || round(end_miss_s, 3) || ' s before the window''s end'
             when max_gap_s > cast($energy_max_gap_s as double)
                 then 'GPU ' || gpu_index || ': samples ' || round(max_gap_s, 3) || ' s apart'
-        end                                                              as problem,
-        integral_j,
-        first_sample_line,
-        last_sample_line
+        end                                                              as problem
     from joined
 ),
 

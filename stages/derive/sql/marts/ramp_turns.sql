@@ -8,11 +8,7 @@
 --   point <workload>__tNN (null without them).
 -- provisional: the run's gate scored below $gate_min_score, or the run has no gate (as bench_points).
 -- source_file / source_line: the request with the longest wait, else the turn's first request.
-with workloads as (
-    select * from stg_turn_workloads where kind = 'ramp'
-),
-
-requests as (
+with requests as (
     select * from turn_requests where kind = 'ramp'
 ),
 
@@ -57,8 +53,9 @@ joined as (
         evidence.source_file,
         evidence.source_line
     from turn_stats
-    join workloads
+    join stg_turn_workloads as workloads
         on workloads.run_id = turn_stats.run_id and workloads.workload = turn_stats.workload
+       and workloads.kind = 'ramp'
     join evidence
         on evidence.run_id = turn_stats.run_id
        and evidence.workload = turn_stats.workload

@@ -1,9 +1,10 @@
--- Sequences-that-fit rows for the latest ready attempt of each spec on a profile.
+-- Sequences-that-fit rows for the latest ready attempt of each spec on a profile (runs.is_current,
+-- its launch ready).
 with latest as (
-    select r.run_id, r.spec_label as spec, r.started_at
-    from runs as r
-    inner join launches as l on l.run_id = r.run_id
-    where r.profile = $profile and r.is_current and l.status = 'ready'
+    select c.run_id, c.spec, c.started_at
+    from current_runs($profile) as c
+    inner join launches as l on l.run_id = c.run_id
+    where l.status = 'ready'
 ),
 
 final as (

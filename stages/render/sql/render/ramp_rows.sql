@@ -1,19 +1,14 @@
--- One row per ramp turn of the reported attempt of each spec on a profile, for the turn table.
-with current_runs as (
-    select r.run_id, r.spec_label as spec, r.started_at
-    from runs as r
-    where r.profile = $profile and r.is_current
-),
-
-final as (
+-- One row per ramp turn of the reported attempt (runs.is_current) of each spec on a profile, for
+-- the turn table.
+with final as (
     select
         t.run_id,
-        current_runs.spec,
+        cur.spec,
         t.workload,
         t.turn
     from ramp_turns as t
-    inner join current_runs on current_runs.run_id = t.run_id
-    order by current_runs.started_at, t.run_id, t.workload, t.turn
+    inner join current_runs($profile) as cur on cur.run_id = t.run_id
+    order by cur.started_at, t.run_id, t.workload, t.turn
 )
 
 select * from final
