@@ -9,6 +9,16 @@ import os
 import sys
 import threading
 from pathlib import Path
+from typing import Iterator
+
+
+def walk_files(folder: Path | str) -> Iterator[str]:
+    """The path of every file under `folder`, in a stable order (folders and names sorted): what
+    a fingerprint of a folder's files walks."""
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        for name in sorted(filenames):
+            yield os.path.join(dirpath, name)
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from stages.core.config import CampaignError
+from stages.core.files import walk_files
 
 STATE_PATH = "/__preview/state"
 SCRIPT_PATH = "/__preview/reload.js"
@@ -86,15 +87,12 @@ def fingerprint(paths: list[Path]) -> tuple:
     seen = []
     for path in paths:
         if path.is_dir():
-            for dirpath, dirnames, filenames in os.walk(path):
-                dirnames.sort()
-                for name in sorted(filenames):
-                    full = os.path.join(dirpath, name)
-                    try:
-                        st = os.stat(full)
-                    except OSError:
-                        continue
-                    seen.append((full, st.st_size, st.st_mtime_ns))
+            for full in walk_files(path):
+                try:
+                    st = os.stat(full)
+                except OSError:
+                    continue
+                seen.append((full, st.st_size, st.st_mtime_ns))
         else:
             try:
                 st = os.stat(path)
