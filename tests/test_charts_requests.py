@@ -66,3 +66,25 @@ def test_timeline_height_follows_the_requests_within_bounds(n, height):
     spec = charts.spec("request_timeline_chart", rows)
     assert spec["height"] == height
     assert "Point r, p." in spec["title"]["subtitle"][0]
+
+
+def test_timelines_of_two_points_share_a_layout_and_each_is_the_chart_its_function_draws():
+    import json
+
+    first = timeline()
+    second = timeline().assign(run_id="q", series="t", point_id="w__c04", sent_s=lambda d: d["sent_s"] * 2)
+    domain = ["s", "t"]
+    specs = []
+    for rows in (first, second):
+        drawn = charts_requests.request_timeline_chart(rows.copy(), domain).to_dict(validate=False)
+        (key, values), = drawn.pop("datasets").items()
+        drawn = {**drawn, "data": {"name": charts.ROWS}, "datasets": {charts.ROWS: values}}
+        laid_out = charts.spec("request_timeline_chart", rows.copy(), domain)
+        assert json.loads(json.dumps(laid_out)) == json.loads(json.dumps(drawn, default=str))
+        specs.append(laid_out)
+    # only the note, the run spec's colour and the rows differ: one layout served both
+    assert specs[0]["title"]["subtitle"][0] == "Point r, w__c02." and specs[1]["title"]["subtitle"][0] == "Point q, w__c04."
+    assert specs[0]["encoding"]["color"]["scale"]["range"] != specs[1]["encoding"]["color"]["scale"]["range"]
+    before = charts._layout_json.cache_info().currsize
+    charts.spec("request_timeline_chart", second.assign(point_id="w__c08").copy(), domain)
+    assert charts._layout_json.cache_info().currsize == before

@@ -186,6 +186,7 @@ class Shape:
     limits: tuple[str, ...]
     note: tuple[str, ...]
     colors: tuple[tuple[str, str], ...]
+    extra: tuple = ()      # what else a layout of another kind depends on (a timeline's height)
 
 
 def _shape(df: pd.DataFrame, note: Sequence[str], domain: Sequence[str] | None) -> Shape:
@@ -355,13 +356,27 @@ def spec(name: str, rows: pd.DataFrame, color_domain: Sequence[str] | None = Non
     if laid_out is None:
         return chart_by_name(name)(rows, color_domain).to_dict(validate=False)
     data, shape = laid_out[0](rows, color_domain)
-    out = json.loads(_layout_json(name, replace(shape, colors=SERIES_STANDIN)))
-    return {**_with_colors(out, shape.colors), "datasets": {ROWS: records(data)}}
+    out = json.loads(_layout_json(name, replace(shape, colors=SERIES_STANDIN, note=(NOTE_STANDIN,))))
+    return {**_with_note(_with_colors(out, shape.colors), shape.note), "datasets": {ROWS: records(data)}}
 
 
 # the colours a shared layout is built with, replaced in its spec by the chart's own (_with_colors):
 # charts of one shape but other specs share the layout
 SERIES_STANDIN = (("series standing in", "#000000"),)
+
+
+# the note a shared layout is built with, each line standing for the chart's own notes (_with_note):
+# charts that differ only in what their titles note (the point a timeline draws) share the layout
+NOTE_STANDIN = "note standing in"
+
+
+def _with_note(node: Any, note: tuple[str, ...]) -> Any:
+    """The spec with the note stand-in replaced by the lines of `note`, wherever a list holds it."""
+    if isinstance(node, dict):
+        return {k: _with_note(v, note) for k, v in node.items()}
+    if isinstance(node, list):
+        return [line for v in node for line in (note if v == NOTE_STANDIN else [_with_note(v, note)])]
+    return node
 
 
 def _with_colors(node: Any, colors: tuple[tuple[str, str], ...]) -> Any:

@@ -109,35 +109,46 @@ def timeline_rows(requests: pd.DataFrame) -> pd.DataFrame:
     return both[both["begin_s"].notna() & both["end_s"].notna()]
 
 
-def request_timeline_chart(requests: pd.DataFrame, color_domain: Sequence[str] | None = None
-                           ) -> alt.LayerChart:
-    """One point's requests on the client's clock: sent, first token, last token."""
+def timeline_shape(requests: pd.DataFrame, color_domain: Sequence[str] | None = None
+                   ) -> tuple[pd.DataFrame, charts.Shape]:
+    """The timeline's rows (timeline_rows) and what its layout depends on: the point it draws
+    (the note), the phases' colours (grey, then the run spec's), its height and tooltip."""
     df = timeline_rows(requests)
     colors = series_colors(color_domain, df)
     colour = colors[0][1] if colors else GREY
     first = df.iloc[0] if len(df) else None
     what = (f"{first['run_id']}, {first['point_id']}" if first is not None else "")
     height = max(TIMELINE_MIN_HEIGHT, min(TIMELINE_MAX_HEIGHT, TIMELINE_ROW_PX * int(df["order"].max() or 0)))
+    return df, charts.Shape(0, (), (f"Point {what}.",), tuple(zip(TIMELINE_PHASES, (GREY, colour))),
+                            extra=(height, "output_tokens" in df.columns))
+
+
+def timeline_layout(shape: charts.Shape, data) -> alt.TopLevelMixin:
+    height, output_tokens = shape.extra
     tooltip = [
         alt.Tooltip("request_idx:Q", title="request (file index)"),
         alt.Tooltip("phase:N"),
         alt.Tooltip("sent_s:Q", title="sent (s)", format=".3f"),
         alt.Tooltip("first_token_s:Q", title="first token (s)", format=".3f"),
         alt.Tooltip("last_token_s:Q", title="last token (s)", format=".3f"),
-        alt.Tooltip("output_tokens:Q", title="output tokens") if "output_tokens" in df.columns
-        else alt.Tooltip("ok:N"),
+        alt.Tooltip("output_tokens:Q", title="output tokens") if output_tokens else alt.Tooltip("ok:N"),
         alt.Tooltip("ok:N", title="completed"),
     ]
-    bars = alt.Chart(df).mark_bar(height=max(2, TIMELINE_ROW_PX - 2)).encode(
+    bars = alt.Chart(data).mark_bar(height=max(2, TIMELINE_ROW_PX - 2)).encode(
         x=alt.X("begin_s:Q", title="Seconds from the first request sent"),
         x2="end_s:Q",
         y=alt.Y("order:O", title="Requests, in the order sent", axis=alt.Axis(labels=False, ticks=False)),
-        color=alt.Color("phase:N", title="Phase", scale=alt.Scale(domain=TIMELINE_PHASES,
-                                                                  range=[GREY, colour])),
+        color=alt.Color("phase:N", title="Phase", scale=color_scale(shape.colors)),
         tooltip=tooltip)
     return charts.single_panel(bars, height, "Each request of one point, from sent to last token",
-                               [f"Point {what}.", "Grey: sent until its first token (waiting and prefill); "
-                                                  "colour: first token until the last (decoding)."])
+                               [*shape.note, "Grey: sent until its first token (waiting and prefill); "
+                                             "colour: first token until the last (decoding)."])
+
+
+def request_timeline_chart(requests: pd.DataFrame, color_domain: Sequence[str] | None = None
+                           ) -> alt.LayerChart:
+    """One point's requests on the client's clock: sent, first token, last token."""
+    return timeline_layout(*reversed(timeline_shape(requests, color_domain)))
 
 
 # Registered with the charts of charts.py on import (chart_writer imports this module), each drawn
@@ -146,4 +157,5 @@ CHARTS = {"latency_cdf_chart": latency_cdf_chart, "request_timeline_chart": requ
 CHART_ROWS = {"latency_cdf_chart": "model_request_latency", "request_timeline_chart": "model_timeline"}
 charts.CHARTS.update(CHARTS)
 charts.CHART_ROWS.update(CHART_ROWS)
-charts.REQUEST_LAYOUTS.update({"latency_cdf_chart": (cdf_shape, cdf_layout)})
+charts.REQUEST_LAYOUTS.update({"latency_cdf_chart": (cdf_shape, cdf_layout),
+                               "request_timeline_chart": (timeline_shape, timeline_layout)})
