@@ -122,3 +122,25 @@ def test_the_remembered_build_is_mkdocs_own_build(edited, tmp_path):
         ours = files(tmp_path / built)
         assert sorted(ours) == sorted(theirs)
         assert [name for name in ours if ours[name] != theirs[name]] == []
+
+
+def test_pages_held_in_memory_by_the_preview_give_what_the_cache_folder_gives(edited, tmp_path):
+    """The preview holds rendered pages in memory between renders (SiteMemo.pages); after an edit
+    its render writes what a render taking them from the cache folder writes."""
+    root, _, _ = edited
+    sites = {}
+    for how in ("memory", "folder"):
+        copy = tmp_path / how
+        for sub in ("data/runs", "site"):
+            shutil.copytree(root / sub, copy / sub)
+        shutil.copy(root / "data" / "campaign.duckdb", copy / "data" / "campaign.duckdb")
+        memo = site_memo.SiteMemo(copy / "data" / "chart_cache") if how == "memory" else None
+        render.run(**kwargs(copy), memo=memo)
+        template = copy / "site" / "templates" / PART
+        template.write_text(template.read_text() + "\nA second sentence, while the preview runs.\n")
+        again = render.run(**kwargs(copy), memo=memo)
+        assert again["pages_reused"] >= 2
+        if memo is not None:
+            assert len(memo.pages) == again["pages_reused"] + 1    # every page of the series, in memory
+        sites[how] = (files(copy / "data" / "site"), files(copy / "data" / "docs"))
+    assert sites["memory"] == sites["folder"]

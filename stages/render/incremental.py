@@ -113,8 +113,10 @@ class PageCache:
     """Rendered pages by key, in `folder` (none: nothing kept). A page's key is the base key, its
     own template and front matter, and what it shows of the other pages (their names and meta)."""
 
-    def __init__(self, folder: Path | None, base: str, templates: dict[str, str], own: set[str]):
+    def __init__(self, folder: Path | None, base: str, templates: dict[str, str], own: set[str],
+                 kept: dict[str, PageResult] | None = None):
         self.folder = Path(folder) / PAGES_FOLDER if folder else None
+        self.kept = kept    # entries held in memory between renders (the preview's), or None
         self.base = base
         self.templates = templates
         # what every page may import: each template that is not one page's own
@@ -132,6 +134,9 @@ class PageCache:
 
     def get(self, key: str) -> PageResult | None:
         self.used.add(key)
+        if self.kept is not None and key in self.kept:
+            self.hits += 1
+            return self.kept[key]
         if self.folder is None or not self._path(key).is_file():
             return None
         try:
@@ -141,14 +146,21 @@ class PageCache:
         if not isinstance(result, PageResult):
             return None
         self.hits += 1
+        if self.kept is not None:
+            self.kept[key] = result
         return result
 
     def put(self, key: str, result: PageResult) -> None:
+        if self.kept is not None:
+            self.kept[key] = result
         if self.folder is not None:
             write_atomic(self._path(key), pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
 
     def prune(self) -> None:
         """Drop the entries this render did not use (a page edited again has a new key)."""
+        if self.kept is not None:
+            for key in set(self.kept) - self.used:
+                del self.kept[key]
         if self.folder is None or not self.folder.is_dir():
             return
         for path in self.folder.glob("*/*.pickle"):

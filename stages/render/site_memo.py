@@ -51,6 +51,9 @@ class SiteMemo:
                 self.entries = {}
         self.used: dict[str, Any] = {}
         self.hits = self.misses = 0
+        # rendered pages by key, held in memory by a process that renders again and again (the
+        # preview) so that a page its edit did not touch is not read back from the cache folder
+        self.pages: dict[str, Any] = {}
 
     def get(self, key: str) -> Any:
         found = self.entries.get(key)

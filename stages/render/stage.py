@@ -142,11 +142,12 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
                run_sets: dict | None, warehouse_file: Path, notices: list[str],
                diff_settings: dict | None = None, arms: dict | None = None, chart_cache: Path | None = None,
                static_images: tuple[str, ...] = (), phases: Phases | None = None,
-               old_docs: Path, settings: Any = None):
+               old_docs: Path, settings: Any = None, kept_pages: dict | None = None):
     """The docs folder's content, written into the (empty) folder `docs_dir`; a file unchanged
     since the render that wrote `old_docs` is linked from there (stages/render/incremental.py). A
     Part left out (nothing to show) adds its one-line reason to `notices`. `settings`: what else
-    the pages depend on (params), for their keys."""
+    the pages depend on (params), for their keys. `kept_pages`: rendered pages a long-running
+    caller (the preview) holds in memory between renders (incremental.PageCache)."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir)), autoescape=True,
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              trim_blocks=True, lstrip_blocks=True, finalize=_print)
@@ -176,7 +177,8 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
                           [_rel(p, root) for p in (runs_dir, nodes_dir, root) if p is not None])
             pages = [p for p in (*parts, index, compare_spec) if p is not None]
             cache = PageCache(chart_cache, base, template_digests(templates_dir),
-                              {p.template.relative_to(templates_dir).as_posix() for p in pages})
+                              {p.template.relative_to(templates_dir).as_posix() for p in pages},
+                              kept=kept_pages)
             out = DocsWriter(docs_dir, old_docs, chart_cache)
         writer = ChartWriter(docs_dir, book, cache_dir=chart_cache, static=tuple(static_images))
         kwargs = dict(env=env, book=book, parts=parts, writer=writer, sources=sources,
@@ -270,7 +272,8 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
             warehouse_file=warehouse_file,
             notices=notices, arms=arms, chart_cache=chart_cache,
             static_images=static_images, phases=phases,
-            settings=[compare, run_sets, diff_settings, arms], old_docs=docs_dir)
+            settings=[compare, run_sets, diff_settings, arms], old_docs=docs_dir,
+            kept_pages=getattr(memo, "pages", None))
         nav = site_nav([p.name for p in rendered] + ["SOURCES.md", warehouse_page.PAGE_NAME], mkdocs_config)
         # The Parts are the blog's posts (written under posts/); the plugin reads their authors here.
         (docs_tmp / blog.AUTHORS_FILE).write_text(blog.authors_file(authors))
