@@ -39,11 +39,18 @@ CACHE_VERSION = 1
 
 
 def digest(*parts: Any) -> str:
-    """sha256 of the parts, each as JSON (bytes as they are)."""
+    """sha256 of the parts: bytes as they are, text as UTF-8 (a page's HTML is hashed without
+    being escaped as JSON first), anything else as JSON; each tagged with its kind and length."""
     h = hashlib.sha256()
     for part in parts:
-        h.update(part if isinstance(part, bytes) else json.dumps(part, sort_keys=True, default=str).encode())
-        h.update(b"\0")
+        if isinstance(part, bytes):
+            kind, data = b"b", part
+        elif isinstance(part, str):
+            kind, data = b"s", part.encode("utf-8", "surrogatepass")
+        else:
+            kind, data = b"j", json.dumps(part, sort_keys=True, default=str).encode()
+        h.update(kind + str(len(data)).encode() + b":")
+        h.update(data)
     return h.hexdigest()
 
 
