@@ -144,3 +144,48 @@ def test_pages_held_in_memory_by_the_preview_give_what_the_cache_folder_gives(ed
             assert len(memo.pages) == again["pages_reused"] + 1    # every page of the series, in memory
         sites[how] = (files(copy / "data" / "site"), files(copy / "data" / "docs"))
     assert sites["memory"] == sites["folder"]
+
+
+def test_a_page_rendered_again_takes_each_chart_it_calls_the_same_way_from_its_last_render(
+        edited, tmp_path, monkeypatch):
+    """An edit to a Part's text re-renders the Part, but a chart called as before, on the same
+    data, is its previous render's (markup and files): no rows fetched, no spec made."""
+    from stages.render.chart_writer import ChartWriter
+
+    root, scratch, _ = edited
+    copy = tmp_path / "copy"
+    for sub in ("data/runs", "site"):
+        shutil.copytree(root / sub, copy / sub)
+    shutil.copy(root / "data" / "campaign.duckdb", copy / "data" / "campaign.duckdb")
+    render.run(**kwargs(copy))
+    template = copy / "site" / "templates" / PART
+    template.write_text(template.read_text() + "\nOne more sentence to look at.\n")
+
+    def refused(self, *args, **kwargs):
+        raise AssertionError(f"chart made again: {args}")
+    monkeypatch.setattr(ChartWriter, "_write", refused)
+    again = render.run(**kwargs(copy))
+    assert again["charts"] and again["chart_specs_reused"] == len(again["charts"])
+    site, first = files(copy / "data" / "site"), files(root / "data" / "site")
+    assert [n for n in site if n.startswith("assets/charts/") and site[n] != first.get(n)] == []
+
+
+def test_a_render_pauses_the_cyclic_collector_and_leaves_it_as_it_was(edited, tmp_path):
+    import gc
+
+    root, _, _ = edited
+    assert gc.isenabled()
+    render.run(**kwargs(root))
+    assert gc.isenabled()
+    broken = tmp_path / "templates"
+    shutil.copytree(root / "site" / "templates", broken)
+    (broken / PART).write_text("{% if %}")
+    with pytest.raises(Exception):
+        render.run(**{**kwargs(root), "templates_dir": broken})
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        render.run(**kwargs(root))
+        assert not gc.isenabled()       # paused by its caller: left paused
+    finally:
+        gc.enable()

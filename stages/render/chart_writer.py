@@ -163,6 +163,12 @@ class ChartWriter:
         self._pool = ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1)
         self._pending: list[Future] = []
         self.written: list[str] = []
+        # a page's charts as its previous render made them: set around one page's render
+        # (page_loop.py), a call the same as one of the previous render's, on the same data and
+        # code (`base`, the render's base key), gives its markup and files again
+        self.base = ""
+        self.recall: tuple[dict[str, tuple[str, str | None]], dict[str, bytes]] | None = None
+        self.calls: dict[str, tuple[str, str | None]] = {}   # this page's: key -> (markup, files' path)
         self.drawn = 0      # charts whose images were drawn in this render
         self.reused = 0     # charts whose images came from the cache
         self.specs_reused = 0   # charts whose spec came from the cache (Altair not run)
@@ -244,9 +250,36 @@ class ChartWriter:
 
     def write(self, page_stem: str, name: str, profile: str | None = None,
               params: dict[str, Any] | None = None, query: str | None = None) -> str:
-        """A chart's files, and the Markdown that shows it (see _write), timed as `charts`."""
+        """A chart's files, and the Markdown that shows it (see _write), timed as `charts`; the
+        previous render's, where this page made the same call then (`recall`)."""
         with self.phases("charts"):
-            return self._write(page_stem, name, profile, params, query)
+            key = hashlib.sha256(json.dumps([self.base, page_stem, name, profile, params, query],
+                                            sort_keys=True, default=str).encode()).hexdigest()
+            made = self._recalled(key)
+            if made is None:
+                before = len(self.written)
+                markup = self._write(page_stem, name, profile, params, query)
+                made = markup, self.written[-1] if len(self.written) > before else None
+            self.calls[key] = made
+            return made[0]
+
+    def _recalled(self, key: str) -> tuple[str, str | None] | None:
+        """The markup of call `key` as the page's previous render made it, its files written
+        again from there; None when it made no such call (or its files are not at hand)."""
+        if self.recall is None or key not in self.recall[0]:
+            return None
+        markup, rel = self.recall[0][key]
+        if rel is not None:
+            files = {r: data for r, data in self.recall[1].items() if r.startswith(f"{rel}.")}
+            if not files:
+                return None
+            for r, data in files.items():
+                (self.docs_dir / r).parent.mkdir(parents=True, exist_ok=True)
+                (self.docs_dir / r).write_bytes(data)
+            self.written.append(rel)
+            self.specs_reused += 1
+            self.reused += 1 if self.static else 0
+        return markup, rel
 
     def _write(self, page_stem: str, name: str, profile: str | None = None,
                params: dict[str, Any] | None = None, query: str | None = None) -> str:

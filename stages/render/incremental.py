@@ -34,6 +34,7 @@ CODE_SUFFIXES = (".py", ".sql", ".yaml", ".j2")
 LIBRARIES = ("jinja2", "markupsafe", "altair", "pandas", "duckdb", "vl-convert-python", "markdown",
              "mkdocs", "mkdocs-material", "pymdown-extensions", "mkdocs-rss-plugin")
 PAGES_FOLDER = "pages"           # under the cache folder: one entry per page key
+INDEX = "index.json"             # in the pages folder: each page's last key, by page name
 MANIFEST = "docs-manifest.json"  # under the cache folder: the docs folder's files and their keys
 CACHE_VERSION = 1
 
@@ -114,6 +115,7 @@ class PageResult:
     printed: list[str]       # the ids of those it printed, in order
     charts: dict[str, bytes] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    calls: dict[str, tuple[str, str | None]] = field(default_factory=dict)   # its charts (ChartWriter.calls)
 
 
 class PageCache:
@@ -130,6 +132,12 @@ class PageCache:
         self.shared = {k: v for k, v in templates.items() if k not in own}
         self.used: set[str] = set()
         self.hits = 0
+        # each page's last entry, by page name: a page rendered again finds its previous charts there
+        self.index_file = self.folder / INDEX if self.folder else None
+        try:
+            self.index = json.loads(self.index_file.read_text()) if self.index_file else {}
+        except (OSError, ValueError):
+            self.index = {}
 
     def key(self, spec: PageSpec, parts: list[PageSpec]) -> str:
         own = spec.template.name
@@ -157,7 +165,22 @@ class PageCache:
             self.kept[key] = result
         return result
 
+    def previous(self, name: str) -> PageResult | None:
+        """Page `name`'s entry of the render before (another key: its template was edited), if
+        it is still there."""
+        key = self.index.get(name)
+        if not isinstance(key, str) or key in self.used:
+            return None
+        if self.kept is not None and key in self.kept:
+            return self.kept[key]
+        try:
+            found = pickle.loads(self._path(key).read_bytes()) if self.folder is not None else None
+        except Exception:    # gone, or another version's: nothing to reuse
+            return None
+        return found if isinstance(found, PageResult) else None
+
     def put(self, key: str, result: PageResult) -> None:
+        self.index[result.page.name] = key
         if self.kept is not None:
             self.kept[key] = result
         if self.folder is not None:
@@ -173,6 +196,8 @@ class PageCache:
         for path in self.folder.glob("*/*.pickle"):
             if path.stem not in self.used:
                 path.unlink(missing_ok=True)
+        self.index = {name: key for name, key in self.index.items() if key in self.used}
+        write_atomic(self.index_file, json.dumps(self.index, sort_keys=True))
 
 
 class DocsWriter:

