@@ -109,12 +109,11 @@ def template_digests(templates_dir: Path) -> dict[str, str]:
 @dataclass
 class PageResult:
     """What rendering one page made: the page, the facts it printed (in order, each as it was when
-    the page was rendered), its chart files (docs path -> bytes) and the chart counters."""
+    the page was rendered), its chart files (docs path -> bytes) and its chart calls."""
     page: RenderedPage
     facts: list[Fact]        # every fact the page made or printed
     printed: list[str]       # the ids of those it printed, in order
     charts: dict[str, bytes] = field(default_factory=dict)
-    counts: dict[str, int] = field(default_factory=dict)
     calls: dict[str, tuple[str, str | None]] = field(default_factory=dict)   # its charts (ChartWriter.calls)
 
 
@@ -147,37 +146,31 @@ class PageCache:
     def _path(self, key: str) -> Path:
         return self.folder / key[:2] / f"{key}.pickle"
 
+    def _load(self, key: str) -> PageResult | None:
+        """Entry `key`: held in memory, else read from the folder; None when there is none (or
+        it is another version's)."""
+        if self.kept is not None and key in self.kept:
+            return self.kept[key]
+        try:
+            found = pickle.loads(self._path(key).read_bytes()) if self.folder is not None else None
+        except Exception:   # absent, or an entry from another version of the code
+            return None
+        return found if isinstance(found, PageResult) else None
+
     def get(self, key: str) -> PageResult | None:
         self.used.add(key)
-        if self.kept is not None and key in self.kept:
+        result = self._load(key)
+        if result is not None:
             self.hits += 1
-            return self.kept[key]
-        if self.folder is None or not self._path(key).is_file():
-            return None
-        try:
-            result = pickle.loads(self._path(key).read_bytes())
-        except Exception:   # an entry from another version of the code: render it again
-            return None
-        if not isinstance(result, PageResult):
-            return None
-        self.hits += 1
-        if self.kept is not None:
-            self.kept[key] = result
+            if self.kept is not None:
+                self.kept[key] = result
         return result
 
     def previous(self, name: str) -> PageResult | None:
         """Page `name`'s entry of the render before (another key: its template was edited), if
         it is still there."""
         key = self.index.get(name)
-        if not isinstance(key, str) or key in self.used:
-            return None
-        if self.kept is not None and key in self.kept:
-            return self.kept[key]
-        try:
-            found = pickle.loads(self._path(key).read_bytes()) if self.folder is not None else None
-        except Exception:    # gone, or another version's: nothing to reuse
-            return None
-        return found if isinstance(found, PageResult) else None
+        return self._load(key) if isinstance(key, str) and key not in self.used else None
 
     def put(self, key: str, result: PageResult) -> None:
         self.index[result.page.name] = key

@@ -37,7 +37,6 @@ class QueryMemo:
         self.file = Path(folder) / MEMO_FILE if folder else None
         self.db_key = db_key
         self.new: dict[str, Any] = {}
-        self.hits = 0
         self._con: sqlite3.Connection | None = None
         if self.file is not None and self.file.is_file():
             try:
@@ -58,11 +57,9 @@ class QueryMemo:
         try:
             row = self._con.execute("select answer from answers where key = ? and db = ?",
                                     (key, self.db_key)).fetchone()
-            found = pickle.loads(row[0]) if row else None
+            return pickle.loads(row[0]) if row else None
         except Exception:   # another version's file, or a damaged one: ask the database
             return None
-        self.hits += found is not None
-        return found
 
     def put(self, sql: str, params: dict[str, Any], answer: Any) -> None:
         self.new[self._key(sql, params)] = answer
