@@ -357,36 +357,25 @@ def spec(name: str, rows: pd.DataFrame, color_domain: Sequence[str] | None = Non
         return chart_by_name(name)(rows, color_domain).to_dict(validate=False)
     data, shape = laid_out[0](rows, color_domain)
     out = json.loads(_layout_json(name, replace(shape, colors=SERIES_STANDIN, note=(NOTE_STANDIN,))))
-    return {**_with_note(_with_colors(out, shape.colors), shape.note), "datasets": {ROWS: records(data)}}
+    return {**_with_own(out, shape.colors, shape.note), "datasets": {ROWS: records(data)}}
 
 
-# the colours a shared layout is built with, replaced in its spec by the chart's own (_with_colors):
-# charts of one shape but other specs share the layout
+# What a shared layout is built with in place of a chart's own colours and notes (_with_own):
+# charts of one shape but other specs, or other notes (the point a timeline draws), share it.
 SERIES_STANDIN = (("series standing in", "#000000"),)
+NOTE_STANDIN = "note standing in"    # each such line stands for the chart's notes
 
 
-# the note a shared layout is built with, each line standing for the chart's own notes (_with_note):
-# charts that differ only in what their titles note (the point a timeline draws) share the layout
-NOTE_STANDIN = "note standing in"
-
-
-def _with_note(node: Any, note: tuple[str, ...]) -> Any:
-    """The spec with the note stand-in replaced by the lines of `note`, wherever a list holds it."""
-    if isinstance(node, dict):
-        return {k: _with_note(v, note) for k, v in node.items()}
-    if isinstance(node, list):
-        return [line for v in node for line in (note if v == NOTE_STANDIN else [_with_note(v, note)])]
-    return node
-
-
-def _with_colors(node: Any, colors: tuple[tuple[str, str], ...]) -> Any:
-    """The spec with the stand-in colour scale replaced by `colors`."""
+def _with_own(node: Any, colors: tuple[tuple[str, str], ...], note: tuple[str, ...]) -> Any:
+    """The layout's spec with the stand-in colour scale replaced by `colors` and each note
+    stand-in in a list by the lines of `note`."""
     if isinstance(node, dict):
         if node.get("domain") == [SERIES_STANDIN[0][0]]:
             return {**node, "domain": [n for n, _ in colors], "range": [c for _, c in colors]}
-        return {k: _with_colors(v, colors) for k, v in node.items()}
+        return {k: _with_own(v, colors, note) for k, v in node.items()}
     if isinstance(node, list):
-        return [_with_colors(v, colors) for v in node]
+        return [line for v in node
+                for line in (note if v == NOTE_STANDIN else [_with_own(v, colors, note)])]
     return node
 
 
