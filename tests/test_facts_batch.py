@@ -123,7 +123,7 @@ def test_a_fact_column_costs_one_batch_per_render_however_many_tables_print_it(r
     for how in ("batch", "alone"):
         if how == "alone":
             monkeypatch.setattr(FactBook, "_batched", lambda self, name: None)
-            monkeypatch.setattr(FactBook, "_batched_query", lambda self, name, sets: {})
+            monkeypatch.setattr(FactBook, "_batched_query", lambda self, *args: {})
         counting = Counting(con)
         macros = PageMacros(book_on(rendered, counting), page="p.md", runs_dir=root / "data" / "runs",
                             root=root)

@@ -152,20 +152,25 @@ class FactBook:
         that its batch settles (a declared fact's _batched, else its query's _batched_query), and
         keeps the facts; returns how many were new. A set the batch does not settle is left to
         evaluate(), which says why."""
-        param_sets = list(param_sets)
-        batch, made = self._batched(name) or self._batched_query(name, param_sets), 0
-        if not batch:
+        try:
+            sql = self.fact_sql(name)
+        except FactError:      # evaluate() says why
             return 0
-        sql = self.fact_sql(name)
         wanted = sql_params(sql)
+        todo: dict[str, dict[str, Any]] = {}     # the sets not evaluated yet, by fact id
         for params in param_sets:
             if set(wanted) <= set(params):
                 bound = {k: plain(params[k]) for k in wanted}
                 fid = fact_id(name, bound)
-                if fid in batch and fid not in self.facts:   # as evaluate() makes it from a batch
-                    columns, row = batch[fid]
-                    self.facts[fid] = self._fact(fid, name, sql, bound, dict(zip(columns, row)))
-                    made += 1
+                if fid not in self.facts:
+                    todo.setdefault(fid, bound)
+        batch = self._batched(name) or self._batched_query(name, sql, todo)
+        made = 0
+        for fid, bound in todo.items():
+            if fid in batch:     # as evaluate() makes it from a batch
+                columns, row = batch[fid]
+                self.facts[fid] = self._fact(fid, name, sql, bound, dict(zip(columns, row)))
+                made += 1
         return made
 
     def _batched(self, name: str) -> dict[str, tuple[list[str], tuple]] | None:
@@ -199,24 +204,14 @@ class FactBook:
             for i, s in enumerate(sets) if len(found.get(i, ())) == 1}
         return self._batches[name]
 
-    def _batched_query(self, name: str, param_sets: list[dict[str, Any]]
+    def _batched_query(self, name: str, sql: str, todo: dict[str, dict[str, Any]]
                        ) -> dict[str, tuple[list[str], tuple]]:
-        """A fact query's one row for each of `param_sets` not evaluated yet, by fact id, in one
-        query (its batch form, row_batch.batch_sql, bound by the fact's own parameters); sets of
-        other than one row left out. Empty when the query has no batch form or the batch fails."""
-        try:
-            sql = self.fact_sql(name)
-        except FactError:      # evaluate() says why
-            return {}
+        """Fact query `sql`'s one row for each parameter set of `todo` (by fact id), in one query
+        (its batch form, row_batch.batch_sql, bound by the fact's own parameters); sets of other
+        than one row left out. Empty when the query has no batch form or the batch fails."""
         wanted = tuple(sorted(sql_params(sql)))
         batch = row_batch.batch_sql(sql, wanted) if wanted else None
-        todo: dict[str, dict[str, Any]] = {}
-        for params in param_sets if batch else ():
-            if set(wanted) <= set(params):
-                bound = {k: plain(params[k]) for k in wanted}
-                todo.setdefault(fact_id(name, bound), bound)
-        todo = {fid: bound for fid, bound in todo.items() if fid not in self.facts}
-        if len(todo) < 2:
+        if batch is None or len(todo) < 2:
             return {}
         try:
             columns, rows = self._query(batch, row_batch.batch_params(list(todo.values()), wanted),
