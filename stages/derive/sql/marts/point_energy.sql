@@ -10,6 +10,8 @@
 -- int_gpu_sampler_files); sampler_window_s is the sampler's own, the client's set-up included, and
 -- bench_duration_s the benchmark's own duration (its result file). idle_power_total_w: the sum of
 -- the GPUs' median power before the window, null unless every GPU of the set has such samples.
+-- Sums and means of doubles name their order (gpu_index): DuckDB's threads may otherwise add them
+-- in another order from one build to the next, and a total on a half (469.35) rounds either way.
 with gpus as (
     select * from point_gpu_energy
 ),
@@ -26,13 +28,13 @@ per_point as (
         count(*) filter (where samples > 0)                              as gpus_sampled,
         count(*) filter (where samples_in_window > 0)                    as gpus_sampled_in_window,
         sum(samples)                                                     as samples,
-        avg(avg_power_w)                                                 as avg_power_per_gpu_w,
-        sum(idle_power_w)                                                as idle_power_sum_w,
+        avg(avg_power_w order by gpu_index)                              as avg_power_per_gpu_w,
+        sum(idle_power_w order by gpu_index)                             as idle_power_sum_w,
         count(*) filter (where idle_samples > 0)                         as gpus_idle_sampled,
         sum(idle_samples)                                                as idle_samples,
-        sum(avg_power_w)                                                 as avg_power_sum_w,
+        sum(avg_power_w order by gpu_index)                              as avg_power_sum_w,
         max(max_gap_s)                                                   as max_gap_s,
-        sum(energy_j)                                                    as energy_sum_j,
+        sum(energy_j order by gpu_index)                                 as energy_sum_j,
         count(*) filter (where problem is not null)                      as gpu_problems,
         string_agg(problem, '; ' order by gpu_index)                     as energy_problem,
         min(source_line)                                                 as first_sample_line,

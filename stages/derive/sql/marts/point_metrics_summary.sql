@@ -28,12 +28,12 @@ per_point as (
         count(*)                                                           as readings,
         max(running)                                                       as running_max,
         max(preemptions)                                                   as preemptions,
-        sum(dt_s) filter (where running_before > 0 and running > 0
+        sum(dt_s order by sample_idx) filter (where running_before > 0 and running > 0
                            and generation_tokens_total <= gen_before)      as stalled_s,
         sum(generation_tokens_total - gen_before)
             filter (where (running_before > 0 or running > 0) and generation_tokens_total >= gen_before)
                                                                            as gen_running_tokens,
-        sum(dt_s)
+        sum(dt_s order by sample_idx)
             filter (where (running_before > 0 or running > 0) and generation_tokens_total >= gen_before)
                                                                            as running_s
     from intervals

@@ -26,7 +26,7 @@ summed as (
         kind,
         min(counted)                                                as counted,
         sum(events)::integer                                        as events,
-        sum(total_us)                                               as total_us,
+        sum(total_us order by source_file)                          as total_us,
         count(*)::integer                                           as trace_files,
         min(source_file)                                            as source_file,
         string_agg(top_text, ' | ' order by source_file)            as top_kernels
