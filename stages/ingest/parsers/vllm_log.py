@@ -95,59 +95,46 @@ def facts_of_line(p: Prefixed, raw: str, line: int) -> tuple[list[Fact], list[Pa
     def add(name: str, **values) -> None:
         out.append(line_fact(name, p, raw, line, **values))
 
+    def read(pattern: re.Pattern, not_understood: str | None = None) -> re.Match | None:
+        """The pattern's match in the line; a line that does not match is an error where
+        not_understood says what it is (else it may be another line with the same words)."""
+        m = pattern.search(msg)
+        if m is None and not_understood:
+            errors.append(ParseError(line, not_understood))
+        return m
+
     if "KV cache size" in msg:
-        m = _KV_SIZE.search(msg)
-        if m:
+        if m := read(_KV_SIZE, "KV cache size line without a token count" if "tokens" in msg else None):
             add("kv_tokens", value_num=_num(m.group(2)), detail=m.group(1))
-        elif "tokens" in msg:
-            errors.append(ParseError(line, "KV cache size line without a token count"))
     if "Maximum concurrency" in msg:
-        m = _CONCURRENCY.search(msg)
-        if m:
+        if m := read(_CONCURRENCY, "Maximum concurrency line not understood"):
             add("max_concurrency_x", value_num=_num(m.group(2)))
             add("max_concurrency_len", value_num=_num(m.group(1)))
-        else:
-            errors.append(ParseError(line, "Maximum concurrency line not understood"))
     if "GPU blocks" in msg or "cuda blocks" in msg:
-        m = _GPU_BLOCKS.search(msg)
-        if m:
+        if m := read(_GPU_BLOCKS):
             add("kv_blocks", value_num=float(m.group(1)))
     if "block_size" in msg:
-        m = _BLOCK_SIZE.search(msg)
-        if m:
+        if m := read(_BLOCK_SIZE):
             add("block_size", value_num=float(m.group(1)))
     if " took " in msg or " takes " in msg:
         if "Loading model weights took" in msg:
-            m = _WEIGHTS_OLD.search(msg)
-            if m:
+            if m := read(_WEIGHTS_OLD, "weights line not understood"):
                 add("weights_gib", value_num=float(m.group(1)), detail=m.group(2))
-            else:
-                errors.append(ParseError(line, "weights line not understood"))
         elif "Model loading took" in msg:
-            m = _MODEL_LOADING.search(msg)
-            if m:
+            if m := read(_MODEL_LOADING, "Model loading line not understood"):
                 add("weights_gib", value_num=float(m.group(1)), detail=m.group(2))
                 add("load_s", value_num=float(m.group(3)))
-            else:
-                errors.append(ParseError(line, "Model loading line not understood"))
         elif "init engine" in msg:
-            m = _INIT.search(msg)
-            if m:
+            if m := read(_INIT, "init engine line not understood"):
                 add("init_s", value_num=float(m.group(1)))
                 if m.group(2):
                     add("compile_s", value_num=float(m.group(2)))
-            else:
-                errors.append(ParseError(line, "init engine line not understood"))
         elif "torch.compile" in msg:
-            m = _COMPILE.search(msg)
-            if m:
+            if m := read(_COMPILE):
                 add("compile_s", value_num=float(m.group(1)))
     if "KV cache memory" in msg:
-        m = _KV_MEMORY.search(msg)
-        if m:
+        if m := read(_KV_MEMORY, "Available KV cache memory line not understood" if "Available" in msg else None):
             add("kv_memory_gib", value_num=float(m.group(1)), detail=m.group(2))
-        elif "Available" in msg:
-            errors.append(ParseError(line, "Available KV cache memory line not understood"))
     if "No available memory for the cache blocks" in msg:
         add("no_kv_memory", value_num=1.0)
     if "Using " in msg:
