@@ -13,6 +13,8 @@ from stages.ingest import rows as ingest_rows
 from stages.ingest import stage as ingest
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
+# A run recorded on an H200 with GPU sampler and /metrics series files (see its README).
+H200_RUN = Path(__file__).parent / "fixtures" / "gpu_h200x1_profiled" / "llama-1b__gpu1_seqs64__32k__vllm__1203-000918"
 COMPLETE = "tiny-llama__cpu_seqs4__4k__vllm__1130-051200"
 CRASHED = "glm53__tp8_dcp8__1024k__vllm__1010-045128"
 NO_META = "tiny-llama__cpu_seqs16__4k__vllm__1130-052000"
@@ -209,6 +211,28 @@ def test_incremental(project: Path):
     assert fourth["runs_removed"] == 1
     for table in ingest_rows.ROW_TABLES + ("raw_folders",):
         assert query(project, f"select count(*) from {table} where run_id = ?", [CRASHED]) == [(0,)]
+
+
+def test_a_folder_read_again_replaces_the_rows_of_every_table(tmp_path: Path):
+    """delete_run.sql names every table ingest fills from a folder, and a re-read folder with GPU
+    sampler and /metrics series files has each of its rows once."""
+    sql = (Path(ingest.__file__).parent / "sql" / "ingest" / "delete_run.sql").read_text()
+    for table in ingest_rows.ROW_TABLES + ingest_rows.FOLDER_TABLES:
+        assert f"delete from {table} where run_id = $run_id;" in sql, table
+    folder = tmp_path / "data" / "runs" / H200_RUN.name
+    shutil.copytree(H200_RUN, folder)
+    (folder / "MANIFEST.sha256").unlink()       # unsealed: a changed file is read again
+    ingest_project(tmp_path)
+    count = ("select (select count(*) from raw_sampler_settings), (select count(*) from raw_gpu_samples), "
+             "(select count(*) from raw_metrics_series), (select count(distinct sampler) from raw_sampler_settings)")
+    before = query(tmp_path, count)
+    assert all(n > 0 for n in before[0]) and before[0][3] == 2
+    launch = folder / "launch.out"
+    launch.write_text(launch.read_text() + "note=read again\n")
+    st = launch.stat()
+    os.utime(launch, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    assert ingest_project(tmp_path)["runs_read"] == 1
+    assert query(tmp_path, count) == before
 
 
 def test_parallel_read_gives_the_same_rows(project: Path, monkeypatch: pytest.MonkeyPatch):

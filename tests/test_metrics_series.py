@@ -129,16 +129,16 @@ def test_ingest_reads_every_series_file_without_an_error(campaign):
                       {"point_id": "chat__c08", "samples": 3, "n": 3 + 3 * 12},
                       {"point_id": "long-shared__c04", "samples": 11, "n": 11 + 10 * 6},
                       {"point_id": "long__c16", "samples": 6, "n": 6 + 6 * 6}]
-    [setting] = rows(tmp, "select * from raw_metrics_series_settings where point_id = 'long-shared__c04' "
+    [setting] = rows(tmp, "select * from raw_sampler_settings where point_id = 'long-shared__c04' "
                           "and key = 'requests_start'", "warehouse.duckdb")
-    assert setting["value"] == "1764690000.500000"
+    assert (setting["sampler"], setting["value"]) == ("metrics", "1764690000.500000")
     assert setting["source_file"].endswith("bench/long-shared__c04.metrics-series.txt")
 
 
 def test_a_reingest_replaces_the_rows_of_the_run():
     sql = (ROOT / "stages" / "ingest" / "sql" / "ingest" / "delete_run.sql").read_text()
     assert "delete from raw_metrics_series where" in sql
-    assert "delete from raw_metrics_series_settings where" in sql
+    assert "delete from raw_sampler_settings where" in sql
     assert read.metrics_series is metrics_series
 
 

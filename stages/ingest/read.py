@@ -337,21 +337,21 @@ def _read_metrics(folder: Path, name: str, rows: FolderRows, source: str) -> Non
     rows.add_errors(source, errors)
 
 
-def _add_sampled(rows: FolderRows, source: str, point_id: str, parsed: lines.SampledFile,
-                 settings_table: str, samples_table: str) -> None:
-    """A sampler's file of a point: its settings and its samples, each row with the point it names."""
+def _add_sampled(rows: FolderRows, source: str, sampler: str, point_id: str, parsed: lines.SampledFile,
+                 samples_table: str) -> None:
+    """A sampler's file of a point: its settings (raw_sampler_settings, under the sampler's name)
+    and its samples, each row with the point it names."""
     for key, value, line in parsed.settings:
-        rows.add(settings_table, source, line, point_id=point_id, key=key, value=value)
+        rows.add("raw_sampler_settings", source, line, point_id=point_id, sampler=sampler, key=key, value=value)
     rows.add_all(samples_table, source, ({**s, "point_id": point_id} for s in parsed.samples))
     rows.add_errors(source, parsed.errors)
 
 
 def _read_metrics_series(folder: Path, name: str, rows: FolderRows, source: str) -> None:
     parsed = metrics_series.parse_series_file(rawfile.read_raw(folder, name, rawfile.RESULT_BYTES))
-    _add_sampled(rows, source, metrics_series.point_of(name), parsed,
-                 "raw_metrics_series_settings", "raw_metrics_series")
+    _add_sampled(rows, source, "metrics", metrics_series.point_of(name), parsed, "raw_metrics_series")
 
 
 def _read_gpu_samples(folder: Path, name: str, rows: FolderRows, source: str) -> None:
     parsed = gpu_samples.parse_sampler_file(rawfile.read_raw(folder, name, rawfile.RESULT_BYTES))
-    _add_sampled(rows, source, gpu_samples.point_of(name), parsed, "raw_gpu_sampler", "raw_gpu_samples")
+    _add_sampled(rows, source, "gpu", gpu_samples.point_of(name), parsed, "raw_gpu_samples")

@@ -290,12 +290,17 @@ create table if not exists raw_turn_requests (
     source_line   integer not null
 );
 
--- gpu/<point_id>.csv, the GPU sampler's file of a benchmark point (a run with a GPU set): one
--- row per `# key=value` line. Keys: point, gpus, interval_ms, clock, command before the samples;
--- window_start, window_end (the point's window, ISO UTC), sampler_exit, sampler_error, stderr after.
-create table if not exists raw_gpu_sampler (
+-- The `# key=value` lines of the sampler files of a benchmark point, one row a line; sampler
+-- says whose. 'gpu': gpu/<point_id>.csv, the GPU sampler's file (a run with a GPU set); keys:
+-- point, gpus, interval_ms, clock, command before the samples; window_start, window_end (the
+-- point's window, ISO UTC), requests_start, requests_end, sampler_exit, sampler_error, stderr
+-- after. 'metrics': bench/<point_id>.metrics-series.txt, the engine's /metrics series; keys:
+-- point, url, interval_ms, clock before the samples; requests_start, requests_end (epoch
+-- seconds), samples, sampler_exit after them.
+create table if not exists raw_sampler_settings (
     run_id      varchar not null,
-    point_id    varchar not null,          -- the file's name without .csv
+    point_id    varchar not null,          -- the file's name without its suffix
+    sampler     varchar not null,          -- gpu or metrics
     key         varchar not null,
     value       varchar,
     source_file varchar not null,
@@ -330,17 +335,6 @@ create table if not exists raw_metrics_series (
     labels      varchar,                   -- the label set as written, without braces
     value       double,
     error       varchar,                   -- on the `@` line: why the scrape failed; else null
-    source_file varchar not null,
-    source_line integer not null
-);
-
--- The `# key=value` lines of a metrics series file: point, url, interval_ms, clock before the
--- samples; requests_start, requests_end (epoch seconds), samples, sampler_exit after them.
-create table if not exists raw_metrics_series_settings (
-    run_id      varchar not null,
-    point_id    varchar not null,
-    key         varchar not null,
-    value       varchar,
     source_file varchar not null,
     source_line integer not null
 );

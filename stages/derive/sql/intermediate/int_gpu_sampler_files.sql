@@ -27,7 +27,8 @@ with settings as (
         arg_min(value, source_line) filter (where key = 'requests_end')   as requests_end_text,
         min(source_line) filter (where key = 'requests_end')              as requests_end_line,
         arg_min(value, source_line) filter (where key = 'sampler_error')  as sampler_error
-    from stg_gpu_sampler
+    from stg_sampler_settings
+    where sampler = 'gpu'
     group by run_id, point_id, source_file
 ),
 

@@ -70,7 +70,8 @@ origins as (
         source_file,
         try_cast(arg_min(value, source_line) filter (where key = 'requests_start') as double) as requests_start_s,
         try_cast(arg_min(value, source_line) filter (where key = 'requests_end') as double)   as requests_end_s
-    from stg_metrics_series_settings
+    from stg_sampler_settings
+    where sampler = 'metrics'
     group by run_id, point_id, source_file
 ),
 

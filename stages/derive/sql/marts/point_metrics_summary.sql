@@ -76,7 +76,8 @@ settings as (
         source_file,
         arg_min(value, source_line) filter (where key = 'sampler_exit')   as sampler_exit,
         arg_min(value, source_line) filter (where key = 'interval_ms')    as interval_ms
-    from stg_metrics_series_settings
+    from stg_sampler_settings
+    where sampler = 'metrics'
     group by run_id, point_id, source_file
 ),
 

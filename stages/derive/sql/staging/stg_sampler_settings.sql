@@ -1,14 +1,15 @@
--- The `# key=value` lines of each GPU sampler file (gpu/<point_id>.csv): the point, its GPU set,
--- the interval, the clock and the command before the samples; the point's window and how the
--- loop ended after them.
+-- The `# key=value` lines of the sampler files written around a benchmark point, one row a line;
+-- sampler says whose file it is: 'gpu' (gpu/<point_id>.csv) or 'metrics'
+-- (bench/<point_id>.metrics-series.txt). raw.sql lists the keys of each.
 with source as (
-    select * from raw.raw_gpu_sampler
+    select * from raw.raw_sampler_settings
 ),
 
 final as (
     select
         run_id::varchar               as run_id,
         point_id::varchar             as point_id,
+        sampler::varchar              as sampler,
         key::varchar                  as key,
         value::varchar                as value,
         source_file::varchar          as source_file,
