@@ -1,7 +1,7 @@
 -- One row per GPU sampler file (gpu/<point_id>.csv): its GPU set (`# gpus=`), the sampler's own
 -- window (`# window_start=`, `# window_end=`: the benchmark client's whole run, its set-up
 -- included) and the window the point's energy is counted over, with the lines each comes from.
--- The first line of a key counts.
+-- The first line of a key counts (int_sampler_settings).
 -- window_from: where the energy window comes from:
 --   'requests'         the file's `# requests_start=` and `# requests_end=` lines: the client timed
 --                      its requests, from the first of the point's requests sent to the last answer;
@@ -17,19 +17,18 @@ with settings as (
         run_id,
         point_id,
         source_file,
-        arg_min(value, source_line) filter (where key = 'gpus')           as gpus,
-        arg_min(value, source_line) filter (where key = 'window_start')   as sampler_start_text,
-        min(source_line) filter (where key = 'window_start')              as sampler_start_line,
-        arg_min(value, source_line) filter (where key = 'window_end')     as sampler_end_text,
-        min(source_line) filter (where key = 'window_end')                as sampler_end_line,
-        arg_min(value, source_line) filter (where key = 'requests_start') as requests_start_text,
-        min(source_line) filter (where key = 'requests_start')            as requests_start_line,
-        arg_min(value, source_line) filter (where key = 'requests_end')   as requests_end_text,
-        min(source_line) filter (where key = 'requests_end')              as requests_end_line,
-        arg_min(value, source_line) filter (where key = 'sampler_error')  as sampler_error
-    from stg_sampler_settings
+        gpus,
+        window_start                                                      as sampler_start_text,
+        window_start_line                                                 as sampler_start_line,
+        window_end                                                        as sampler_end_text,
+        window_end_line                                                   as sampler_end_line,
+        requests_start                                                    as requests_start_text,
+        requests_start_line,
+        requests_end                                                      as requests_end_text,
+        requests_end_line,
+        sampler_error
+    from int_sampler_settings
     where sampler = 'gpu'
-    group by run_id, point_id, source_file
 ),
 
 times as (

@@ -68,11 +68,10 @@ origins as (
         run_id,
         point_id,
         source_file,
-        try_cast(arg_min(value, source_line) filter (where key = 'requests_start') as double) as requests_start_s,
-        try_cast(arg_min(value, source_line) filter (where key = 'requests_end') as double)   as requests_end_s
-    from stg_sampler_settings
+        try_cast(requests_start as double)                                    as requests_start_s,
+        try_cast(requests_end as double)                                      as requests_end_s
+    from int_sampler_settings
     where sampler = 'metrics'
-    group by run_id, point_id, source_file
 ),
 
 final as (

@@ -70,15 +70,9 @@ files as (
 ),
 
 settings as (
-    select
-        run_id,
-        point_id,
-        source_file,
-        arg_min(value, source_line) filter (where key = 'sampler_exit')   as sampler_exit,
-        arg_min(value, source_line) filter (where key = 'interval_ms')    as interval_ms
-    from stg_sampler_settings
+    select run_id, point_id, source_file, sampler_exit, interval_ms
+    from int_sampler_settings
     where sampler = 'metrics'
-    group by run_id, point_id, source_file
 ),
 
 final as (
