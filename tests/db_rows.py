@@ -1,4 +1,5 @@
-"""The rows of a query as dicts (column name to value), from a connection or a database file."""
+"""The rows of a query as dicts (column name to value), from a connection or a database file;
+or as tuples from a database file."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,3 +17,9 @@ def db_rows(db: Path, sql: str, params: dict | list | None = None) -> list[dict]
     """rows_of a database file, opened read-only for the query."""
     with duckdb.connect(str(db), read_only=True) as con:
         return rows_of(con, sql, params)
+
+
+def db_tuples(db: Path, sql: str, params: dict | list | None = None) -> list[tuple]:
+    """The rows of a query as tuples, from a database file opened read-only for the query."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(sql, params or []).fetchall()

@@ -9,6 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from db_rows import db_tuples
 from stages.ingest import rows as ingest_rows
 from stages.ingest import stage as ingest
 
@@ -97,11 +98,7 @@ def ingest_project(root: Path, lines: list[str] | None = None) -> dict:
 
 
 def query(root: Path, sql: str, params: list | None = None) -> list[tuple]:
-    con = duckdb.connect(str(root / "data" / "warehouse.duckdb"), read_only=True)
-    try:
-        return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
+    return db_tuples(root / "data" / "warehouse.duckdb", sql, params)
 
 
 def test_complete_run(project: Path):

@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from db_rows import db_tuples
 from stages.ingest import stage as ingest
 from stages.ingest import nodes as ingest_nodes
 from stages.core import rawfile
@@ -60,8 +61,7 @@ def run_ingest(root: Path, seconds: int = 60) -> dict:
 
 
 def query(root: Path, sql: str, params: list | None = None) -> list[tuple]:
-    with duckdb.connect(str(root / "data" / "warehouse.duckdb"), read_only=True) as con:
-        return con.execute(sql, params or []).fetchall()
+    return db_tuples(root / "data" / "warehouse.duckdb", sql, params)
 
 
 def all_text(root: Path) -> str:

@@ -14,6 +14,7 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
+from db_rows import db_tuples
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
 from stages.cli import main
@@ -81,12 +82,7 @@ def ingest_project(root: Path, lines: list[str] | None = None, seal_unsealed: bo
                       seal_unsealed=seal_unsealed)
 
 
-def query(db: Path, sql: str, params: list | None = None) -> list[tuple]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
+query = db_tuples
 
 
 def warehouse(root: Path, sql: str, params: list | None = None) -> list[tuple]:

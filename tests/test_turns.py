@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import duckdb
 import pytest
 
+from db_rows import db_tuples
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
 from stages.ingest.parsers.turns import is_turns_log, parse_turns
@@ -205,11 +205,7 @@ def write_run(root: Path) -> Path:
 
 
 def wh_query(root: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(root / "data" / "warehouse.duckdb"), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
+    return db_tuples(root / "data" / "warehouse.duckdb", sql)
 
 
 @pytest.fixture(scope="module")
