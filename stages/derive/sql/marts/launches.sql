@@ -103,6 +103,8 @@ fact_values as (
         max(value_num) filter (where fact = 'max_running_requests') as max_running_requests,
         max(value_text) filter (where fact = 'moe_backend')         as moe_backend,
         max(value_text) filter (where fact = 'attention_backend')   as attention_backend,
+        max(value_text) filter (where fact = 'linear_kernel')       as linear_kernel,
+        max(value_num) filter (where fact = 'max_concurrency_x')    as max_concurrency_x,
         bool_or(fact = 'ready')                                     as log_ready
     from facts
     group by run_id
@@ -235,6 +237,8 @@ joined as (
         commands.tp,
         fact_values.moe_backend,
         fact_values.attention_backend,
+        fact_values.linear_kernel,
+        fact_values.max_concurrency_x,
         first_error.detail                                  as error_type,
         first_error.value_text                              as error_message,
         first_error.worker                                  as error_worker,
@@ -312,7 +316,9 @@ final as (
         error_source_file,
         error_source_line,
         source_file,
-        source_line
+        source_line,
+        linear_kernel,
+        max_concurrency_x
     from joined
 )
 
