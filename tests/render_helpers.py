@@ -43,8 +43,7 @@ create table launches (run_id varchar, status varchar, ready_s double, kv_tokens
   kv_cache_dtype varchar, command varchar, kv_source_file varchar, kv_source_line integer,
   ready_source_file varchar, ready_source_line integer, seq_cap_source_file varchar,
   seq_cap_source_line integer, seq_cap_default_source varchar, error_source_file varchar,
-  error_source_line integer, source_file varchar, source_line integer, linear_kernel varchar,
-  max_concurrency_x double);
+  error_source_line integer, source_file varchar, source_line integer);
 create table launch_log_facts (run_id varchar, fact varchar, value_num double, value_text varchar,
   detail varchar, source_file varchar, source_line integer);
 create table launch_changes (run_id varchar, previous_run_id varchar, change varchar, name varchar,
@@ -281,7 +280,7 @@ def build_campaign(root: Path) -> Path:
             ready_s = 71.3 if seqs == 4 else 68.9
             con.execute(
                 "insert into launches values (?, 'ready', ?, ?, 1.0, 0.01, 0.11, 32.75, 4096, ?, ?, 1, 1,"
-                " null, null, null, null, null, 'auto', ?, ?, ?, ?, 2, ?, ?, null, null, null, ?, 1, null, null)",
+                " null, null, null, null, null, 'auto', ?, ?, ?, ?, 2, ?, ?, null, null, null, ?, 1)",
                 [run_id, ready_s, KV_TOKENS, seqs, seqs, "python -m vllm.entrypoints.openai.api_server",
                  rel(d / "server.log"), kv_line, rel(d / "launch.out"), rel(d / "cmd.sh"), cmd_line,
                  rel(d / "launch.out")])
@@ -290,7 +289,7 @@ def build_campaign(root: Path) -> Path:
             con.execute(
                 "insert into launches values (?, 'failed', null, null, null, null, null, null, 4096, ?, ?,"
                 " 1, 1, null, null, 'ValueError', ?, 'EngineCore', 'auto', ?, null, null, null, null, ?,"
-                " ?, null, ?, ?, ?, ?, null, null)",
+                " ?, null, ?, ?, ?, ?)",
                 [run_id, seqs, seqs, "max_num_seqs (16) exceeds available <cache> blocks",
                  "python -m vllm.entrypoints.openai.api_server", rel(d / "cmd.sh"), cmd_line,
                  rel(d / "server.log"), err_line, rel(d / "cmd.sh"), cmd_line])
@@ -359,7 +358,9 @@ def add_later_columns(con) -> None:
             ("bench_points", "summary_paths", "varchar", "null"),
             ("bench_points", "tool_note", "varchar", "null"),
             ("bench_requests", "record_path", "varchar", "null"),
-            ("bench_requests", "field_paths", "varchar", "null")):
+            ("bench_requests", "field_paths", "varchar", "null"),
+            ("launches", "linear_kernel", "varchar", "null"),
+            ("launches", "max_concurrency_x", "double", "null")):
         con.execute(f"alter table {table} add column if not exists {column} {kind} default {default}")
     con.execute("create table if not exists pareto_left_out (run_id varchar, point_id varchar,"
                 " workload varchar, concurrency integer, repeat integer, spec varchar, model varchar,"
