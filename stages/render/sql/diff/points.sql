@@ -17,8 +17,10 @@ with pooled as (
         min(run_id) as run_id, count(*) as repeats,
         any_value(max_model_len) as max_model_len, any_value(kv_cache_dtype) as kv_cache_dtype,
         sum(sent) as sent, sum(completed) as completed, sum(ttft_requests) as ttft_requests,
-        avg(ttft_median_s) as ttft_median_s, avg(ttft_p90_s) as ttft_p90_s,
-        avg(tpot_median_ms) as tpot_median_ms, avg(output_tok_s) as output_tok_s,
+        avg(ttft_median_s order by ttft_median_s) as ttft_median_s,
+        avg(ttft_p90_s order by ttft_p90_s) as ttft_p90_s,
+        avg(tpot_median_ms order by tpot_median_ms) as tpot_median_ms,
+        avg(output_tok_s order by output_tok_s) as output_tok_s,
         bool_or(capacity_limited) as capacity_limited, bool_or(provisional) as provisional
     from side_points
     group by side, match_key, workload, concurrency, point_table

@@ -12,7 +12,7 @@ members as (
 ),
 
 copies as (
-    select avg(copy_gbs) as copy_gbs
+    select avg(copy_gbs order by src_gpu, dst_gpu) as copy_gbs
     from node_p2p
     where node_id = $node_id
       and src_gpu in (select gpu_index from members)
