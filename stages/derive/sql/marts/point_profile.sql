@@ -34,6 +34,12 @@ summed as (
     group by run_id, point_id, kind
 ),
 
+point_totals as (
+    select run_id, point_id, sum(total_us order by kind) as total_us
+    from summed
+    group by run_id, point_id
+),
+
 final as (
     select
         summed.run_id,
@@ -44,8 +50,7 @@ final as (
         summed.counted,
         summed.events,
         summed.total_us,
-        100.0 * summed.total_us / nullif(sum(summed.total_us) over (
-            partition by summed.run_id, summed.point_id), 0)       as share_pct,
+        100.0 * summed.total_us / nullif(point_totals.total_us, 0)  as share_pct,
         summed.trace_files,
         summed.source_file,
         'The kernels of this kind in ' || summed.source_file
@@ -54,6 +59,7 @@ final as (
             || ', by time: ' || coalesce(summed.top_kernels, 'none') || '.' as top_note
     from summed
     left join points on points.run_id = summed.run_id and points.point_id = summed.point_id
+    join point_totals on point_totals.run_id = summed.run_id and point_totals.point_id = summed.point_id
 )
 
 select * from final
