@@ -12,13 +12,19 @@ from pathlib import Path
 from typing import Iterator
 
 
-def walk_files(folder: Path | str) -> Iterator[str]:
-    """The path of every file under `folder`, in a stable order (folders and names sorted): what
-    a fingerprint of a folder's files walks."""
+def file_stats(folder: Path | str, *, follow_symlinks: bool = True) -> Iterator[tuple[str, int, int]]:
+    """(path, size, modification time in ns) of every file under `folder`, in a stable order
+    (folders and names sorted), a file gone while walked left out: what a fingerprint of a
+    folder's files reads."""
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames.sort()
         for name in sorted(filenames):
-            yield os.path.join(dirpath, name)
+            path = os.path.join(dirpath, name)
+            try:
+                st = os.stat(path, follow_symlinks=follow_symlinks)
+            except OSError:
+                continue
+            yield path, st.st_size, st.st_mtime_ns
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:

@@ -148,7 +148,8 @@ def timeline_layout(shape: charts.Shape, data) -> alt.TopLevelMixin:
 def request_timeline_chart(requests: pd.DataFrame, color_domain: Sequence[str] | None = None
                            ) -> alt.LayerChart:
     """One point's requests on the client's clock: sent, first token, last token."""
-    return timeline_layout(*reversed(timeline_shape(requests, color_domain)))
+    rows, shape = timeline_shape(requests, color_domain)
+    return timeline_layout(shape, rows)
 
 
 # Registered with the charts of charts.py on import (chart_writer imports this module), each drawn

@@ -40,6 +40,14 @@ MACROS_SQL = "macros.sql"   # table macros the row queries share, beside the row
 
 # ---------------------------------------------------------------- the fact book
 
+def _one_row_each(columns: list[str], rows: list[tuple], ids: list[str]
+                  ) -> dict[str, tuple[list[str], tuple]]:
+    """A batch query's answer by fact id (`ids`, one per set asked, in order): the columns and the
+    one row of each set that has exactly one (a fact is one row; other sets are left out)."""
+    return {fid: (columns[1:], found[0])
+            for fid, found in zip(ids, row_batch.rows_by_set(rows, len(ids))) if len(found) == 1}
+
+
 class FactBook:
     """Evaluates named queries against campaign.duckdb and keeps every fact it printed."""
 
@@ -195,13 +203,8 @@ class FactBook:
                                         f"fact {name!r}: batch query failed")
         except FactError:
             return None
-        found: dict[int, list[tuple]] = {}
-        for row in rows:
-            found.setdefault(row[0], []).append(row[1:])
         self._batch_sets[name] = [{k: plain(s[k]) for k in wanted} for s in sets]
-        self._batches[name] = {
-            fact_id(name, {k: plain(s[k]) for k in wanted}): (columns[1:], found[i][0])
-            for i, s in enumerate(sets) if len(found.get(i, ())) == 1}
+        self._batches[name] = _one_row_each(columns, rows, [fact_id(name, s) for s in self._batch_sets[name]])
         return self._batches[name]
 
     def _batched_query(self, name: str, sql: str, todo: dict[str, dict[str, Any]]
@@ -220,10 +223,7 @@ class FactBook:
             return {}
         if any(c not in columns for c in REQUIRED_COLUMNS):
             return {}
-        found: dict[int, list[tuple]] = {}
-        for row in rows:
-            found.setdefault(row[0], []).append(row[1:])
-        return {fid: (columns[1:], found[i][0]) for i, fid in enumerate(todo) if len(found.get(i, ())) == 1}
+        return _one_row_each(columns, rows, list(todo))
 
     def _excerpt(self, source_file: str, source_line: int) -> str:
         """The raw line a fact cites (evidence.read_line), read once per file and line."""
@@ -296,9 +296,7 @@ class FactBook:
                                         remember=False)
         except FactError:
             return
-        found: dict[int, list[tuple]] = {i: [] for i in range(len(todo))}
-        for row in data:
-            found[row[0]].append(row[1:])
+        found = row_batch.rows_by_set(data, len(todo))
         for i, s in enumerate(todo):
             self._rows[_row_key(name, bound(s))] = (columns[1:], found[i])
             if self.memo is not None:

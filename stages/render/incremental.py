@@ -25,7 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from stages.core.files import walk_files, write_atomic
+from stages.core.files import file_stats, write_atomic
 from stages.render.fact_record import Fact
 from stages.render.pages import PageSpec, RenderedPage
 
@@ -91,12 +91,8 @@ def folder_fingerprint(folders: Iterable[Path | None]) -> str:
         if folder is None or not Path(folder).is_dir():
             h.update(b"none\0")
             continue
-        for path in walk_files(folder):
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            h.update(f"{os.path.relpath(path, folder)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        for path, size, mtime_ns in file_stats(folder, follow_symlinks=False):
+            h.update(f"{os.path.relpath(path, folder)}\0{size}\0{mtime_ns}\n".encode())
     return h.hexdigest()
 
 

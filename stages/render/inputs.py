@@ -104,9 +104,7 @@ def prefetch(con: duckdb.DuckDBPyConnection, name: str, sets: list[dict[str, Any
     except duckdb.Error:
         return
     columns = [d[0] for d in cur.description][1:]
-    found: dict[int, list[tuple]] = {i: [] for i in range(len(todo))}
-    for row in data:
-        found[row[0]].append(row[1:])
+    found = row_batch.rows_by_set(data, len(todo))
     for i, s in enumerate(todo):
         cache[_key(directory, spec.rows, s)] = columns, found[i]
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from stages.core.config import CampaignError
-from stages.core.files import walk_files
+from stages.core.files import file_stats
 
 STATE_PATH = "/__preview/state"
 SCRIPT_PATH = "/__preview/reload.js"
@@ -87,12 +87,7 @@ def fingerprint(paths: list[Path]) -> tuple:
     seen = []
     for path in paths:
         if path.is_dir():
-            for full in walk_files(path):
-                try:
-                    st = os.stat(full)
-                except OSError:
-                    continue
-                seen.append((full, st.st_size, st.st_mtime_ns))
+            seen.extend(file_stats(path))
         else:
             try:
                 st = os.stat(path)

@@ -108,6 +108,15 @@ def batch_params(sets: list[dict], names: tuple[str, ...]) -> dict:
     return {"__i": list(range(len(sets))), **{f"__{n}": [s[n] for s in sets] for n in names}}
 
 
+def rows_by_set(rows: list[tuple], count: int) -> list[list[tuple]]:
+    """The batch query's rows split by the set they answer (its first column, the set's index),
+    each row without that column: one list per set of the `count` asked, in order."""
+    found: list[list[tuple]] = [[] for _ in range(count)]
+    for row in rows:
+        found[row[0]].append(row[1:])
+    return found
+
+
 def section_params(sections: list[tuple[tuple[str, ...], str]]) -> dict:
     """The batch parameters of model sections, (run_ids, model) each."""
     return batch_params([{"run_ids": list(r), "model": m} for r, m in sections], tuple(sorted(BATCH_PARAMS)))
