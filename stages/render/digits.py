@@ -19,6 +19,8 @@ ALLOWED_PATTERNS = (
     r"\bp90\b",
     r"\bp99\b",
     r"\[S\d+\]",
+    r"\b(?:FP|BF)(?:4|8|16)\b",     # number formats by name (an FP8 KV cache)
+    r"\b16-bit\b",
     r"\b2\(n-1\)/n",  # the all-reduce bus factor, as nccl-tests writes it
 )
 PLACEHOLDER = re.compile(r"@@M[A-Z]+@@")

@@ -6,6 +6,7 @@ A page prints numbers only through facts (stages/render/facts.py), cites sources
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -35,6 +36,7 @@ class PageSpec:
     name: str          # output file, e.g. part-local-cpu.md
     meta: dict[str, Any]
     body: str
+    reference: "PageSpec | None" = None   # a Part's reference page (series.yaml `reference:`)
 
 
 @dataclass
@@ -63,7 +65,8 @@ def split_front_matter(text: str, origin: str) -> tuple[dict[str, Any], str]:
 
 
 PART_KEYS = ("part", "title", "date", "description", "template")
-PART_OPTIONAL = ("authors", "categories", "runs", "needs")
+PART_OPTIONAL = ("authors", "categories", "runs", "needs", "reference")
+REFERENCE_DIR = "reference"     # a Part's reference page: reference/<template stem>.md
 
 
 def load_series(series_file: Path, templates_dir: Path, run_sets: dict[str, Any] | None = None
@@ -111,13 +114,36 @@ def load_series(series_file: Path, templates_dir: Path, run_sets: dict[str, Any]
         if meta_text:
             raise CampaignError(f"{template}: a Part's settings live in {series_file.name}, "
                                 "not in front matter")
-        parts.append(PageSpec(path, name, meta, body))
+        part = PageSpec(path, name, meta, body)
+        if entry.get("reference") is not None:
+            part.reference = _reference_spec(part, str(entry["reference"]), templates_dir, origin)
+            meta["reference_page"] = part.reference.name
+        parts.append(part)
     index_path = templates_dir / INDEX_TEMPLATE
     index = None
     if index_path.is_file():
         meta, body = split_front_matter(index_path.read_text(), INDEX_TEMPLATE)
         index = PageSpec(index_path, INDEX_TEMPLATE[: -len(".j2")], meta, body)
     return index, parts, authors
+
+
+def _reference_spec(part: PageSpec, template: str, templates_dir: Path, origin: str) -> PageSpec:
+    """The reference page behind a Part's story: everything a careful reader or an auditor may
+    want that the story does not need, over the same run set. It is a page, not a post, at
+    reference/<template stem>.md, and links back to the story (`page.story_page`)."""
+    path = templates_dir / template
+    if not template.endswith(TEMPLATE_SUFFIX) or "/" in template or not path.is_file():
+        raise CampaignError(f"{origin}: reference {template!r} is not a {TEMPLATE_SUFFIX} file "
+                            f"in {templates_dir.name}/")
+    if path == part.template:
+        raise CampaignError(f"{origin}: reference {template!r} is the Part's own template")
+    meta_text, body = split_front_matter(path.read_text(), template)
+    if meta_text:
+        raise CampaignError(f"{template}: a reference page's settings live with its Part")
+    meta = {k: v for k, v in part.meta.items() if k not in ("part", "categories", "authors")}
+    meta.update(title=f"{part.meta['title']}: the reference", story_page=part.name,
+                story_title=part.meta["title"])
+    return PageSpec(path, f"{REFERENCE_DIR}/{posixpath.basename(part.name)}", meta, body)
 
 
 def load_page(path: Path) -> PageSpec | None:
@@ -199,6 +225,15 @@ def page_globals(macros: PageMacros, spec: PageSpec, parts: list[PageSpec],
         who = ", ".join(escape_text(a) for a in authors)
         return macros.hold(f"*{escape_text(meta.get('date', ''))}{' · ' + who if who else ''}*")
 
+    said: set[str] = set()
+
+    def once(key: str) -> bool:
+        """True the first time the page asks for `key`, then False: a method paragraph or a note
+        that several blocks of a page carry is said once per page."""
+        first = key not in said
+        said.add(key)
+        return first
+
     def parts_list():
         lines = []
         for p in parts:
@@ -209,11 +244,35 @@ def page_globals(macros: PageMacros, spec: PageSpec, parts: list[PageSpec],
     return {
         "page": meta, "fact": macros.fact, "value": macros.value, "table": macros.table,
         "rows": macros.rows, "evidence": macros.evidence, "node_evidence": macros.node_evidence,
+        "launch_quote": macros.launch_quote,
         "run_ref": macros.run_ref,
         "text": macros.text, "chart": chart, "nav": nav, "byline": byline,
         "parts_list": parts_list, "arm": arm, "ratio": derived("ratio"),
-        "difference": derived("difference"),
+        "difference": derived("difference"), "once": once,
     }
+
+
+_FALLBACK = re.compile(r'(<p class="chart-fallback">)(.*?)(</p>)', re.S)
+_SENTENCE_END = re.compile(r"(?<=[.;:])\s+")
+
+
+def captions_said_once(text: str) -> str:
+    """The page with each chart caption's sentences said once: a later chart's caption (the
+    description shown where the chart is not drawn) keeps only what the page has not said yet,
+    else points to the chart above it."""
+    said: set[str] = set()
+
+    def shorten(m: re.Match) -> str:
+        sentences = [s for s in _SENTENCE_END.split(m.group(2).strip()) if s]
+        new = [s for s in sentences if s not in said]
+        said.update(sentences)
+        if len(new) == len(sentences):
+            return m.group(0)
+        body = " ".join(new + ["Its marks read as in the charts above."]) if new else \
+            "Read as the chart above."
+        return m.group(1) + body + m.group(3)
+
+    return _FALLBACK.sub(shorten, text)
 
 
 def downloads_section(tables: list[str]) -> str:
@@ -243,7 +302,7 @@ def render_page(spec: PageSpec, *, env: jinja2.Environment, book: FactBook, part
         raise CampaignError(f"{spec.template.name}: {exc.__class__.__name__}: {exc}") from None
     check_digits(spec.template.name, text)
     text, cited = apply_citations(text, sources, spec.template.name)
-    text = macros.substitute(text)
+    text = captions_said_once(macros.substitute(text))
     text = text.rstrip() + "\n" + downloads_section(macros.tables_used) + sources_section(cited, sources)
     folder = posixpath.dirname(spec.name)
     if folder == blog.POSTS_DIR:
@@ -275,6 +334,8 @@ def page_shown(spec: PageSpec, book: FactBook) -> str | None:
         spec.meta["run_ids"] = run_ids
         _, rows = book.rows("run_set_models", {"run_ids": run_ids})
         spec.meta["models"] = [r["model"] for r in rows]
+    if spec.reference is not None:
+        spec.reference.meta.update(run_ids=spec.meta.get("run_ids"), models=spec.meta.get("models"))
     return None
 
 

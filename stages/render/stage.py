@@ -177,7 +177,8 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
             base = digest(db_key, sha, folder_fingerprint((runs_dir, nodes_dir)),
                           file_digest(warehouse_file), sources, settings, static_images,
                           [_rel(p, root) for p in (runs_dir, nodes_dir, root) if p is not None])
-            pages = [p for p in (*parts, index, compare_spec) if p is not None]
+            references = [p.reference for p in parts if p.reference is not None]
+            pages = [p for p in (*parts, *references, index, compare_spec) if p is not None]
             cache = PageCache(chart_cache, base, template_digests(templates_dir),
                               {p.template.relative_to(templates_dir).as_posix() for p in pages},
                               kept=kept_pages)
@@ -192,12 +193,16 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
                                                      diff_settings=diff_settings)
             return lambda macros: compare_page.page_globals(macros, comparisons)
 
-        specs = [(p, None) for p in parts] + ([(index, None)] if index is not None else []) \
+        specs = [(p, None) for p in (*parts, *references)] \
+            + ([(index, None)] if index is not None else []) \
             + ([(compare_spec, compare_globals)] if compare_spec is not None else [])
         made = render_series(specs, book=book, parts=parts, writer=writer, cache=cache, out=out,
                              page_kwargs=kwargs, phases=phases)
-        rendered = ([made[len(parts)]] if index is not None else []) + made[:len(parts)] \
-            + ([made[-1]] if compare_spec is not None else [])
+        by_name = {page.name: page for page in made}
+        # the index, each Part followed by its reference page, the Compare page
+        rendered = ([by_name[index.name]] if index is not None else []) \
+            + [by_name[p.name] for part in parts for p in (part, part.reference) if p is not None] \
+            + ([by_name[compare_spec.name]] if compare_spec is not None else [])
         with phases("write pages"):
             for page in rendered:
                 out.put_content(page.name, page.text)
