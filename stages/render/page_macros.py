@@ -18,6 +18,7 @@ from stages.render.escape import (audit_target, code, escape_cell, escape_text, 
 from stages.render.digits import PLACEHOLDER
 from stages.render.evidence import render_evidence
 from stages.render.fact_record import Fact
+from stages.render.quotes import render_quote
 from stages.render.numbers import table_displays, with_unit
 from stages.render.queries import sql_params, tables_in
 from stages.render.facts import FactBook
@@ -159,6 +160,16 @@ class PageMacros:
                  lines: int | None = None, cut: int | None = None, line: int | None = None) -> Markup:
         return self.hold(render_evidence(command, run_id, file, runs_dir=self.runs_dir, root=self.root,
                                          pattern=pattern, lines=lines, cut=cut, line=line))
+
+    def launch_quote(self, run_id: str) -> Markup:
+        """The run's server.log quoted at the lines that tell how its launch went: a ready
+        launch's weights, KV memory, pool, concurrency and kernels; a failed one's first error and
+        the lines it depends on (site/quotes.yaml), per-rank copies folded (stages/render/quotes.py)."""
+        sql, rows = self.book.rows("launch_quote_rows", {"run_id": run_id})
+        self.uses(sql)
+        row = rows[0] if rows else {}
+        return self.hold(render_quote(run_id, row.get("status"), row.get("error_line"),
+                                      runs_dir=self.runs_dir, root=self.root))
 
     def node_evidence(self, command: str, node_id: str, file: str, pattern: str | None = None,
                       lines: int | None = None, cut: int | None = None) -> Markup:
