@@ -360,7 +360,9 @@ def add_later_columns(con) -> None:
             ("bench_requests", "record_path", "varchar", "null"),
             ("bench_requests", "field_paths", "varchar", "null"),
             ("launches", "linear_kernel", "varchar", "null"),
-            ("launches", "max_concurrency_x", "double", "null")):
+            ("launches", "max_concurrency_x", "double", "null"),
+            ("invalid_rows", "excludes_ttft", "boolean", "false"),
+            ("invalid_rows", "excludes_tpot", "boolean", "false")):
         con.execute(f"alter table {table} add column if not exists {column} {kind} default {default}")
     con.execute("create table if not exists pareto_left_out (run_id varchar, point_id varchar,"
                 " workload varchar, concurrency integer, repeat integer, spec varchar, model varchar,"

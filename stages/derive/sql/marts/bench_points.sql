@@ -37,8 +37,8 @@ flags as (
         run_id,
         point_id,
         request_idx,
-        bool_or(reason in ('prefix_cache', 'failed')) as excluded_from_ttft,
-        bool_or(reason = 'burst_output')               as excluded_from_tpot
+        bool_or(excludes_ttft)                         as excluded_from_ttft,
+        bool_or(excludes_tpot)                         as excluded_from_tpot
     from invalid_rows
     group by run_id, point_id, request_idx
 ),

@@ -8,6 +8,11 @@
 --                 burst_tpot_ms ms apart on average: they reached the client in one burst (the
 --                 client was not reading as they were sent), so its TPOT does not time decoding
 -- prefix_cache_tok_s and burst_tpot_ms are the rules of the run's own profile (param_rules).
+-- excludes_ttft / excludes_tpot: whether the reason keeps the request out of its point's TTFT
+-- statistics (failed, prefix_cache) and out of its TPOT statistics (failed, burst_output). The
+-- rule is stated here, beside each reason, once: bench_points reads it for ttft_requests and its
+-- figures, and the render stage for the requests it says were left out. short_output and
+-- cached_share flag a request and keep it in both: its first token was timed like any other.
 with requests as (
     select
         int_requests.*,
@@ -33,7 +38,9 @@ prefix_cache as (
         prefill_tok_s                                       as value,
         prefix_cache_tok_s                         as threshold,
         source_file,
-        source_line
+        source_line,
+        true                                                as excludes_ttft,
+        false                                               as excludes_tpot
     from requests
     where ok and prefill_tok_s > prefix_cache_tok_s
 ),
@@ -46,7 +53,9 @@ failed as (
         null::double                                        as value,
         null::double                                        as threshold,
         source_file,
-        source_line
+        source_line,
+        true                                                as excludes_ttft,
+        true                                                as excludes_tpot
     from requests
     where not ok
 ),
@@ -60,7 +69,9 @@ short_output as (
         output_tokens::double                               as value,
         workload_output_tokens::double                      as threshold,
         source_file,
-        source_line
+        source_line,
+        false                                               as excludes_ttft,
+        false                                               as excludes_tpot
     from requests
     where ok and output_tokens < workload_output_tokens
 ),
@@ -74,7 +85,9 @@ cached_share as (
         point_cache.cache_hit_pct                           as value,
         $cached_share_max_pct::double                       as threshold,
         point_cache.source_file,
-        point_cache.source_line
+        point_cache.source_line,
+        false                                               as excludes_ttft,
+        false                                               as excludes_tpot
     from requests
     join point_cache
         on point_cache.run_id = requests.run_id and point_cache.point_id = requests.point_id
@@ -90,7 +103,9 @@ burst_output as (
         tpot_ms                                             as value,
         burst_tpot_ms                              as threshold,
         source_file,
-        source_line
+        source_line,
+        false                                               as excludes_ttft,
+        true                                                as excludes_tpot
     from requests
     where ok and output_tokens > 1 and tpot_ms < burst_tpot_ms
 ),
@@ -119,7 +134,9 @@ final as (
         value,
         threshold,
         source_file,
-        source_line
+        source_line,
+        excludes_ttft,
+        excludes_tpot
     from unioned
 )
 

@@ -1,12 +1,13 @@
 -- Points of one model in a Part (section_points) whose prompt tokens the engine's own counters
--- say came partly from the prefix cache (bench_points.cache_hit_pct above zero), with how many of
--- their requests the prefix-cache rule left out (invalid_rows, reasons prefix_cache and
--- cached_share): a time to first token there measured less reading than the prompt's length says.
+-- say came partly from the prefix cache (bench_points.cache_hit_pct above zero): a time to first
+-- token there measured less reading than the prompt's length says. any_left_out: whether any
+-- request of the point is left out of its time to first token (invalid_rows.excludes_ttft:
+-- failed or prefix_cache), the requests the fact point_ttft_left_out counts; cached_share only
+-- flags a request, which keeps its TTFT.
 with left_out as (
-    select run_id, point_id, count(*) as left_out
+    select distinct run_id, point_id
     from invalid_rows
-    where reason in ('prefix_cache', 'cached_share')
-    group by run_id, point_id
+    where excludes_ttft
 ),
 
 final as (
@@ -15,7 +16,7 @@ final as (
         p.spec,
         p.workload,
         p.concurrency,
-        coalesce(left_out.left_out, 0) > 0              as any_left_out,
+        left_out.point_id is not null                   as any_left_out,
         p.started_at
     from section_points($run_ids::varchar[], $model) as p
     left join left_out on left_out.run_id = p.run_id and left_out.point_id = p.point_id
