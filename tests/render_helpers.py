@@ -364,6 +364,11 @@ def add_later_columns(con) -> None:
             ("invalid_rows", "excludes_ttft", "boolean", "false"),
             ("invalid_rows", "excludes_tpot", "boolean", "false")):
         con.execute(f"alter table {table} add column if not exists {column} {kind} default {default}")
+    # bench_points.cached, as derive judges it with rules.cached_mark_pct of 10
+    con.execute("alter table bench_points add column if not exists cached boolean default false")
+    con.execute("update bench_points set cached = coalesce(cache_hit_pct >= 10, false) or exists ("
+                "select 1 from invalid_rows as i where i.run_id = bench_points.run_id"
+                " and i.point_id = bench_points.point_id and i.reason = 'prefix_cache')")
     con.execute("create table if not exists pareto_left_out (run_id varchar, point_id varchar,"
                 " workload varchar, concurrency integer, repeat integer, spec varchar, model varchar,"
                 " setup varchar, gpu_set varchar, reason varchar, source_file varchar, source_line integer)")

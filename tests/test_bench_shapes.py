@@ -21,7 +21,7 @@ from stages.render.inputs import input_rows, recompute
 
 SHAPES = Path(__file__).parent / "fixtures" / "bench_shapes"
 RULES = {"prefix_cache_tok_s": 60000, "gate_min_score": 1.0, "cached_share_max_pct": 20,
-         "default_max_num_seqs": 256, "burst_tpot_ms": 0.5}
+         "default_max_num_seqs": 256, "burst_tpot_ms": 0.5, "cached_mark_pct": 10}
 # fixture -> where its TPOT comes from
 EXPECTED = {
     "vllm_0.10.0-0.10.2_itls.json": "itls",

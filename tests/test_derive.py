@@ -23,6 +23,7 @@ RULES = {
     "cached_share_max_pct": 20,
     "default_max_num_seqs": 1024,
     "burst_tpot_ms": 0.5,
+    "cached_mark_pct": 10,
 }
 WORKLOADS = {
     "long": {"prompt_tokens": 250000, "output_tokens": 512, "concurrency": [4, 16]},

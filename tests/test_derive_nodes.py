@@ -19,7 +19,7 @@ RAW_DDL = raw_schema.RAW_SCHEMA
 REAL_NODE = PROJECT / "data" / "nodes" / "h200x2__1130-054711"
 NODE_FIXTURES = Path(__file__).parent / "fixtures" / "node"
 RULES = {"prefix_cache_tok_s": 60000, "gate_min_score": 1.0, "cached_share_max_pct": 20,
-         "default_max_num_seqs": 1024, "burst_tpot_ms": 0.5}
+         "default_max_num_seqs": 1024, "burst_tpot_ms": 0.5, "cached_mark_pct": 10}
 
 N8 = "h200x8__1201-090000"
 N8_OLD = "h200x8__1130-090000"

@@ -28,7 +28,7 @@ FIXTURE_RUN = ROOT / "tests" / "fixtures" / "runs" / RUN
 POINT = "long-shared__c04"            # a point of the fixture run: its result file has output tokens
 H200_FILE = ROOT / "data" / "nodes" / "h200x1__1201-144437.gpu_samples.csv"
 RULES = {"prefix_cache_tok_s": 60000, "gate_min_score": 1.0, "cached_share_max_pct": 20,
-         "default_max_num_seqs": 256, "burst_tpot_ms": 0.5}
+         "default_max_num_seqs": 256, "burst_tpot_ms": 0.5, "cached_mark_pct": 10}
 
 
 @pytest.fixture()

@@ -115,10 +115,9 @@ def test_each_import_says_what_it_brought_in(sites):
 def test_without_a_spec_every_run_is_named_by_its_setup_and_drawn(sites):
     page = plain(sites["no_spec"]["giants"])
     assert "Spec -" not in page and "Spec :" not in page
-    assert ("A run of no spec of `params.yaml`, named by its model, layout, context and engine,\n"
-            "glm53__tp8_dcp8__1024k__vllm:\ndid not become ready") in page
-    assert "brought in by `campaign import`" in page
-    quoted = re.findall(r'evidence-cmd">\$ sed -n \d+p data/runs/([^/]+)/server.log', sites["no_spec"]["giants"])
+    assert (f"{GLM_FAILED}, a run of no spec of `params.yaml` named by its "
+            "setup, brought in by `campaign import` without a `meta.json`:") in page
+    quoted = re.findall(r'evidence-cmd">\$ head -n \d+ data/runs/([^/]+)/server.log', sites["no_spec"]["giants"])
     assert len(quoted) == 3 and GLM_FAILED.replace("_", "&#95;") in quoted   # every failed launch
     charts = sites["no_spec"]["root"] / "data" / "site" / "assets" / "charts" / GIANTS
     for spec_file in sorted(charts.glob("*_chart-*.vl.json")):
@@ -149,7 +148,8 @@ def test_the_setups_part_places_every_point_of_the_imported_runs(sites):
 
 
 def test_the_cached_share_of_prompt_tokens_is_a_caveat(sites):
-    page = plain(sites["no_spec"]["giants"])
+    assert "Prompt tokens partly served by the prefix cache" in plain(sites["no_spec"]["giants"])
+    page = plain(sites["no_spec"]["root"].joinpath("data", "docs", "reference", f"{GIANTS}.md").read_text())
     assert "Part of the prompt tokens of these points were served from the engine's prefix cache" in page
     cached = [f for f in sites["no_spec"]["facts"].values()
               if f["name"] == "point_cache_hit_pct" and f["value"] and f["value"] > 0]
@@ -180,3 +180,12 @@ def test_trace_says_the_gpu_count_was_inferred_and_from_which_line(sites):
     assert "note      The GPU count was inferred (the run has no meta.json)" in out
     assert "image     vllm/vllm-openai:v0.31.0" in out and "engine vllm 0.31.0" in out
     assert "inferred  engine_version, gpu_count, gpus, image, max_model_len" in out
+
+
+def test_the_imported_parts_read_as_stories_too(sites):
+    from article_text import article_text, repeated_sentences, words
+    site = sites["no_spec"]["root"] / "data" / "site"
+    for part in (GIANTS, "part-quad", "part-setups"):
+        story = article_text(site / f"{part}.html")
+        assert words(story) <= 4500 and repeated_sentences(story) == {}, part
+        assert repeated_sentences(article_text(site / "reference" / f"{part}.html")) == {}, part

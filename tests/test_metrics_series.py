@@ -32,7 +32,7 @@ T0 = 1764690000.0
 POINTS = {"vllm_stall": "long-shared__c04", "vllm_queue16": "long__c16", "vllm_dp2": "chat__c08",
           "sglang": "chat__c01"}
 RULES = {"prefix_cache_tok_s": 60000, "gate_min_score": 1.0, "cached_share_max_pct": 20,
-         "default_max_num_seqs": 256, "burst_tpot_ms": 0.5}
+         "default_max_num_seqs": 256, "burst_tpot_ms": 0.5, "cached_mark_pct": 10}
 
 
 def line_of(path: Path, needle: str, after: int = 0) -> int:

@@ -63,13 +63,15 @@ def built(tmp_path_factory) -> dict:
     facts = {f["id"]: f for f in json.loads((root / "data" / "facts.json").read_text())}
     return {"root": root, "docs": docs, "site": site, "stderr": out.stdout + out.stderr,
             "facts": facts, "giants": (docs / "posts" / f"{GIANTS}.md").read_text(),
-            "quad": (docs / "posts" / f"{QUAD}.md").read_text()}
+            "quad": (docs / "posts" / f"{QUAD}.md").read_text(),
+            "giants_ref": (docs / "reference" / f"{GIANTS}.md").read_text(),
+            "quad_ref": (docs / "reference" / f"{QUAD}.md").read_text()}
 
 
 def plain(markdown: str) -> str:
     """The page's text with fact links reduced to their values and HTML references decoded."""
     import html
-    text = re.sub(r"\[([^\]]*)\]\((?:\.\./)?audit/[^)]*\)\{\.fact\}", r"\1", markdown)
+    text = re.sub(r"\[([^\]]*)\]\((?:\.\./)?audit/[^)]*\)\{\.fact[^}]*\}", r"\1", markdown)
     return html.unescape(re.sub(r"<[^>]+>", "", text))
 
 
@@ -84,21 +86,41 @@ def test_one_section_per_model_in_order_of_first_launch(built):
     heads = re.findall(r"(?m)^## (.+)$", built["giants"])
     assert [h for h in heads if h in ("GLM-5.3", "MiniMax-M3", "DeepSeek-V4-Pro")] == \
         ["GLM-5.3", "MiniMax-M3", "DeepSeek-V4-Pro"]
-    for section in ("### Launches", "### The needle gate", "### One request at a time",
-                    "### How it scales with users", "### How many sequences fit",
-                    "### Caveats from the data", "### Conversations that grow"):
+    for section in ("### Does it still read", "### Reading and writing, one user at a time",
+                    "## How it scales with users", "## How many sequences fit", "## Caveats",
+                    "### Conversations that grow"):
         assert section in built["giants"], section
+    # the story links its reference page, which holds each model's exhaustive blocks
+    assert "](../reference/part-giants.md)" in built["giants"]
+    assert re.findall(r"(?m)^## (.+)$", built["giants_ref"])[:3] == ["GLM-5.3", "MiniMax-M3", "DeepSeek-V4-Pro"]
+    for section in ("### The tails", "### Within the latency targets", "### Caveats from the data"):
+        assert section in built["giants_ref"], section
 
 
-def test_failed_launches_are_quoted_at_their_error_line_with_the_worker(built):
+def quotes(text: str) -> dict[str, list[tuple[int, str]]]:
+    """Each launch quote of a page (plain text): run id -> its numbered lines."""
+    found = {}
+    for m in re.finditer(r"\$ (?:head -n \d+ )?(?:grep -a -n -E '[^\n]*' )?data/runs/([^/]+)/server\.log[^\n]*\n"
+                         r"((?:(?:\d+:|  \u2026)[^\n]*\n?)+)", text):
+        found[m.group(1)] = [(int(n), line) for n, line in re.findall(r"(?m)^(\d+):(.*)$", m.group(2))]
+    return found
+
+
+def test_failed_launches_are_quoted_at_their_error_and_the_lines_it_depends_on(built):
     text = plain(built["giants"])
     runs = built["root"] / "data" / "runs"
-    quoted = re.findall(r"\$ sed -n (\d+)p data/runs/([^/]+)/server\.log\n(.*)", text)
+    quoted = {run: lines for run, lines in quotes(text).items() if "__1116-0600" in run
+              or "__1116-0910" in run or "dep8" in run}
     assert len(quoted) == 3, quoted          # glm53's first launch, minimax on v0.31.0, dsv4 dep8
-    for line, run_id, shown in quoted:
-        assert (runs / run_id / "server.log").read_text().splitlines()[int(line) - 1] == shown
-    assert "NotImplementedError, raised by\nWorker_TP2_DCP2" in text
-    assert "RuntimeError" in text
+    for run_id, lines in quoted.items():
+        raw = (runs / run_id / "server.log").read_text().splitlines()
+        assert lines and all(raw[n - 1] == shown for n, shown in lines)
+    errors = "\n".join(shown for lines in quoted.values() for _, shown in lines)
+    assert "NotImplementedError" in errors and "RuntimeError" in errors
+    # the out-of-memory launch: the weights it loaded and the KV memory left, before its error
+    dep8 = [shown for run, lines in quoted.items() if "dep8" in run for _, shown in lines]
+    assert [any(k in l for l in dep8) for k in ("Model loading took", "Available KV cache memory: -",
+                                                "No available memory for the cache blocks")] == [True] * 3
 
 
 def test_the_next_launch_shows_what_changed(built):
@@ -110,9 +132,17 @@ def test_the_next_launch_shows_what_changed(built):
 
 def test_ready_launches_are_summarised_with_memory_kv_and_backends(built):
     text = plain(built["giants"])
-    assert re.search(r"answered its health check [\d.,]+ s after it started, with [\d.,]+ GiB of weights", text)
-    assert re.search(r"enough for [\d.,]+ requests of\s+[\d,]+ tokens at once", text)
-    assert "Kernels it chose:" in text
+    assert re.search(r"Ready after [\d.,]+ s, with [\d.,]+ GiB of weights per GPU", text)
+    assert re.search(r"by the engine's estimate [\d.,]+ requests of\s+[\d,]+ tokens at once", text)
+    # every ready launch is quoted at its KV pool and concurrency lines, per-rank copies folded
+    ready = {run: lines for run, lines in quotes(text).items()
+             if run.endswith(("1116-062500", "1116-093000", "1116-112000"))}
+    assert len(ready) == 3
+    for lines in ready.values():
+        shown = "\n".join(l for _, l in lines)
+        assert "KV cache size:" in shown and "Maximum concurrency for" in shown
+        assert shown.count("Model loading took") == 1
+    assert "more with the same message" in text
 
 
 def test_a_gate_that_missed_a_needle_is_a_provisional_box(built):
@@ -133,7 +163,8 @@ def test_one_request_at_a_time_has_prefill_rate(built):
 
 
 def test_caveats_show_cache_served_and_queueing_points_and_engine_stats(built):
-    text = plain(built["giants"])
+    assert "Prompt tokens partly served by the prefix cache" in plain(built["giants"])
+    text = plain(built["giants_ref"])
     assert re.search(r"\| doc-256k \| 1 \| prefix_cache \| 1 \|", text)
     assert "Points that sent more users than the engine could hold" in text
     assert "What the engine's own stats lines said" in text
@@ -154,7 +185,7 @@ def test_ratio_names_both_inputs_and_its_audit_page_links_them(built):
 def test_every_number_links_to_an_audit_page_that_exists(built):
     for name in (GIANTS, QUAD):
         # a Part is a blog post in docs/posts/: its links climb out of that folder
-        targets = re.findall(r"\]\(\.\./(audit/[^) #]+\.html)#([^) ]+) \"audit trail\"\)\{\.fact\}",
+        targets = re.findall(r"\]\(\.\./(audit/[^) #]+\.html)#([^) ]+) \"audit trail[^\"]*\"\)\{\.fact[^}]*\}",
                              built[name.split("-")[1]])
         assert len(targets) > 100
         pages = {}
@@ -182,21 +213,27 @@ def test_the_part_in_a_browser_draws_its_charts_and_quotes_failed_launches(built
           const entry = document.getElementById({json.dumps(href.split('#', 1)[1])});
           return entry ? entry.innerText : ''; }})()""")
     assert "Computed from" in entry and re.search(r"ttfts\[\d+\]", entry), entry[:500]
-    assert drawn and state["charts"] == state["drawn"] == 18, state      # six per model
-    # the latency CDF and the request timeline of each model, drawn with their marks
+    assert drawn and state["charts"] == state["drawn"] == 9, state      # three per model
+    for kind in ("ttft_chart", "decode_chart", "throughput_chart"):
+        assert len(charts_named(marks, kind)) == 3, kind
+    quoted = [e for e in state["evidence"] if e.startswith("$ head -n")]
+    assert len(quoted) == 3 and any("NotImplementedError" in q for q in quoted)
+    assert errors == []
+    # the reference page: the latency CDF and the request timeline of each model, drawn
+    with open_site_page(built["site"], f"reference/{GIANTS}.html") as (tab, server):
+        tab.wait_for(charts_drawn())
+        marks = json.loads(tab.js(CHART_MARKS))
+        assert tab.console_errors() == []
     for kind in ("latency_cdf_chart", "request_timeline_chart"):
         ours = charts_named(marks, kind)
         assert len(ours) == 3 and all(c["svg"] == 1 and c["marks"] > 10 for c in ours), (kind, ours)
-    quoted = [e for e in state["evidence"] if e.startswith("$ sed -n")]
-    assert len(quoted) == 3 and any("NotImplementedError" in q for q in quoted)
-    assert errors == []
 
 
 def test_arms_keep_their_labels_and_the_original_stays_beside_its_rescue(built):
     text = plain(built["giants"])
-    assert "Spec dsv4-pro-dep8 *(superseded by dsv4-pro-tep8)*:\ndid not become ready" in text
-    assert "Spec dsv4-pro-tep8 *(follow-up of dsv4-pro-dep8)*:\nready" in text
-    assert "Spec minimax-m3-tep8-stable *(superseded by minimax-m3-tep8)*:" in text
+    assert "dsv4_pro__dep8__781k__vllm__1116-110000 *(superseded by dsv4-pro-tep8)*:" in text
+    assert "dsv4_pro__tep8__781k__vllm__1116-112000 *(follow-up of dsv4-pro-dep8)* changed from" in text
+    assert "*(superseded by minimax-m3-tep8)*:" in text
 
 
 def test_every_fact_read_from_one_raw_line_cites_a_line_that_holds_its_value(built):
@@ -247,8 +284,8 @@ def section(markdown: str, heading: str) -> list[str]:
 
 
 def test_goodput_tables_give_each_model_its_most_users_within_the_targets(built):
-    giants = section(built["giants"], "Within the latency targets")
-    assert len(giants) == 3 and len(section(built["quad"], "Within the latency targets")) == 1
+    giants = section(built["giants_ref"], "Within the latency targets")
+    assert len(giants) == 3 and len(section(built["quad_ref"], "Within the latency targets")) == 1
     facts = built["facts"].values()
     most = {f["params"]["run_id"].split("__")[0] + "/" + f["params"]["workload"]: f
             for f in facts if f["name"] == "slo_concurrency"}
@@ -281,7 +318,7 @@ def test_goodput_tables_give_each_model_its_most_users_within_the_targets(built)
 
 
 def test_tails_print_p99_beside_median_and_p90_with_their_inputs(built):
-    tails = section(built["giants"], "The tails")
+    tails = section(built["giants_ref"], "The tails")
     assert len(tails) == 3
     assert all("| First token, median (s) | p90 | p99 | Per token, median (ms) | p90 | p99 |" in t for t in tails)
     facts = built["facts"]
@@ -304,7 +341,7 @@ def test_latency_cdf_and_request_timeline_come_with_their_rows_as_csv(built):
             rows = list(csv.DictReader(path.open()))
             spec = json.loads(path.with_suffix(".vl.json").read_text())
             assert len(rows) == len(next(iter(spec["datasets"].values()))) > 0
-            assert f"[CSV](../assets/charts/{GIANTS}/{path.name})" in built["giants"]
+            assert f"[CSV](../assets/charts/{GIANTS}/{path.name})" in built["giants_ref"]
     # the CDF of a point climbs to every request: its last share is one
     cdf = list(csv.DictReader(sorted(charts.glob("latency_cdf_chart-minimax_m3*.csv"))[0].open()))
     at64 = [r for r in cdf if r["concurrency"] == "64"]
@@ -314,3 +351,21 @@ def test_latency_cdf_and_request_timeline_come_with_their_rows_as_csv(built):
     assert timeline and all(float(r["sent_s"]) <= float(r["first_token_s"]) <= float(r["last_token_s"])
                             for r in timeline)
     assert min(float(r["sent_s"]) for r in timeline) == 0.0
+
+
+@pytest.mark.parametrize("part", [GIANTS, QUAD, "part-setups"])
+def test_a_part_reads_as_a_story_with_its_reference_one_click_away(built, part):
+    from article_text import article_text, repeated_sentences, words
+    story = article_text(built["site"] / f"{part}.html")
+    reference = article_text(built["site"] / "reference" / f"{part}.html")
+    assert words(story) <= 4500, words(story)
+    assert repeated_sentences(story) == {} and repeated_sentences(reference) == {}
+    assert 'href="reference/' + part + '.html"' in (built["site"] / f"{part}.html").read_text()
+    assert f'href="../{part}.html"' in (built["site"] / "reference" / f"{part}.html").read_text()
+
+
+def test_the_giants_story_cites_its_sources_from_the_prose(built):
+    cited = re.findall(r"\[\[(S\d+)\]\]\(#source-s\d+\)", built["giants"])
+    assert len(set(cited)) >= 8, sorted(set(cited))
+    listed = re.findall(r'<a id="source-(s\d+)"></a>', built["giants"])
+    assert [s.upper() for s in listed] == list(dict.fromkeys(cited))     # numbered by first citation

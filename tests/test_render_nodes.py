@@ -24,7 +24,7 @@ NODE = "h200x2__1130-054711"
 REAL_NODE = PROJECT / "data" / "nodes" / NODE
 NODE_TABLES = ("nodes", "node_gpus", "node_topology", "node_p2p", "node_allreduce", "node_allreduce_peak")
 RULES = {"prefix_cache_tok_s": 60000, "gate_min_score": 1.0, "cached_share_max_pct": 20,
-         "default_max_num_seqs": 1024, "burst_tpot_ms": 0.5}
+         "default_max_num_seqs": 1024, "burst_tpot_ms": 0.5, "cached_mark_pct": 10}
 
 
 def add_node(root: Path) -> None:

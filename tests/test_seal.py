@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RUN = "tiny-llama__cpu_seqs4__4k__vllm__1130-051200"
 OTHER = "tiny-llama__cpu_seqs16__4k__vllm__1130-052000"
 RULES = {"prefix_cache_tok_s": 60000, "gate_min_score": 1.0, "cached_share_max_pct": 20,
-         "default_max_num_seqs": 1024, "burst_tpot_ms": 0.5}
+         "default_max_num_seqs": 1024, "burst_tpot_ms": 0.5, "cached_mark_pct": 10}
 WORKLOADS = {"long": {"prompt_tokens": 2048, "output_tokens": 64, "concurrency": [4]}}
 LAUNCH = "status=ready\nready_s=71.3\nengine_kv_tokens=1048576\nrun_status=complete\n"
 EDITED = LAUNCH.replace("ready_s=71.3", "ready_s=17.3")

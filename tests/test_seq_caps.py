@@ -20,7 +20,7 @@ from stages.ingest import stage as ingest
 ROOT = Path(__file__).resolve().parent.parent
 SGLANG_LOG = REAL_LOGS / "sglang_01_ready_swa_prefill_decode.log"
 RULES = {"prefix_cache_tok_s": 60000, "gate_min_score": 1.0, "cached_share_max_pct": 20,
-         "default_max_num_seqs": 77, "burst_tpot_ms": 0.5}
+         "default_max_num_seqs": 77, "burst_tpot_ms": 0.5, "cached_mark_pct": 10}
 WORKLOADS = {"long": {"prompt_tokens": 1000, "output_tokens": 10, "concurrency": [1]}}
 PROFILES = {"h200x8": {"rules": RULES, "workloads": WORKLOADS},
             "local-cpu": {"rules": {**RULES, "default_max_num_seqs": 55}, "workloads": WORKLOADS}}

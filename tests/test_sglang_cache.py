@@ -21,7 +21,7 @@ LOG = REAL_LOGS / "sglang_01_ready_swa_prefill_decode.log"
 BENCH = Path(__file__).parent / "fixtures" / "logs" / "sample_bench.json"
 RUN = "small__sglang_tp1__64k__sglang__0801-233700"
 RULES = {"prefix_cache_tok_s": 60000, "gate_min_score": 1.0, "cached_share_max_pct": 20,
-         "default_max_num_seqs": 1024, "burst_tpot_ms": 0.5}
+         "default_max_num_seqs": 1024, "burst_tpot_ms": 0.5, "cached_mark_pct": 10}
 WORKLOADS = {"long": {"prompt_tokens": 8192, "output_tokens": 64, "concurrency": [1, 2, 4, 8]}}
 # point -> (result file date, duration in s): the long prompts of 00:07:39 onwards, the short
 # ones of 00:02:17 to 00:03:40, and a window in which nothing was prefilled.

@@ -36,7 +36,7 @@ def derived_db(tmp_path_factory) -> Path:
     derive.run(warehouse=warehouse, campaign_db=tmp / "campaign.duckdb", derived_dir=tmp / "derived",
                metrics_file=tmp / "metrics.json",
                rules={"prefix_cache_tok_s": 60000, "gate_min_score": 1.0, "cached_share_max_pct": 20,
-                      "default_max_num_seqs": 1024, "burst_tpot_ms": 0.5},
+                      "default_max_num_seqs": 1024, "burst_tpot_ms": 0.5, "cached_mark_pct": 10},
                workloads={"long": {"prompt_tokens": 2048, "output_tokens": 64, "concurrency": [1]}})
     return tmp / "campaign.duckdb"
 

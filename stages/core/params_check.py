@@ -19,7 +19,7 @@ INPUT_PATHS = ("runs", "nodes", "models")
 # The rules derive applies: the same for every run (`rules`), and those of the run's own profile
 # (`profiles.<name>.rules`), which depend on the machine.
 SHARED_RULES = ("gate_min_score", "cached_share_max_pct")
-PROFILE_RULES = ("prefix_cache_tok_s", "default_max_num_seqs", "burst_tpot_ms")
+PROFILE_RULES = ("prefix_cache_tok_s", "default_max_num_seqs", "burst_tpot_ms", "cached_mark_pct")
 # The shape of a generated model (params `models.<name>`; stages/run/model.py), every key a
 # positive integer.
 MODEL_SHAPE = ("layers", "hidden", "heads", "kv_heads", "intermediate", "max_positions",

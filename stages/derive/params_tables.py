@@ -143,8 +143,10 @@ def create_param_tables(con: duckdb.DuckDBPyConnection, rule_rows: list[tuple],
     for runs of a profile params does not know)."""
     con.execute(
         "create table param_rules (profile varchar unique, prefix_cache_tok_s double not null, "
-        "default_max_num_seqs integer not null, burst_tpot_ms double not null)")
-    con.executemany("insert into param_rules values ($1, $2::double, $3::integer, $4::double)", rule_rows)
+        "default_max_num_seqs integer not null, burst_tpot_ms double not null, "
+        "cached_mark_pct double not null)")
+    con.executemany("insert into param_rules values ($1, $2::double, $3::integer, $4::double, $5::double)",
+                    rule_rows)
     con.execute(
         "create table param_workloads (profile varchar, workload varchar not null, "
         "prompt_tokens bigint not null, output_tokens bigint not null, unique (profile, workload))")

@@ -1,7 +1,8 @@
 """Audit pages: one page per run (a node, or a kind of fact that spans runs), with an entry per
 fact printed from it at the fact's own anchor: value, query, raw line or why none holds it, the
-inputs of a derived fact, and where it is printed. The run's cmd.sh is shown once at the top of
-its page, each query once at the bottom, so a page grows with its facts, not with their SQL.
+inputs of a derived fact, its caveat marks and why (stages/render/marks.py), and where it is
+printed. The run's cmd.sh is shown once at the top of its page, each query once at the bottom, so
+a page grows with its facts, not with their SQL.
 
 The pages are written as finished HTML (audit_page.html.j2, in the theme's stylesheets), not as
 Markdown for mkdocs to convert: a node campaign audits tens of thousands of numbers, and putting
@@ -23,6 +24,7 @@ from stages.render import blog
 from stages.render.escape import audit_target, escape_html, html_code
 from stages.render.evidence import render_evidence
 from stages.render.fact_record import Fact
+from stages.render.marks import audit_lines
 from stages.render.numbers import format_value, with_unit
 from stages.render.queries import fact_query_path
 
@@ -125,6 +127,7 @@ def fact_entry(fact: Fact, titles: dict[str, str], by_id: dict[str, Fact],
         *([] if said.pages is not None and tuple(fact.pages) == said.pages
           else [_row("Printed on", _printed_on(fact, titles))]),
         "</table>",
+        *audit_lines(fact, by_id),     # its caveat marks, each with why
     ]
     if fact.source_file:
         where = said.first(said.lines, (fact.source_file, fact.source_line), fact)

@@ -2,7 +2,7 @@
 
 Both inputs are facts in their own right, evaluated and recorded as any other; the derived fact
 names them (`inputs`), and its audit page links to theirs. Its query is the arithmetic over the
-two, written out with the inputs' ids.
+two, written out with the inputs' ids. It carries the caveat marks of both (stages/render/marks.py).
 
 Example (in a template):
     {{ ratio("point_ttft_median_s", {"run_id": a, "workload": w, "concurrency": c},
@@ -49,7 +49,7 @@ def derive(book: FactBook, op: str, a_name: str, a_params: dict[str, Any], b_nam
                     display=format_value(value), sql=sql,
                     run_ids=sorted(set(a.run_ids) | set(b.run_ids)), source_file=None,
                     source_line=None, excerpt=None, stage=a.stage, git_sha=book.sha,
-                    inputs=[a.id, b.id])
+                    inputs=[a.id, b.id], marks=book.marks.union((a, b)))
         book.facts[fid] = fact
     book.printed_on(fact, page)
     return fact.at_decimals(decimals)

@@ -38,6 +38,9 @@ class Fact:
     audit_anchor: str = ""
     statistic: str | None = None      # for a fact computed from many rows (inputs.py): how,
     input_rows: list[dict] = field(default_factory=list)   # and from which
+    # the caveats it rests on, printed beside it (stages/render/marks.py): provisional,
+    # capacity-limited, cached, one request; a derived fact carries its inputs'
+    marks: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.audit_page:

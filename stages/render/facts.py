@@ -28,6 +28,7 @@ from stages.render.errors import FactError
 from stages.render.evidence import read_line
 from stages.render.fact_record import Fact, fact_id, plain, run_ids
 from stages.render.inputs import input_rows, prefetch as prefetch_inputs
+from stages.render.marks import FactMarks
 from stages.render.numbers import format_value
 from stages.render.queries import (COLUMN_FACTS, FACTS_SQL, ROWS_SQL, column_facts, fact_sql,
                                    load_query, sql_params)
@@ -74,6 +75,8 @@ class FactBook:
         self._batch_sets: dict[str, list[dict[str, Any]]] = {}       # _batched's parameter sets
         # a declared fact's rows for every parameter set its table holds, by fact id (_batched)
         self._batches: dict[str, dict[str, tuple[list[str], tuple]] | None] = {}
+        # each fact's caveat marks, from the public tables read once (stages/render/marks.py)
+        self.marks = FactMarks(lambda sql: self._query(sql, {}, "fact marks"), facts_sql=facts_sql)
         macros = rows_sql.parent / MACROS_SQL
         if macros.is_file():
             con.execute(macros.read_text())
@@ -253,7 +256,7 @@ class FactBook:
             source_file=source_file, source_line=int(source_line) if source_line else None,
             excerpt=excerpt, stage=STAGE, git_sha=self.sha,
             source_note=row.get("source_note"),
-            statistic=statistic, input_rows=rows)
+            statistic=statistic, input_rows=rows, marks=self.marks.of(name, params))
 
     def rows(self, name: str, params: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         """A named row query (stages/render/sql/render/<name>.sql): the SQL and its rows as dicts,

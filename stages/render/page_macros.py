@@ -18,6 +18,7 @@ from stages.render.escape import (audit_target, code, escape_cell, escape_text, 
 from stages.render.digits import PLACEHOLDER
 from stages.render.evidence import render_evidence
 from stages.render.fact_record import Fact
+from stages.render.marks import link_classes, link_title
 from stages.render.quotes import render_quote
 from stages.render.numbers import table_displays, with_unit
 from stages.render.queries import sql_params, tables_in
@@ -47,6 +48,7 @@ class PageMacros:
         self.outputs: dict[str, str] = {}
         self.tables_used: list[str] = []
         self.anchors: set[str] = set()
+        self.marks_used: set[str] = set()    # the caveat marks this page printed (its legend)
 
     # -- placeholder bookkeeping
     def hold(self, text: str) -> Markup:
@@ -66,11 +68,14 @@ class PageMacros:
 
     # -- facts
     def fact_markup(self, fact: Fact, show_unit: bool = False, display: str | None = None) -> str:
-        """A fact as a link to its audit page; `display` prints it otherwise (a table's precision)."""
+        """A fact as a link to its audit page; `display` prints it otherwise (a table's precision).
+        A fact's caveat marks (stages/render/marks.py) are its link's classes and named in its
+        title: `[12.3](audit/... "audit trail · provisional"){.fact .provisional}`."""
         shown = fact.display if display is None else display
         text = with_unit(shown, fact.unit) if show_unit else shown
         target = audit_target(self.audit_prefix, fact.audit_page, fact.audit_anchor)
-        return f'[{escape_text(text)}]({target} "audit trail"){{.fact}}'
+        self.marks_used.update(fact.marks)
+        return f'[{escape_text(text)}]({target} "{link_title(fact.marks)}"){{{link_classes(fact.marks)}}}'
 
     def fact(self, name: str, decimals: int | None = None, show_unit: bool = False,
              **params: Any) -> Markup:
@@ -88,14 +93,17 @@ class PageMacros:
         self.uses(sql)
         return data
 
-    def run_ref(self, run_id: str, anchor: bool = False) -> Markup:
+    def run_ref(self, run_id: str, anchor: bool | str = False) -> Markup:
         """A run id as code. With anchor=True (a heading), it becomes the run's section, the
-        target of the compact run labels in this page's tables."""
+        target of the compact run labels in this page's tables; with anchor="inline" (a run named
+        in a paragraph), an anchor just before it is."""
         shown = code(run_id)
         if not anchor:
             return self.hold(shown)
         slug = run_anchor(str(run_id))
         self.anchors.add(slug)
+        if anchor == "inline":
+            return self.hold(f'<a id="{slug}"></a>{shown}')
         return self.hold(f"{shown} {{#{slug}}}")
 
     def text(self, value: Any, max_chars: int | None = None) -> Markup:

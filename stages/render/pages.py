@@ -23,6 +23,7 @@ from stages.render.escape import escape_text
 from stages.render.derived import derive
 from stages.render.digits import check_digits
 from stages.render.facts import FactBook
+from stages.render.marks import legend as marks_legend
 from stages.render.page_macros import PageMacros
 from stages.render.sources import apply_citations, sources_section
 
@@ -303,7 +304,8 @@ def render_page(spec: PageSpec, *, env: jinja2.Environment, book: FactBook, part
     check_digits(spec.template.name, text)
     text, cited = apply_citations(text, sources, spec.template.name)
     text = captions_said_once(macros.substitute(text))
-    text = text.rstrip() + "\n" + downloads_section(macros.tables_used) + sources_section(cited, sources)
+    text = text.rstrip() + "\n" + marks_legend(macros.marks_used) + downloads_section(macros.tables_used) \
+        + sources_section(cited, sources)
     folder = posixpath.dirname(spec.name)
     if folder == blog.POSTS_DIR:
         text = blog.with_excerpt(text, spec.meta.get("description", ""))

@@ -44,6 +44,7 @@ from stages.render.incremental import (DocsWriter, PageCache, code_version, dige
                                        folder_fingerprint, template_digests)
 from stages.render.query_memo import QueryMemo
 from stages.render.page_loop import render_series, write_audit
+from stages.render.quotes import QUOTES_FILE
 from stages.render.pages import (PageSpec, arm_labels, load_page, load_series, page_shown,
                                  uncovered_runs)
 from stages.render.site_build import build_site, check_ours, fresh_dir, mark, site_nav, swap_in
@@ -175,7 +176,8 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
             notices.append(uncovered)
         with phases("keys"):
             base = digest(db_key, sha, folder_fingerprint((runs_dir, nodes_dir)),
-                          file_digest(warehouse_file), sources, settings, static_images,
+                          file_digest(warehouse_file), file_digest(QUOTES_FILE), sources,
+                          settings, static_images,
                           [_rel(p, root) for p in (runs_dir, nodes_dir, root) if p is not None])
             references = [p.reference for p in parts if p.reference is not None]
             pages = [p for p in (*parts, *references, index, compare_spec) if p is not None]

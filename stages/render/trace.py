@@ -164,6 +164,8 @@ def chain(fact: dict, paths: Paths, limit: int | None = 20) -> str:
             lines.append(f"warning   the line differs from the excerpt published: {fact['excerpt']}")
     if fact.get("source_note"):
         lines.append(f"note      {fact['source_note']}")
+    if fact.get("marks"):
+        lines.append(f"marks     {', '.join(fact['marks'])}")
     for run_id in fact.get("run_ids") or []:
         meta = _run_meta(paths, run_id)
         lines.append(f"run       {paths.runs.relative_to(paths.root) / run_id}")

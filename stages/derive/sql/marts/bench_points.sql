@@ -24,6 +24,9 @@
 -- seq_limit: the sequences that fit at this workload (already capped by the sequence cap); the
 --   cap alone when the workload or the KV pool is unknown; null beyond the maximum context.
 -- provisional: the run's gate scored below $gate_min_score, or the run has no gate.
+-- cached: the prefix cache served enough of the point's prompts to matter: cache_hit_pct at or
+--   above the run profile's rules.cached_mark_pct, or any request of the point left out by the
+--   prefix_cache rule (invalid_rows). Render marks every number resting on the point with it.
 with points as (
     select * from stg_bench_points
 ),
@@ -146,7 +149,9 @@ joined as (
         points.source_line,
         points.tool,
         points.tool_version,
-        points.summary_paths
+        points.summary_paths,
+        coalesce(point_cache.cache_hit_pct >= rules.cached_mark_pct, false)
+            or cache_left_out.point_id is not null                  as cached
     from points
     left join int_run_params as run_params
         on run_params.run_id = points.run_id
@@ -165,6 +170,11 @@ joined as (
         on fit.run_id = points.run_id and fit.workload = points.workload
     left join run_gate_flags as gate_flags
         on gate_flags.run_id = points.run_id
+    left join param_rules as rules
+        on rules.profile is not distinct from run_params.params_profile
+    left join (select distinct run_id, point_id from invalid_rows where reason = 'prefix_cache')
+        as cache_left_out
+        on cache_left_out.run_id = points.run_id and cache_left_out.point_id = points.point_id
 ),
 
 final as (
@@ -204,7 +214,8 @@ final as (
             'Read from a result file of ' || tool || coalesce(' ' || tool_version, '')
             || ' (stages/ingest/parsers/tools/' || tool || '.py)'
             || coalesce('; the figures its own summary gives are at ' || summary_paths, '') || '.'
-        end                                                         as tool_note
+        end                                                         as tool_note,
+        cached
     from joined
 )
 
