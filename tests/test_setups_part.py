@@ -23,7 +23,9 @@ SETUPS = "part-setups"
 
 @pytest.fixture(scope="module")
 def part(built) -> dict:  # noqa: F811
-    md = (built["docs"] / "posts" / f"{SETUPS}.md").read_text()
+    # the story and its reference page (every point, the energy, every price set), as one text
+    md = (built["docs"] / "posts" / f"{SETUPS}.md").read_text() + "\n" \
+        + (built["docs"] / "reference" / f"{SETUPS}.md").read_text()
     specs, rows = {}, {}
     for m in re.finditer(r'<script type="application/json" id="spec-part-setups-([^"]+)">(.*?)</script>'
                          r'.*?\[CSV\]\(\.\./([^)]+\.csv)\)', md, re.S):
