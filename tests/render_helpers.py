@@ -364,11 +364,17 @@ def add_later_columns(con) -> None:
             ("invalid_rows", "excludes_ttft", "boolean", "false"),
             ("invalid_rows", "excludes_tpot", "boolean", "false")):
         con.execute(f"alter table {table} add column if not exists {column} {kind} default {default}")
-    # bench_points.cached, as derive judges it with rules.cached_mark_pct of 10
+    # bench_points.cached and the counts of requests left out, in derive's column order: the counts
+    # as derive makes them from invalid_rows, cached as it judges it with rules.cached_mark_pct of 10
     con.execute("alter table bench_points add column if not exists cached boolean default false")
-    con.execute("update bench_points set cached = coalesce(cache_hit_pct >= 10, false) or exists ("
-                "select 1 from invalid_rows as i where i.run_id = bench_points.run_id"
-                " and i.point_id = bench_points.point_id and i.reason = 'prefix_cache')")
+    for column, where in (("ttft_left_out", "i.excludes_ttft"),
+                          ("prefix_cache_requests", "i.reason = 'prefix_cache'")):
+        con.execute(f"alter table bench_points add column if not exists {column} integer default 0")
+        con.execute(f"update bench_points set {column} = (select count(distinct i.request_idx)"
+                    " from invalid_rows as i where i.run_id = bench_points.run_id"
+                    f" and i.point_id = bench_points.point_id and {where})")
+    con.execute("update bench_points set cached = coalesce(cache_hit_pct >= 10, false)"
+                " or prefix_cache_requests > 0")
     con.execute("create table if not exists pareto_left_out (run_id varchar, point_id varchar,"
                 " workload varchar, concurrency integer, repeat integer, spec varchar, model varchar,"
                 " setup varchar, gpu_set varchar, reason varchar, source_file varchar, source_line integer)")

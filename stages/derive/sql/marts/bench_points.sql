@@ -27,6 +27,10 @@
 -- cached: the prefix cache served enough of the point's prompts to matter: cache_hit_pct at or
 --   above the run profile's rules.cached_mark_pct, or any request of the point left out by the
 --   prefix_cache rule (invalid_rows). Render marks every number resting on the point with it.
+-- ttft_left_out: the point's requests left out of its TTFT figures (a row of invalid_rows with
+--   excludes_ttft: failed or prefix_cache), each once; with ttft_requests, all the requests of a
+--   point whose figures come from its requests. prefix_cache_requests: those of them the
+--   prefix-cache rule left out.
 with points as (
     select * from stg_bench_points
 ),
@@ -41,7 +45,8 @@ flags as (
         point_id,
         request_idx,
         bool_or(excludes_ttft)                         as excluded_from_ttft,
-        bool_or(excludes_tpot)                         as excluded_from_tpot
+        bool_or(excludes_tpot)                         as excluded_from_tpot,
+        bool_or(reason = 'prefix_cache')               as prefix_cache
     from invalid_rows
     group by run_id, point_id, request_idx
 ),
@@ -72,7 +77,9 @@ request_stats as (
             filter (where requests.ok and not coalesce(flags.excluded_from_tpot, false)
                       and requests.tpot_ms is not null)                                            as tpot_from,
         count(requests.tpot_ms)                                     as tpot_timed_requests,
-        count(flags.request_idx)                                    as invalid_requests
+        count(flags.request_idx)                                    as invalid_requests,
+        count(*) filter (where flags.excluded_from_ttft)            as ttft_left_out,
+        count(*) filter (where flags.prefix_cache)                  as prefix_cache_requests
     from requests
     left join flags
         on flags.run_id = requests.run_id
@@ -150,8 +157,10 @@ joined as (
         points.tool,
         points.tool_version,
         points.summary_paths,
+        coalesce(request_stats.ttft_left_out, 0)                    as ttft_left_out,
+        coalesce(request_stats.prefix_cache_requests, 0)            as prefix_cache_requests,
         coalesce(point_cache.cache_hit_pct >= rules.cached_mark_pct, false)
-            or cache_left_out.point_id is not null                  as cached
+            or coalesce(request_stats.prefix_cache_requests, 0) > 0 as cached
     from points
     left join int_run_params as run_params
         on run_params.run_id = points.run_id
@@ -172,9 +181,6 @@ joined as (
         on gate_flags.run_id = points.run_id
     left join param_rules as rules
         on rules.profile is not distinct from run_params.params_profile
-    left join (select distinct run_id, point_id from invalid_rows where reason = 'prefix_cache')
-        as cache_left_out
-        on cache_left_out.run_id = points.run_id and cache_left_out.point_id = points.point_id
 ),
 
 final as (
@@ -215,7 +221,9 @@ final as (
             || ' (stages/ingest/parsers/tools/' || tool || '.py)'
             || coalesce('; the figures its own summary gives are at ' || summary_paths, '') || '.'
         end                                                         as tool_note,
-        cached
+        cached,
+        ttft_left_out::integer                                      as ttft_left_out,
+        prefix_cache_requests::integer                              as prefix_cache_requests
     from joined
 )
 
