@@ -174,6 +174,11 @@ def render_evidence(command: str, run_id: str, file: str, *, runs_dir: Path, roo
             out = [line[: int(cut)] for line in out]
         if more:
             out.append(f"(cut at {RAW_MAX:,} bytes)")
+    return evidence_block(shell, out)
+
+
+def evidence_block(command: str, out: list[str]) -> str:
+    """`$ command` and its output lines as an evidence block, HTML-escaped."""
     body = "\n".join(escape_text(line) for line in out)
-    return (f'<pre class="evidence"><code><span class="evidence-cmd">$ {escape_text(shell)}'
+    return (f'<pre class="evidence"><code><span class="evidence-cmd">$ {escape_text(command)}'
             f"</span>\n{body}</code></pre>")

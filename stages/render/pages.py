@@ -67,7 +67,7 @@ def split_front_matter(text: str, origin: str) -> tuple[dict[str, Any], str]:
 
 PART_KEYS = ("part", "title", "date", "description", "template")
 PART_OPTIONAL = ("authors", "categories", "runs", "needs", "reference")
-REFERENCE_DIR = "reference"     # a Part's reference page: reference/<template stem>.md
+REFERENCE_DIR = "reference"     # a Part's reference page: reference/<the Part's name>.md
 
 
 def load_series(series_file: Path, templates_dir: Path, run_sets: dict[str, Any] | None = None
@@ -131,7 +131,7 @@ def load_series(series_file: Path, templates_dir: Path, run_sets: dict[str, Any]
 def _reference_spec(part: PageSpec, template: str, templates_dir: Path, origin: str) -> PageSpec:
     """The reference page behind a Part's story: everything a careful reader or an auditor may
     want that the story does not need, over the same run set. It is a page, not a post, at
-    reference/<template stem>.md, and links back to the story (`page.story_page`)."""
+    reference/<the Part's name>.md, and links back to the story (`page.story_page`)."""
     path = templates_dir / template
     if not template.endswith(TEMPLATE_SUFFIX) or "/" in template or not path.is_file():
         raise CampaignError(f"{origin}: reference {template!r} is not a {TEMPLATE_SUFFIX} file "
@@ -196,8 +196,18 @@ def page_globals(macros: PageMacros, spec: PageSpec, parts: list[PageSpec],
     stem = posixpath.basename(spec.name)[: -len(".md")]
     arms = arms or {}
 
+    said: set[str] = set()
+
+    def once(key: str) -> bool:
+        """True the first time the page asks for `key`, then False: a method paragraph or a note
+        that several blocks of a page carry is said once per page."""
+        first = key not in said
+        said.add(key)
+        return first
+
     def chart(name: str, profile: str | None = None, query: str | None = None, **params: Any):
-        return macros.hold(writer.write(stem, name, profile or meta.get("profile"), params, query=query))
+        markup = writer.write(stem, name, profile or meta.get("profile"), params, query=query)
+        return macros.hold(caption_said_once(markup, once))
 
     def arm(spec_name: str | None):
         """The spec's arm label in brackets, or nothing."""
@@ -226,15 +236,6 @@ def page_globals(macros: PageMacros, spec: PageSpec, parts: list[PageSpec],
         who = ", ".join(escape_text(a) for a in authors)
         return macros.hold(f"*{escape_text(meta.get('date', ''))}{' · ' + who if who else ''}*")
 
-    said: set[str] = set()
-
-    def once(key: str) -> bool:
-        """True the first time the page asks for `key`, then False: a method paragraph or a note
-        that several blocks of a page carry is said once per page."""
-        first = key not in said
-        said.add(key)
-        return first
-
     def parts_list():
         lines = []
         for p in parts:
@@ -257,23 +258,20 @@ _FALLBACK = re.compile(r'(<p class="chart-fallback">)(.*?)(</p>)', re.S)
 _SENTENCE_END = re.compile(r"(?<=[.;:])\s+")
 
 
-def captions_said_once(text: str) -> str:
-    """The page with each chart caption's sentences said once: a later chart's caption (the
-    description shown where the chart is not drawn) keeps only what the page has not said yet,
-    else points to the chart above it."""
-    said: set[str] = set()
-
+def caption_said_once(markup: str, once: Callable[[str], bool]) -> str:
+    """A chart's markup with its caption (the description shown where the chart is not drawn)
+    keeping only the sentences its page has not said yet (`once`, the page's), else pointing to
+    the chart above it."""
     def shorten(m: re.Match) -> str:
         sentences = [s for s in _SENTENCE_END.split(m.group(2).strip()) if s]
-        new = [s for s in sentences if s not in said]
-        said.update(sentences)
+        new = [s for s in sentences if once(f"caption: {s}")]
         if len(new) == len(sentences):
             return m.group(0)
         body = " ".join(new + ["Its marks read as in the charts above."]) if new else \
             "Read as the chart above."
         return m.group(1) + body + m.group(3)
 
-    return _FALLBACK.sub(shorten, text)
+    return _FALLBACK.sub(shorten, markup)
 
 
 def downloads_section(tables: list[str]) -> str:
@@ -303,7 +301,7 @@ def render_page(spec: PageSpec, *, env: jinja2.Environment, book: FactBook, part
         raise CampaignError(f"{spec.template.name}: {exc.__class__.__name__}: {exc}") from None
     check_digits(spec.template.name, text)
     text, cited = apply_citations(text, sources, spec.template.name)
-    text = captions_said_once(macros.substitute(text))
+    text = macros.substitute(text)
     text = text.rstrip() + "\n" + marks_legend(macros.marks_used) + downloads_section(macros.tables_used) \
         + sources_section(cited, sources)
     folder = posixpath.dirname(spec.name)

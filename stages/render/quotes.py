@@ -19,8 +19,7 @@ import yaml
 from stages.core.config import SAFE_LOADER
 from stages.core.secrets import redact_text
 from stages.render.errors import FactError
-from stages.render.escape import escape_text
-from stages.render.evidence import RAW_MAX, RawFileRefused, _shown, read_raw
+from stages.render.evidence import RAW_MAX, RawFileRefused, _shown, evidence_block, read_raw
 
 QUOTES_FILE = Path(__file__).resolve().parents[2] / "site" / "quotes.yaml"
 WIDTH = 200                # characters of a quoted line shown; the error line, the one readers
@@ -181,10 +180,10 @@ def render_quote(run_id: str, status: str | None, error_line: int | None, *, run
     try:
         data, more = read_raw(path, (runs_dir,))
     except FileNotFoundError:
-        return _block(f"ls {shown}", [f"(no server.log in {_shown(path.parent, root)})"])
+        return evidence_block(f"ls {shown}", [f"(no server.log in {_shown(path.parent, root)})"])
     except (RawFileRefused, OSError) as exc:
         reason = str(exc).split(": ", 1)[-1] if isinstance(exc, RawFileRefused) else exc.strerror
-        return _block(f"ls {shown}", [f"(not shown: {_shown(path, root)}: {reason})"])
+        return evidence_block(f"ls {shown}", [f"(not shown: {_shown(path, root)}: {reason})"])
     return quote_block(data.decode("utf-8", errors="replace"), status, error_line, _shown(path, root),
                        quotes, more)
 
@@ -204,10 +203,4 @@ def quote_block(text: str, status: str | None, error_line: int | None, shown: st
         out = ["(no line of server.log matches these patterns)"]
     if more:
         out.append(f"(read up to {RAW_MAX:,} bytes)")
-    return _block(command, out)
-
-
-def _block(command: str, out: list[str]) -> str:
-    body = "\n".join(escape_text(line) for line in out)
-    return (f'<pre class="evidence"><code><span class="evidence-cmd">$ {escape_text(command)}'
-            f"</span>\n{body}</code></pre>")
+    return evidence_block(command, out)
