@@ -88,7 +88,9 @@ class Book:
     def rows(self, name: str, params: dict) -> tuple[str, list[dict]]:
         self.calls += name == "model_points"
         if name == "series_domain":
-            return "select 1", [{"spec": "tiny-seqs4"}]
+            return "select 1", [{"run_id": "run-a", "series": "tiny-seqs4", "slot": 0}]
+        if name == "workload_order":
+            return "select 1", [{"workload": "long", "workload_rank": 0}]
         return "select * from points where model = $model", [dict(r) for r in self.data]
 
 

@@ -46,7 +46,7 @@ def test_chart_encodes_concurrency_value_and_spec_colour(name, field):
     line = next(l for l in ls if l["mark"]["type"] == "line")
     enc = line["encoding"]
     assert enc["x"]["field"] == "concurrency"
-    assert enc["x"]["scale"] == {"type": "log", "base": 2}
+    assert enc["x"]["scale"] == {"type": "log", "base": 2, "padding": 12}
     assert enc["y"]["field"] == field
     assert enc["color"]["field"] == "series"
     # the campaign-wide domain fixes each spec's colour; the chart names only the specs it draws
@@ -219,3 +219,63 @@ def test_a_shared_layout_gives_the_spec_the_chart_function_draws(name):
     assert {k: v for k, v in again.items() if k != "datasets"} == \
         {k: v for k, v in first.items() if k != "datasets"}
     assert again["datasets"] != first["datasets"]
+
+
+def node_points() -> pd.DataFrame:
+    """One spec's points over the node's workloads, named so that their alphabetical order is not
+    their prompt-length order; throughput an order of magnitude apart between the panels."""
+    lengths = {"doc-1m": 1_000_000, "doc-256k": 256_000, "doc-512k": 512_000, "short-1k": 1024}
+    return pd.DataFrame([
+        {"run_id": "r", "series": "s", "workload": w, "concurrency": c, "prompt_tokens": n,
+         "output_tokens": 512, "capacity_limited": False, "provisional": False,
+         "ttft_median_s": n / 1e4, "ttft_p90_s": n / 9e3, "output_tok_s": 5e8 / n * c,
+         "decode_tok_s_per_user": 50.0, "sent": 4, "completed": 4,
+         "seq_cap": 16, "fit_by_kv": 2_600_000 // n}
+        for w, n in lengths.items() for c in ((1, 2, 4) if n < 1e6 else (1,))])
+
+
+@pytest.mark.parametrize("name", sorted(charts.LAYOUTS))
+def test_workload_panels_are_in_prompt_length_order(name):
+    spec = charts.chart_by_name(name)(node_points()).to_dict()
+    assert spec["facet"]["sort"] == {"field": "workload_rank", "op": "min"}
+    data = next(iter(spec["datasets"].values()))
+    ranks = {d["workload"]: d["workload_rank"] for d in data}
+    assert sorted(ranks, key=ranks.get) == ["short-1k", "doc-256k", "doc-512k", "doc-1m"]
+    # each panel its own x axis, so no axis hangs under an empty cell of the grid
+    assert spec["resolve"]["axis"]["x"] == "independent"
+
+
+def test_a_rank_the_rows_carry_wins_over_their_lengths():
+    rows = node_points().assign(workload_rank=lambda d: d["workload"].map(
+        {"doc-1m": 0, "doc-256k": 1, "doc-512k": 2, "short-1k": 3}))
+    assert charts.prepare(rows).groupby("workload")["workload_rank"].first().to_dict() == \
+        {"doc-1m": 0, "doc-256k": 1, "doc-512k": 2, "short-1k": 3}
+
+
+def test_limits_are_drawn_in_every_panel_the_shared_axis_reaches():
+    df = charts.prepare(node_points())
+    kv = df.groupby("workload")["kv_users"].first().to_dict()
+    # 1M: 2 sequences fit though only 1 user was measured there (the axis reaches 2 from the
+    # other panels); 512K: 5 fit, within one doubling of the 4 users measured; 256K's 10 and
+    # short-1k's 2,539 lie beyond the axis, as does the cap of 16
+    assert kv["doc-1m"] == 2 and kv["doc-512k"] == 5
+    assert pd.isna(kv["doc-256k"]) and pd.isna(kv["short-1k"])
+    assert df["cap_users"].isna().all()
+    assert charts.prepare(node_points().assign(seq_cap=8))["cap_users"].eq(8).all()
+
+
+def test_panels_an_order_of_magnitude_apart_get_their_own_y_scale():
+    spec = charts.throughput_chart(node_points()).to_dict()
+    assert spec["resolve"]["scale"]["y"] == "independent"
+    assert any("its own y scale" in line for line in spec["title"]["subtitle"])
+    close = node_points().assign(output_tok_s=100.0)
+    spec = charts.throughput_chart(close).to_dict()
+    assert spec["resolve"]["scale"]["y"] == "shared"
+    assert not any("its own y scale" in line for line in spec["title"]["subtitle"])
+
+
+def test_log_axes_label_one_two_and_five_only():
+    spec = charts.ttft_chart(node_points()).to_dict()
+    line = next(l for l in spec["spec"]["layer"] if l["mark"]["type"] == "line")
+    assert line["encoding"]["y"]["axis"]["labelExpr"] == charts.LOG_LABELS
+    assert "indexof([1, 2, 5]" in charts.LOG_LABELS

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from chart_specs import series_colours
 from site_browser import CHART_MARKS, charts_drawn, open_site_page
 from test_node_part import GIANTS, NODE_RUNS, plain, project_copy
 
@@ -168,7 +169,8 @@ def test_charts_of_imported_runs_without_a_spec_draw_as_many_marks_as_with_one(s
         with open_site_page(sites[name]["root"] / "data" / "site", f"{GIANTS}.html") as (tab, _):
             tab.wait_for(charts_drawn())
             counts[name] = sorted(c["marks"] for c in json.loads(tab.js(CHART_MARKS)))
-    assert len(counts["own"]) == 9 and counts["no_spec"] == counts["own"]     # three per model
+    # three per model, the prefill rate and the decode speed of all three on shared axes
+    assert len(counts["own"]) == 11 and counts["no_spec"] == counts["own"]
 
 
 def test_trace_says_the_gpu_count_was_inferred_and_from_which_line(sites):
@@ -189,3 +191,15 @@ def test_the_imported_parts_read_as_stories_too(sites):
         story = article_text(site / f"{part}.html")
         assert words(story) <= 4500 and repeated_sentences(story) == {}, part
         assert repeated_sentences(article_text(site / "reference" / f"{part}.html")) == {}, part
+
+
+def test_a_setup_has_one_colour_and_keeps_it_when_imported_without_specs(sites):
+    palettes = {}
+    for name in ("own", "no_spec"):
+        colours = series_colours(sites[name]["root"] / "data" / "site")
+        assert all(len({c for c, _ in seen}) == 1 for seen in colours.values()), (name, colours)
+        palettes[name] = {series: {c for c, _ in seen}.pop() for series, seen in colours.items()}
+    # named differently (a spec; a setup), placed alike: the order each was first run
+    assert sorted(palettes["own"].values()) == sorted(palettes["no_spec"].values())
+    assert palettes["own"]["glm53-tp8-dcp8"] == palettes["no_spec"]["glm53__tp8_dcp8__1024k__vllm"]
+    assert len([s for s in palettes["no_spec"] if s.startswith("qwen3_235b__tp4__256k__vllm · ")]) == 2

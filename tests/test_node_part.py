@@ -15,7 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
+from chart_specs import panel_orders, series_colours
 from site_browser import CHART_MARKS, charts_drawn, charts_named, open_site_page
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -214,9 +216,11 @@ def test_the_part_in_a_browser_draws_its_charts_and_quotes_failed_launches(built
           const entry = document.getElementById({json.dumps(href.split('#', 1)[1])});
           return entry ? entry.innerText : ''; }})()""")
     assert "Computed from" in entry and re.search(r"ttfts\[\d+\]", entry), entry[:500]
-    assert drawn and state["charts"] == state["drawn"] == 9, state      # three per model
-    for kind in ("ttft_chart", "decode_chart", "throughput_chart"):
-        assert len(charts_named(marks, kind)) == 3, kind
+    # three per model, then the Part's models on shared axes: prefill rate and decode speed
+    assert drawn and state["charts"] == state["drawn"] == 11, state
+    for kind, count in (("ttft_chart", 3), ("decode_chart", 4), ("throughput_chart", 3), ("prefill_chart", 1)):
+        assert len(charts_named(marks, kind)) == count, kind
+    assert all(c["marks"] > 5 for c in charts_named(marks, "prefill_chart")), marks
     quoted = [e for e in state["evidence"] if e.startswith("$ head -n")]
     assert len(quoted) == 3 and any("NotImplementedError" in q for q in quoted)
     assert errors == []
@@ -370,3 +374,43 @@ def test_the_giants_story_cites_its_sources_from_the_prose(built):
     assert len(set(cited)) >= 8, sorted(set(cited))
     listed = re.findall(r'<a id="source-(s\d+)"></a>', built["giants"])
     assert [s.upper() for s in listed] == list(dict.fromkeys(cited))     # numbered by first citation
+
+
+def test_one_colour_per_setup_on_every_page_and_two_images_told_apart(built):
+    colours = series_colours(built["site"])
+    assert len(colours) >= 5, sorted(colours)
+    assert {name: {c for c, _ in seen} for name, seen in colours.items()
+            if len({c for c, _ in seen}) > 1} == {}
+    drawn = {name: {c for c, _ in seen}.pop() for name, seen in colours.items()}
+    assert len(set(drawn.values())) == len(drawn)            # no two setups share a colour
+    # the quad's spec ran under two images: two series, each named with its image's tag
+    qwen = sorted(n for n in drawn if n.startswith("qwen3-235b-tp4"))
+    assert qwen == ["qwen3-235b-tp4 · nightly-7c41e9a0", "qwen3-235b-tp4 · v0.31.0"]
+    # a setup keeps its colour from the giants and quad Parts to the setups Part's Pareto charts
+    pages = {page for seen in colours.values() for _, page in seen}
+    assert {"part-giants", "part-quad", "part-setups"} <= pages
+
+
+def test_every_workload_faceted_chart_is_in_prompt_length_order(built):
+    params = yaml.safe_load((built["root"] / "params.yaml").read_text())
+    length = {w: (spec["prompt_tokens"], spec["output_tokens"])
+              for w, spec in params["workloads"]["h200x8"].items() if "prompt_tokens" in spec}
+    orders = panel_orders(built["site"])
+    assert len(orders) >= 20
+    for name, order in orders:
+        assert order == sorted(order, key=lambda w: (*length[w], w)), (name, order)
+
+
+def test_the_prefill_chart_draws_the_rates_the_tables_print(built):
+    import pandas as pd
+    (csv,) = (built["site"] / "assets" / "charts" / GIANTS).glob("prefill_chart-*.csv")
+    rows = pd.read_csv(csv)
+    assert len(rows) >= 7 and set(rows["series"]) >= {"glm53-tp8-dcp8", "dsv4-pro-tep8"}
+    for r in rows.itertuples():
+        fact = built["facts"][f"point_prefill_tok_s--1--{r.run_id}--{r.workload}"]
+        assert r.prefill_tok_s == pytest.approx(fact["value"], rel=1e-9), r
+    glm = rows[rows["series"] == "glm53-tp8-dcp8"]
+    assert list(glm["prompt_tokens"]) == sorted(glm["prompt_tokens"]) and len(glm) == 5   # 1K to 1M
+    # the point whose prompts came partly from the prefix cache is drawn apart, as a diamond
+    assert set(rows.loc[rows["cached"], "kind"]) == {"partly from the prefix cache"}
+    assert rows["cached"].any() and rows["provisional"].any()

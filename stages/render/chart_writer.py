@@ -39,8 +39,9 @@ def chart_modules() -> tuple[Any, ...]:
     they draw with. Imported when a chart is first made, so that a render whose pages all come
     from the page cache does not load Altair."""
     from stages.render import (chart_notes, charts, charts_metrics, charts_node, charts_pareto,
-                               charts_ramp, charts_requests)
-    return charts, charts_requests, charts_metrics, charts_node, charts_pareto, charts_ramp, chart_notes
+                               charts_prefill, charts_ramp, charts_requests)
+    return (charts, charts_requests, charts_metrics, charts_node, charts_pareto, charts_prefill,
+            charts_ramp, chart_notes)
 
 
 def chart_lib() -> Any:
@@ -160,6 +161,8 @@ class ChartWriter:
         self._points: dict[str, pd.DataFrame] = {}
         self._rows: dict[str, tuple[str, pd.DataFrame]] = {}   # a page's charts share their rows
         self._domain: list[str] | None = None
+        self._run_series: dict[str, str] | None = None
+        self._ranks: dict[str, int] | None = None
         self._pool = ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1)
         self._pending: list[Future] = []
         self.written: list[str] = []
@@ -208,14 +211,42 @@ class ChartWriter:
     def points(self, profile: str) -> pd.DataFrame:
         if profile not in self._points:
             _, rows = self.book.rows("chart_points", {"profile": profile})
-            self._points[profile] = _redacted(pd.DataFrame(rows))
+            self._points[profile] = self._with_series(_redacted(pd.DataFrame(rows)))
         return self._points[profile]
 
-    def domain(self) -> list[str]:
-        if self._domain is None:
+    def _series(self) -> dict[str, str]:
+        """Each run's series (row query series_domain): its spec, with its image where the spec
+        ran under two; read once a render."""
+        if self._run_series is None:
             _, rows = self.book.rows("series_domain", {})
-            self._domain = [r["spec"] for r in rows]
+            self._run_series = {r["run_id"]: redact_value(r["series"]) for r in rows}
+            self._domain = list(dict.fromkeys(r["series"] for r in sorted(rows, key=lambda r: r["slot"])))
+            self._domain = [redact_value(s) for s in self._domain]
+        return self._run_series
+
+    def domain(self) -> list[str]:
+        """The campaign's series in palette order (their place is their colour on every page)."""
+        self._series()
         return self._domain
+
+    def _workload_ranks(self) -> dict[str, int]:
+        """Each workload's place in prompt-length order (row query workload_order), read once."""
+        if self._ranks is None:
+            _, rows = self.book.rows("workload_order", {})
+            self._ranks = {r["workload"]: int(r["workload_rank"]) for r in rows}
+        return self._ranks
+
+    def _with_series(self, df: pd.DataFrame) -> pd.DataFrame:
+        """Rows with `series` set from their run, so that every chart names and colours a run
+        alike (rows of no run, a node's probes, are as they were), and with `workload_rank`, the
+        campaign's order of workloads, so that every chart's panels follow it."""
+        if "run_id" in df.columns and not df.empty:
+            named = df["run_id"].map(self._series())
+            df["series"] = named.fillna(df["series"]) if "series" in df.columns else named
+        if "workload" in df.columns and not df.empty:
+            ranks = self._workload_ranks()
+            df["workload_rank"] = df["workload"].map(ranks).fillna(len(ranks)).astype(int)
+        return df
 
     def query_rows(self, query: str, params: dict[str, Any], scaling: bool = False
                    ) -> tuple[str, pd.DataFrame]:
@@ -228,7 +259,7 @@ class ChartWriter:
                 self._rows[key] = sql, chart_lib().prepare(df) if not df.empty else df
             else:
                 sql, rows = self.book.rows(query, params)
-                self._rows[key] = sql, _redacted(pd.DataFrame(rows))
+                self._rows[key] = sql, self._with_series(_redacted(pd.DataFrame(rows)))
         sql, df = self._rows[key]
         return sql, df.copy()
 

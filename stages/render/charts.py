@@ -3,7 +3,8 @@
 Charts of other rows register themselves in CHARTS (and CHART_ROWS, their row query) from their
 own modules, which chart_writer.py imports: charts_node.py (the all-reduce sweep of a node probe),
 charts_ramp.py (the multi-turn ramp), charts_requests.py (requests one by one), charts_metrics.py
-(the engine's own /metrics series), charts_pareto.py (the setups' frontier).
+(the engine's own /metrics series), charts_pareto.py (the setups' frontier), charts_prefill.py
+(prefill rate against prompt length).
 
 The scaling charts take one row per benchmark point (the public `bench_points` columns) plus
 `series`, the run spec that names the run's colour. Every scaling chart is faceted by workload,
@@ -31,8 +32,12 @@ import pandas as pd
 from stages.render.chart_notes import (NO_DECODE_NOTE, NO_TTFT_NOTE, markers, summary_note, tpot_note,
                                       whole_summary)
 
+# The campaign's series colours, in the order series are placed (row query series_domain: the
+# order they were first run): twenty, so that a campaign's setups do not share one.
 PALETTE = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2",
-           "#b279a2", "#eeca3b", "#ff9da6", "#9d755d", "#bab0ac"]
+           "#b279a2", "#eeca3b", "#ff9da6", "#9d755d", "#bab0ac",
+           "#003f5c", "#d45087", "#2f7d32", "#ffa600", "#665191",
+           "#8c564b", "#17becf", "#7f7f7f", "#bcbd22", "#a05195"]
 GREY = "#a0a0a0"
 HATCH_INK = "#404040"
 # Three parallel diagonal strokes in the unit square: a hatch glyph drawn over the grey square.
@@ -46,8 +51,15 @@ REQUIRED = ["run_id", "series", "workload", "concurrency", "capacity_limited", "
 LIMITS = {"cap_users": "seq_cap", "kv_users": "fit_by_kv"}     # rule column -> row column
 LIMIT_TITLES = {"cap_users": "sequence cap", "kv_users": "sequences that fit the KV pool"}
 LIMIT_NOTE = "Dashed rule: the sequence cap; dotted rule: the sequences that fit the KV pool."
+LIMIT_REACH = 2     # a limit is drawn up to this factor beyond the users measured, either side
+# Panels whose largest values differ by this factor or more get a y axis each (a 1M-token
+# panel's few tokens/s are not flattened against a short prompt's thousands).
+Y_SPREAD = 10
+OWN_Y_NOTE = "Each panel has its own y scale: the workloads' values are an order of magnitude apart."
 # The whole chart (axis, facets, legends below) fits the article column of the site: the column
 # is about 690 px wide on a desktop screen and vega-embed adds its action menu on the right.
+# Legends below the chart, one entry a line, labels whole (a setup's name with its image tag)
+LEGEND = {"orient": "bottom", "direction": "vertical", "labelLimit": 400}
 PREPARED = "prepared"   # the attrs key prepare() marks its rows with
 CHART_WIDTH = 600
 Y_AXIS_ALLOWANCE = 70
@@ -67,13 +79,35 @@ def prepare(points: pd.DataFrame) -> pd.DataFrame:
     tpot = df["tpot_from"] if "tpot_from" in df.columns else [None] * len(df)
     df["note"] = [markers(*row) for row in zip(df["provisional"], df["capacity_limited"], summary, tpot)]
     df["concurrency"] = df["concurrency"].astype(int)
-    for limit, column in LIMITS.items():
-        if column in df.columns:
-            span = df.groupby("workload")["concurrency"].agg(["min", "max"])
-            low, high = df["workload"].map(span["min"]), df["workload"].map(span["max"])
-            value = pd.to_numeric(df[column], errors="coerce")
-            df[limit] = value.where((value >= low) & (value <= high))
+    df = with_workload_rank(df)
+    if len(df):
+        # the panels share one x axis, so a limit falls into every panel that the axis, one
+        # doubling wider than the points on each side, reaches: the headroom a limit leaves
+        # above the users measured shows too
+        low, high = df["concurrency"].min() / LIMIT_REACH, df["concurrency"].max() * LIMIT_REACH
+        for limit, column in LIMITS.items():
+            if column in df.columns:
+                value = pd.to_numeric(df[column], errors="coerce")
+                df[limit] = value.where((value >= max(low, 1)) & (value <= high))
     df.attrs[PREPARED] = True
+    return df
+
+
+def with_workload_rank(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows with `workload_rank`, each workload's place in prompt-length order (then output
+    length, then name), which orders the panels. Rows that carry it (the chart writer gives every
+    chart the campaign's order, row query workload_order) keep theirs; others are ranked by their
+    own prompt and output tokens where they have them, else by name."""
+    if "workload" not in rows.columns or "workload_rank" in rows.columns:
+        return rows
+    df = rows.copy()
+    keys = pd.DataFrame(index=pd.Index(df["workload"].dropna().unique(), name="workload"))
+    for column in ("prompt_tokens", "output_tokens"):
+        keys[column] = (pd.to_numeric(df[column], errors="coerce").groupby(df["workload"]).median()
+                        if column in df.columns else float("nan"))
+    order = keys.reset_index().sort_values(["prompt_tokens", "output_tokens", "workload"],
+                                           na_position="last", kind="stable")["workload"]
+    df["workload_rank"] = df["workload"].map({w: i for i, w in enumerate(order)})
     return df
 
 
@@ -84,7 +118,7 @@ def _limit_rules(limits: Sequence[str]) -> list[alt.Chart]:
         if limit in limits:
             rules.append(alt.Chart().transform_filter(f"isValid(datum.{limit})")
                          .mark_rule(color=HATCH_INK, strokeDash=dash, strokeWidth=1)
-                         .encode(x=alt.X(f"{limit}:Q", scale=alt.Scale(type="log", base=2)),
+                         .encode(x=alt.X(f"{limit}:Q", scale=CONCURRENCY_SCALE),
                                  tooltip=[alt.Tooltip("series:N", title="spec"),
                                           alt.Tooltip(f"{limit}:Q", title=LIMIT_TITLES[limit])]))
     return rules
@@ -134,8 +168,15 @@ def _tooltip(value_field: str, value_title: str, fmt: str) -> list[alt.Tooltip]:
     ]
 
 
-CONCURRENCY_X = alt.X("concurrency:Q", title="Concurrent users",
-                      scale=alt.Scale(type="log", base=2), axis=alt.Axis(format="d"))
+# A log axis labels only 1, 2 and 5 of each power of ten (its other ticks stay, unlabelled), so
+# that labels never run together ("0.40.5", "5060").
+LOG_LABELS = ("indexof([1, 2, 5], round(datum.value / pow(10, floor(log(datum.value) / LN10)))) >= 0"
+              " ? format(datum.value, '~g') : ''")
+# log2 users, padded so that a marker at either end is drawn whole
+CONCURRENCY_SCALE = alt.Scale(type="log", base=2, padding=12)
+CONCURRENCY_X = alt.X("concurrency:Q", title="Concurrent users", scale=CONCURRENCY_SCALE,
+                      axis=alt.Axis(labelExpr="datum.value >= 1 ? format(datum.value, 'd') : ''",
+                                    labelOverlap="greedy"))
 
 
 def _layers(y: alt.Y, color: alt.Scale, tooltip: list, detail: str = "run_id:N",
@@ -167,7 +208,7 @@ def single_panel(chart: alt.TopLevelMixin, height: int, title: str, note: Sequen
     """A chart of one panel across the column: its size, its title and note, its legend below."""
     return (chart.properties(width=CHART_WIDTH - Y_AXIS_ALLOWANCE, height=height,
                              title=alt.TitleParams(title, subtitle=note, anchor="start"))
-            .configure_legend(orient="bottom", direction="vertical"))
+            .configure_legend(**LEGEND))
 
 
 def facet_layout(workloads: int, total_width: int = CHART_WIDTH) -> tuple[int, int]:
@@ -187,11 +228,28 @@ class Shape:
     note: tuple[str, ...]
     colors: tuple[tuple[str, str], ...]
     extra: tuple = ()      # what else a layout of another kind depends on (a timeline's height)
+    own_y: bool = False    # each panel its own y scale (panels an order of magnitude apart)
 
 
-def _shape(df: pd.DataFrame, note: Sequence[str], domain: Sequence[str] | None) -> Shape:
+def _shape(df: pd.DataFrame, note: Sequence[str], domain: Sequence[str] | None,
+           y_field: str | None = None) -> Shape:
     limits = tuple(k for k in LIMITS if k in df.columns and df[k].notna().any())
-    return Shape(int(df["workload"].nunique()), limits, tuple(note), series_colors(domain, df))
+    own_y = y_field is not None and spread(df, y_field) >= Y_SPREAD
+    return Shape(int(df["workload"].nunique()), limits, tuple(note), series_colors(domain, df),
+                 own_y=own_y)
+
+
+def spread(df: pd.DataFrame, field: str) -> float:
+    """The largest panel's highest value over the smallest panel's highest (1 for one panel)."""
+    tops = pd.to_numeric(df[field], errors="coerce").groupby(df["workload"]).max()
+    tops = tops[tops > 0]
+    return float(tops.max() / tops.min()) if len(tops) > 1 else 1.0
+
+
+def workload_facet(**header: Any) -> alt.Facet:
+    """The workload panels, in prompt-length order (`workload_rank`)."""
+    return alt.Facet("workload:N", title=None, sort=alt.EncodingSortField(field="workload_rank", op="min"),
+                     header=alt.Header(labelFontWeight="bold", **header))
 
 
 def _facet(layers: list[alt.Chart], shape: Shape, title: str, data) -> alt.FacetChart:
@@ -201,11 +259,11 @@ def _facet(layers: list[alt.Chart], shape: Shape, title: str, data) -> alt.Facet
     return (
         alt.layer(*rules, *layers, data=data)
         .properties(width=width, height=FACET_HEIGHT)
-        .facet(facet=alt.Facet("workload:N", title=None, header=alt.Header(labelFontWeight="bold")),
-               columns=columns, spacing=FACET_SPACING)
+        .facet(facet=workload_facet(), columns=columns, spacing=FACET_SPACING)
         .properties(title=alt.TitleParams(title, subtitle=note, anchor="start"))
-        .resolve_scale(y="shared")
-        .configure_legend(orient="bottom", direction="vertical")
+        .resolve_scale(y="independent" if shape.own_y else "shared")
+        .resolve_axis(x="independent")      # each panel its own x axis: none under an empty cell
+        .configure_legend(**LEGEND)
     )
 
 
@@ -232,7 +290,8 @@ def ttft_rows(points: pd.DataFrame, color_domain: Sequence[str] | None = None
 
 
 def ttft_layout(shape: Shape, data) -> alt.FacetChart:
-    y = alt.Y("ttft_s:Q", title="Time to first token (s)", scale=alt.Scale(type="log"))
+    y = alt.Y("ttft_s:Q", title="Time to first token (s)", scale=alt.Scale(type="log"),
+              axis=alt.Axis(labelExpr=LOG_LABELS))
     tooltip = _tooltip("ttft_s", "TTFT (s)", ".3f") + [alt.Tooltip("stat:N", title="statistic")]
     stat = alt.Shape("stat:N", title="Statistic",
                      scale=alt.Scale(domain=["median", "p90"], range=["circle", "triangle-up"]))
@@ -267,7 +326,8 @@ def _metric_rows(name: str, points: pd.DataFrame, color_domain: Sequence[str] | 
     note = tpot_note(df, summary_note(df, NOTE)) if summary else NOTE
     if summary and missing:
         note = note + [NO_DECODE_NOTE]
-    return df, _shape(df, note, color_domain)
+    shape = _shape(df, note, color_domain, y_field=field)
+    return df, replace(shape, note=shape.note + ((OWN_Y_NOTE,) if shape.own_y else ()))
 
 
 def _metric_layout(name: str, shape: Shape, data) -> alt.FacetChart:
@@ -292,14 +352,15 @@ def throughput_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = 
 def completed_rows(points: pd.DataFrame, color_domain: Sequence[str] | None = None
                    ) -> tuple[pd.DataFrame, Shape]:
     df = prepare(points)
-    return df, _shape(df, NOTE, color_domain)
+    shape = _shape(df, NOTE, color_domain, y_field="sent")
+    return df, replace(shape, note=shape.note + ((OWN_Y_NOTE,) if shape.own_y else ()))
 
 
 def completed_layout(shape: Shape, data) -> alt.FacetChart:
     y = alt.Y("completed:Q", title="Requests completed (tick: sent)")
     tooltip = _tooltip("completed", "completed", "d") + [alt.Tooltip("sent:Q", format="d")]
     sent = (alt.Chart().mark_tick(color=GREY, thickness=2, size=18)
-            .encode(x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2)),
+            .encode(x=alt.X("concurrency:Q", scale=CONCURRENCY_SCALE),
                     y=alt.Y("sent:Q"), tooltip=tooltip))
     layers = [sent] + _layers(y, color_scale(shape.colors), tooltip)
     return _facet(layers, shape, "Requests completed of sent", data)

@@ -12,14 +12,14 @@ import altair as alt
 import pandas as pd
 
 from stages.render import charts
-from stages.render.charts import PALETTE, _checked
+from stages.render.charts import _checked, color_scale, series_colors
 
 PARETO_REQUIRED = ["run_id", "point_id", "workload", "concurrency", "setup", "gpus",
                    "output_tok_s_per_gpu", "decode_tok_s_per_user", "on_frontier",
                    "capacity_limited", "provisional", "compare_user_tok_s"]
 PARETO_HEIGHT = 300
 PARETO_NOTE = [
-    "One colour per setup (model, layout, engine, image); a line joins the points on its frontier.",
+    "One colour per setup, the same on every page; a line joins the points on its frontier.",
     "Hollow markers: points another point of the setup beats on both axes. Squares: capacity-limited.",
     "Dotted rule: the decode speed per user the setups are compared at.",
 ]
@@ -38,12 +38,13 @@ def prepare_pareto(points: pd.DataFrame) -> pd.DataFrame:
 def pareto_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None) -> alt.LayerChart:
     """Output tokens/s per GPU against decode speed per user, each setup's Pareto frontier a line.
 
-    Coloured by setup: color_domain, the run specs, does not apply."""
+    Coloured by series, the colour each setup has on every page (rows without a `series` are
+    coloured by setup, in the order given)."""
     df = prepare_pareto(points)
-    setups = list(dict.fromkeys(df["setup"]))
-    colour = alt.Color("setup:N", title="Setup", sort=setups,
-                       scale=alt.Scale(domain=setups, range=[PALETTE[i % len(PALETTE)]
-                                                             for i in range(len(setups))]))
+    if "series" not in df.columns:
+        df["series"] = df["setup"]
+    colors = series_colors(color_domain, df)
+    colour = alt.Color("series:N", title="Setup", sort=[n for n, _ in colors], scale=color_scale(colors))
     x = alt.X("decode_tok_s_per_user:Q", title="Decode speed per user (tokens/s)",
               scale=alt.Scale(zero=False))
     y = alt.Y("output_tok_s_per_gpu:Q", title="Output tokens/s per GPU")
@@ -61,7 +62,7 @@ def pareto_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None
     base = alt.Chart(df).encode(x=x, y=y, color=colour)
     line = (base.transform_filter(alt.datum.on_frontier)
             .mark_line(strokeWidth=1.8)
-            .encode(order=alt.Order("decode_tok_s_per_user:Q"), detail="setup:N"))
+            .encode(order=alt.Order("decode_tok_s_per_user:Q"), detail="series:N"))
     marks = base.mark_point(size=60, opacity=1, strokeWidth=1.6).encode(
         shape=alt.Shape("load:N", title="Load",
                         scale=alt.Scale(domain=LOAD_KINDS, range=["circle", "square"])),

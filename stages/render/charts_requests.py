@@ -19,14 +19,15 @@ import altair as alt
 import pandas as pd
 
 from stages.render import charts
-from stages.render.charts import (FACET_SPACING, GREY, _checked, _with_run_kind, color_scale, facet_layout,
-                                  series_colors)
+from stages.render.charts import (FACET_SPACING, GREY, LEGEND, _checked, _with_run_kind, color_scale, facet_layout,
+                                  series_colors, with_workload_rank, workload_facet, LOG_LABELS)
 
 CDF_REQUIRED = ["run_id", "series", "workload", "concurrency", "provisional", "ttft_s"]
 CDF_NOTE = [
     "One line per benchmark point (its first repeat): the share of its requests that got their",
     "first token within the time on the axis; requests that failed or came from the prefix cache",
     "are left out. The p90 and p99 lie where a line crosses 0.9 and 0.99. Dashed: provisional runs.",
+    "A marker's shape gives the point's concurrent users.",
 ]
 CDF_HEIGHT = 200
 TIMELINE_REQUIRED = ["run_id", "series", "point_id", "request_idx", "sent_s", "first_token_s",
@@ -48,7 +49,7 @@ def cdf_rows(requests: pd.DataFrame) -> pd.DataFrame:
     group = df.groupby(["run_id", "workload", "concurrency"], sort=False)["ttft_s"]
     df["share"] = (group.cumcount() + 1) / group.transform("size")
     df["line"] = df["run_id"] + " / " + df["workload"] + " / " + df["concurrency"].astype(str) + " users"
-    return df
+    return with_workload_rank(df)
 
 
 def cdf_shape(requests: pd.DataFrame, color_domain: Sequence[str] | None = None
@@ -69,7 +70,8 @@ def cdf_layout(shape: charts.Shape, data) -> alt.FacetChart:
         alt.Tooltip("share:Q", title="share of requests", format=".0%"),
     ]
     base = alt.Chart().encode(
-        x=alt.X("ttft_s:Q", title="Time to first token (s, log scale)", scale=alt.Scale(type="log")),
+        x=alt.X("ttft_s:Q", title="Time to first token (s, log scale)", scale=alt.Scale(type="log"),
+                axis=alt.Axis(labelExpr=LOG_LABELS)),
         y=alt.Y("share:Q", title="Share of requests", scale=alt.Scale(domain=[0, 1]),
                 axis=alt.Axis(format="%")),
         color=alt.Color("series:N", title="Run spec", scale=color_scale(shape.colors)),
@@ -78,16 +80,17 @@ def cdf_layout(shape: charts.Shape, data) -> alt.FacetChart:
                           scale=alt.Scale(domain=["measured", "provisional"], range=[[1, 0], [5, 3]]))
     line = base.mark_line(interpolate="step-after", strokeWidth=1.5).encode(
         detail="line:N", strokeDash=dash, order="share:Q")
-    marks = base.mark_point(filled=True, size=22, opacity=0.9)
+    # the users of a line's point, told apart by its markers' shape (lines of one spec share a colour)
+    users = alt.Shape("concurrency:O", title="Concurrent users", legend=alt.Legend(orient="bottom"))
+    marks = base.mark_point(filled=True, size=30, opacity=0.9).encode(shape=users)
     return (
         alt.layer(line, marks, data=data)
         .properties(width=width, height=CDF_HEIGHT)
-        .facet(facet=alt.Facet("workload:N", title=None, header=alt.Header(labelFontWeight="bold")),
-               columns=columns, spacing=FACET_SPACING)
+        .facet(facet=workload_facet(), columns=columns, spacing=FACET_SPACING)
         .properties(title=alt.TitleParams("Time to first token, request by request", subtitle=CDF_NOTE,
                                           anchor="start"))
         .resolve_scale(x="independent")
-        .configure_legend(orient="bottom", direction="vertical")
+        .configure_legend(**LEGEND)
     )
 
 
