@@ -414,3 +414,25 @@ def test_the_prefill_chart_draws_the_rates_the_tables_print(built):
     # the point whose prompts came partly from the prefix cache is drawn apart, as a diamond
     assert set(rows.loc[rows["cached"], "kind"]) == {"partly from the prefix cache"}
     assert rows["cached"].any() and rows["provisional"].any()
+
+
+LEGENDS = """JSON.stringify([...document.querySelectorAll('div.vega-chart svg.marks g.role-legend')]
+  .filter(lg => (lg.querySelector('.role-legend-title text') || {}).textContent === 'Setup')
+  .flatMap(lg => {
+    const labels = [...lg.querySelectorAll('.role-legend-label text')].map(t => t.textContent);
+    const fills = [...lg.querySelectorAll('.role-legend-symbol path')].map(p => p.getAttribute('fill'));
+    return labels.map((label, i) => [label, fills[i]]);
+  }))"""
+
+
+def test_in_a_browser_each_setup_is_one_colour_and_its_legend_label_is_whole(built):
+    seen: dict[str, set[tuple[str, str]]] = {}
+    for page in (f"{GIANTS}.html", f"{QUAD}.html", "part-setups.html", f"reference/{GIANTS}.html"):
+        with open_site_page(built["site"], page) as (tab, _):
+            tab.wait_for(charts_drawn())
+            for label, fill in json.loads(tab.js(LEGENDS)):
+                seen.setdefault(label, set()).add((fill, page))
+    assert len(seen) >= 5, seen
+    assert {label: pages for label, pages in seen.items() if len({f for f, _ in pages}) > 1} == {}
+    assert not [label for label in seen if label.endswith("…")]
+    assert any("nightly-7c41e9a0" in label for label in seen)

@@ -184,7 +184,7 @@ def _layers(y: alt.Y, color: alt.Scale, tooltip: list, detail: str = "run_id:N",
             capacity: bool = True) -> list[alt.Chart]:
     """A line per run and its markers: filled when measured, hollow when provisional; with
     `capacity`, capacity-limited points are grey hatched squares instead."""
-    colour = alt.Color("series:N", title="Run spec", scale=color)
+    colour = alt.Color("series:N", title="Setup", scale=color)
     dash = alt.StrokeDash("run_kind:N", title="Gate", legend=alt.Legend(),
                           scale=alt.Scale(domain=RUN_KINDS, range=[[1, 0], [5, 3]]))
     base = alt.Chart().encode(x=x, y=y, tooltip=tooltip)

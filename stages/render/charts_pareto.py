@@ -46,7 +46,7 @@ def pareto_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None
     colors = series_colors(color_domain, df)
     colour = alt.Color("series:N", title="Setup", sort=[n for n, _ in colors], scale=color_scale(colors))
     x = alt.X("decode_tok_s_per_user:Q", title="Decode speed per user (tokens/s)",
-              scale=alt.Scale(zero=False))
+              scale=alt.Scale(zero=False), axis=alt.Axis(tickCount=8, labelOverlap="greedy"))
     y = alt.Y("output_tok_s_per_gpu:Q", title="Output tokens/s per GPU")
     tooltip = [
         alt.Tooltip("setup:N"),

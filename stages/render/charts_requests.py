@@ -74,7 +74,7 @@ def cdf_layout(shape: charts.Shape, data) -> alt.FacetChart:
                 axis=alt.Axis(labelExpr=LOG_LABELS)),
         y=alt.Y("share:Q", title="Share of requests", scale=alt.Scale(domain=[0, 1]),
                 axis=alt.Axis(format="%")),
-        color=alt.Color("series:N", title="Run spec", scale=color_scale(shape.colors)),
+        color=alt.Color("series:N", title="Setup", scale=color_scale(shape.colors)),
         tooltip=tooltip)
     dash = alt.StrokeDash("run_kind:N", title="Gate", legend=alt.Legend(),
                           scale=alt.Scale(domain=["measured", "provisional"], range=[[1, 0], [5, 3]]))
