@@ -204,13 +204,33 @@ def requests_window(calls: list[Call], num_prompts: int) -> tuple[float, float] 
     return min(c.sent for c in own), max(c.ended for c in own)
 
 
+@contextlib.contextmanager
+def samples_from(ready: Callable[[], list] | None) -> Iterator[None]:
+    """While the body runs, `vllm bench serve` takes its requests from `ready()` instead of
+    building them (its dataset step, vllm.benchmarks.serve.get_samples); nothing when None."""
+    if ready is None:
+        yield
+        return
+    import vllm.benchmarks.serve as serve
+
+    original = serve.get_samples
+    serve.get_samples = lambda args, tokenizer: ready()
+    try:
+        yield
+    finally:
+        serve.get_samples = original
+
+
 def run_point(point: Point, *, base_url: str, model: str, tokenizer: str, bench_dir: Path,
               run_id: str, client: httpx.Client, engine: str = "vllm",
-              window: Callable[[float, float], None] | None = None) -> Path:
+              window: Callable[[float, float], None] | None = None, prompts=None) -> Path:
     """One benchmark point; returns its result file. Files are created, never overwritten.
     `window(sent, ended)` is told the point's requests window (wall-clock epoch seconds) once the
-    benchmark has ended, where its requests could be timed."""
+    benchmark has ended, where its requests could be timed. `prompts`: a PromptBank
+    (stages/run/prompts.py) that built the point's requests ahead, with the same arguments."""
     from vllm.benchmarks.serve import add_cli_args, main
+
+    from stages.run.prompts import quiet_long_prompts
 
     argv = bench_argv(point, base_url=base_url, model=model, tokenizer=tokenizer,
                       result_dir=bench_dir, run_id=run_id, engine=engine)
@@ -220,9 +240,13 @@ def run_point(point: Point, *, base_url: str, model: str, tokenizer: str, bench_
     add_cli_args(parser)
     args = parser.parse_args(argv)
     scrape_metrics(client, base_url, bench_dir / f"{point.point_id}.metrics.before.txt")
+    quiet_long_prompts()
+    ready = (lambda: prompts.take(point.point_id)) \
+        if prompts is not None and point.point_id in prompts else None
     out = io.StringIO()
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), timed_requests() as calls:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), timed_requests() as calls, \
+                samples_from(ready):
             main(args)
     finally:
         (bench_dir / f"{point.point_id}.out").open("x").write(out.getvalue())

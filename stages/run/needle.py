@@ -151,20 +151,31 @@ def probe(*, client: httpx.Client, base_url: str, model: str, prompt: str, promp
                  reasoning_tokens=n_reasoning, answer=answer)
 
 
+def gate_needle(gate: Gate, max_model_len: int) -> tuple[str, int]:
+    """The gate's needle code and the prompt size its probes aim at."""
+    return str(random.Random(gate.seed).randint(1_000_000, 9_999_999)), gate.prompt_target(max_model_len)
+
+
 def run_gate(*, base_url: str, model: str, tokenizer_file: Path, max_model_len: int, gate: Gate,
-             log_path: Path, progress=None) -> float:
+             log_path: Path, progress=None, prompts=None) -> float:
     """Run one probe per depth, write niah.log line by line, return the score. A failed probe
-    counts as missed; the gate goes on to the next probe and never raises for it."""
+    counts as missed; the gate goes on to the next probe and never raises for it. `prompts`: a
+    PromptBank (stages/run/prompts.py) holding the probes' prompts built while the engine started
+    (gate_jobs); a probe whose prompt it does not hold builds it here."""
     from tokenizers import Tokenizer
 
+    from stages.run.prompts import gate_key
+
     tokenizer = Tokenizer.from_file(str(tokenizer_file))
-    code = str(random.Random(gate.seed).randint(1_000_000, 9_999_999))
-    target = gate.prompt_target(max_model_len)
+    code, target = gate_needle(gate, max_model_len)
     passed = 0
     with open(log_path, "x") as log, httpx.Client() as client:
         for i, depth in enumerate(gate.depths):
-            prompt, n = build_prompt(tokenizer=tokenizer, target_tokens=target, depth=depth,
-                                     code=code, seed=gate.seed + i)
+            if prompts is not None and gate_key(i) in prompts:
+                prompt, n = prompts.take(gate_key(i))
+            else:
+                prompt, n = build_prompt(tokenizer=tokenizer, target_tokens=target, depth=depth,
+                                         code=code, seed=gate.seed + i)
             if progress:
                 progress(f"needle at depth {depth:.0%}: sending {n} tokens, timeout {gate.timeout_s(n):.0f} s")
             p = probe(client=client, base_url=base_url, model=model, prompt=prompt, prompt_tokens=n,

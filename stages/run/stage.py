@@ -38,7 +38,9 @@ from stages.ingest.parsers.lines import read_chunks
 from stages.ingest.parsers.sglang_log import parse_sglang_log
 from stages.ingest.parsers.vllm_log import parse_vllm_log
 from stages.run.quads import spans_quads
-from stages.run.steps import Tally, benchmark, sampling, steps_of
+from stages.run import prompts
+from stages.run.prompts import PromptBank
+from stages.run.steps import Tally, benchmark, point_argv, sampling, steps_of, sweep_points
 from stages.core.provenance import RUN_MANIFEST, SLURM_JOB_KEY, git_sha, seal, write_once
 from stages.core.secrets import redact_mapping
 
@@ -243,8 +245,15 @@ def run(*, spec_name: str, params: dict, paths: Paths,
 
     status, run_status, tally = "failed", "failed", Tally()
     interrupts = Interrupts()
+    tokenizer_file = paths.root / model_path / "tokenizer.json"
     try:
-        with interrupts, Engine(launch, folder / "server.log") as eng:
+        # every prompt the gate and the points will send, built while the engine starts
+        with interrupts, PromptBank(run_prompt_jobs(
+                gate, max_model_len, tokenizer_file, sweeps,
+                lambda p: point_argv(p, base_url=f"http://127.0.0.1:{port}", model=model_path,
+                                     folder=folder, run_id=run_id, engine=engine_name)),
+                workers=prof.get("client_workers")) as bank, \
+                Engine(launch, folder / "server.log") as eng:
             try:
                 ready_s = eng.wait_ready(timeout_s=float(prof.get("ready_timeout_s", 600)), progress=say)
             except EngineDied as exc:
@@ -255,17 +264,17 @@ def run(*, spec_name: str, params: dict, paths: Paths,
             kv = engine_kv_tokens(folder / "server.log", engine_name)
             out.add(status="ready", ready_s=f"{ready_s:.1f}", engine_kv_tokens=kv if kv is not None else "")
             say(f"ready in {ready_s:.1f} s, KV cache {kv} tokens")
-            tokenizer_file = paths.root / model_path / "tokenizer.json"
             score = needle.run_gate(
                 base_url=eng.base_url, model=model_path, tokenizer_file=tokenizer_file,
-                max_model_len=max_model_len, gate=gate, log_path=folder / "niah.log", progress=say)
+                max_model_len=max_model_len, gate=gate, log_path=folder / "niah.log", progress=say,
+                prompts=bank)
             out.add(gate_score=score)
             (folder / "bench").mkdir()
             with httpx.Client(timeout=30.0) as client:
                 steps = steps_of(sweeps, conversations, base_url=eng.base_url, model=model_path,
                                tokenizer_file=tokenizer_file, folder=folder, run_id=run_id,
                                client=client, engine=engine_name, alive=eng.alive, say=say,
-                               profiled=profiled, note=lambda k, v: out.add(**{k: v}))
+                               profiled=profiled, note=lambda k, v: out.add(**{k: v}), prompts=bank)
                 benchmark(steps, eng, out, interrupts, client, engine_name, say, tally,
                            sample=lambda name: sampling(
                                gpu_sampler.sampling(folder, name, gpu_set, sampler),
@@ -284,6 +293,14 @@ def run(*, spec_name: str, params: dict, paths: Paths,
             seal(folder)
     say(f"done: {tally.done} benchmark points, run {run_status}")
     return RunResult(run_id, folder, status, run_status, tally.done)
+
+
+def run_prompt_jobs(gate: Gate, max_model_len: int, tokenizer_file: Path, sweeps: dict,
+                    argv_of: Callable) -> list:
+    """The prompt bank's jobs of a run: the gate's probes, then every sweep point, in run order."""
+    code, target = needle.gate_needle(gate, max_model_len)
+    return (prompts.gate_jobs(tokenizer_file, target, list(gate.depths), code, gate.seed)
+            + prompts.point_jobs(sweep_points(sweeps), argv_of))
 
 
 # seal(folder), from stages.core.provenance, makes a finished run folder write-once.

@@ -34,10 +34,11 @@ def steps_of(sweeps: dict, conversations: list[Workload], *, base_url: str, mode
            tokenizer_file: Path, folder: Path, run_id: str, client: httpx.Client, engine: str,
            alive: Callable[[], bool], say: Callable[[str], None],
            profiled: profiler.Settings | None = None,
-           note: Callable[[str, str], None] = lambda k, v: None) -> list[Step]:
+           note: Callable[[str, str], None] = lambda k, v: None, prompts=None) -> list[Step]:
     """Every sweep point (`vllm bench serve`), then every multi-turn workload, in params order.
     A point its workload asks to profile runs inside the engine's profiler (`profiled`: the
-    profile's settings, None where no workload asks); `note(key, value)` records what it kept."""
+    profile's settings, None where no workload asks); `note(key, value)` records what it kept;
+    `prompts`, a PromptBank that built the points' requests ahead (sweep_points, point_argv)."""
     def point(p: bench.Point) -> Step:
         profile = profiled is not None and profiler.profiles(sweeps[p.workload], p.concurrency)
 
@@ -46,7 +47,7 @@ def steps_of(sweeps: dict, conversations: list[Workload], *, base_url: str, mode
                   if profile else contextlib.nullcontext()):
                 bench.run_point(p, base_url=base_url, model=model, tokenizer=model,
                                 bench_dir=folder / "bench", run_id=run_id, client=client,
-                                engine=engine, window=window)
+                                engine=engine, window=window, prompts=prompts)
         return Step(p.point_id, f"bench {p.point_id}: {p.num_prompts} prompts of {p.prompt_tokens} "
                                 f"tokens at concurrency {p.concurrency}"
                                 + (", profiled" if profile else ""), go)
@@ -58,8 +59,19 @@ def steps_of(sweeps: dict, conversations: list[Workload], *, base_url: str, mode
             return f"{log.failed} of {log.requests} requests failed" if log.failed else None
         return Step(w.name, f"{w.kind} {w.name}: {w.sessions} session(s), {w.turns} turns", go)
 
-    points = bench.points_for(workloads=sweeps, names=list(sweeps))
-    return [point(p) for p in points] + [conversation(w) for w in conversations]
+    return [point(p) for p in sweep_points(sweeps)] + [conversation(w) for w in conversations]
+
+
+def sweep_points(sweeps: dict) -> list[bench.Point]:
+    """A run's sweep points, in the order it runs them."""
+    return bench.points_for(workloads=sweeps, names=list(sweeps))
+
+
+def point_argv(p: bench.Point, *, base_url: str, model: str, folder: Path, run_id: str,
+               engine: str) -> list[str]:
+    """The `vllm bench serve` arguments a run's point runs with (its prompts are built from them)."""
+    return bench.bench_argv(p, base_url=base_url, model=model, tokenizer=model,
+                            result_dir=folder / "bench", run_id=run_id, engine=engine)
 
 
 class Samplers:

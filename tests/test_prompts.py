@@ -1,0 +1,103 @@
+"""Prompts built off the GPU's time (stages/run/prompts.py): a bank of worker processes builds the
+gate's and the points' prompts while the engine starts, and what a point sends is what it would
+have built itself, request for request."""
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+import pytest
+
+from stages.core.gate import Gate
+from stages.run import bench_client as bench
+from stages.run import model, needle, prompts
+from stages.run.steps import point_argv, sweep_points
+
+GATE = Gate(depths=(0.1, 0.9), seed=11, answer_tokens=64, template_margin_tokens=16,
+            timeout_base_s=1.0, min_prefill_tok_s=1e9, min_decode_tok_s=1e9)
+SWEEPS = {
+    "long": {"prompt_tokens": 2048, "output_tokens": 16, "concurrency": [1, 2], "prompts_per_user": 2},
+    "long-shared": {"prompt_tokens": 2048, "shared_prefix_tokens": 1920, "output_tokens": 16,
+                    "concurrency": [2], "prompts_per_user": 2},
+}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    """The model stage's tiny Llama folder (config and tokenizer; no weights are needed here)."""
+    return model.run(out=tmp_path_factory.mktemp("models") / "tiny-llama", layers=2, hidden=64,
+                     heads=2, kv_heads=1, intermediate=128, max_positions=4096, vocab_size=4096, seed=7)
+
+
+def in_process(argv: list[str]) -> list:
+    """The requests `vllm bench serve` builds itself from argv, in this process."""
+    from vllm.benchmarks.datasets import get_samples
+    from vllm.benchmarks.serve import add_cli_args
+
+    parser = argparse.ArgumentParser()
+    add_cli_args(parser)
+    args = parser.parse_args(argv)
+    return get_samples(args, prompts._tokenizer(args))
+
+
+def test_the_bank_builds_the_requests_each_point_would_build_itself(tiny, tmp_path):
+    points = sweep_points(SWEEPS)
+    argv = {p.point_id: point_argv(p, base_url="http://127.0.0.1:1", model=str(tiny), folder=tmp_path,
+                                   run_id="r", engine="vllm") for p in points}
+    with prompts.PromptBank(prompts.point_jobs(points, lambda p: argv[p.point_id]), workers=2) as bank:
+        built = {p.point_id: bank.take(p.point_id) for p in points}
+    assert set(bank.waited_s) == set(argv) and all(w >= 0 for w in bank.waited_s.values())
+    for point in points:
+        ours, theirs = built[point.point_id], in_process(argv[point.point_id])
+        assert len(ours) == point.num_prompts
+        assert [(r.prompt, r.prompt_len, r.expected_output_len) for r in ours] == \
+            [(r.prompt, r.prompt_len, r.expected_output_len) for r in theirs], point.point_id
+    # points differ by seed: no point re-sends another's prompts; a shared prefix is shared
+    firsts = [built[p.point_id][0].prompt for p in points]
+    assert len(set(firsts)) == len(firsts)
+    shared = built["long-shared__c02"]
+    assert shared[0].prompt[:200] == shared[1].prompt[:200]
+
+
+def test_the_gate_sends_the_prompts_it_would_build_itself(tiny):
+    tokenizer_file = tiny / "tokenizer.json"
+    code, target = needle.gate_needle(GATE, 4096)
+    with prompts.PromptBank(prompts.gate_jobs(tokenizer_file, target, list(GATE.depths), code, GATE.seed),
+                            workers=1) as bank:
+        built = [bank.take(prompts.gate_key(i)) for i in range(len(GATE.depths))]
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(str(tokenizer_file))
+    for i, depth in enumerate(GATE.depths):
+        assert built[i] == needle.build_prompt(tokenizer=tok, target_tokens=target, depth=depth,
+                                               code=code, seed=GATE.seed + i)
+        assert code in built[i][0] and built[i][1] <= target
+
+
+def test_a_point_takes_its_requests_from_the_bank_and_the_dataset_step_is_put_back():
+    import vllm.benchmarks.serve as serve
+
+    original = serve.get_samples
+    made = ["a request"]
+    with bench.samples_from(lambda: made):
+        assert serve.get_samples(None, None) is made
+    assert serve.get_samples is original
+    with bench.samples_from(None):
+        assert serve.get_samples is original
+
+
+def test_a_job_that_fails_raises_where_its_point_runs():
+    with prompts.PromptBank([("p", prompts.gate_prompt, ("/no/such/tokenizer.json", 10, 0.5, "1", 1))],
+                            workers=1) as bank:
+        assert "p" in bank
+        with pytest.raises(Exception, match="tokenizer|No such file|not found"):
+            bank.take("p")
+        assert "p" not in bank
+
+
+def test_no_bank_no_jobs_and_the_long_prompt_warning_is_quiet():
+    with prompts.PromptBank([]) as bank:
+        assert "x" not in bank
+    prompts.quiet_long_prompts()
+    assert logging.getLogger(prompts.LONG_PROMPT_LOGGER).getEffectiveLevel() >= logging.ERROR
+    assert prompts.default_workers(1) == 1 and 1 <= prompts.default_workers(100) <= prompts.MAX_WORKERS
