@@ -380,17 +380,19 @@ def add_later_columns(con) -> None:
                 " setup varchar, gpu_set varchar, reason varchar, source_file varchar, source_line integer)")
     con.execute("create table if not exists point_metrics_series (run_id varchar, point_id varchar,"
                 " workload varchar, concurrency integer, repeat integer, sample_idx integer,"
-                " sampled_at timestamptz, seconds double, running bigint, waiting bigint,"
-                " kv_usage_pct double, gen_tok_s double, prompt_tok_s double, preemptions bigint,"
-                " generation_tokens_total double, error varchar, source_file varchar, source_line integer,"
-                " running_line integer, waiting_line integer, kv_line integer)")
+                " sampled_at timestamptz, seconds double, in_requests boolean, running bigint, waiting bigint,"
+                " kv_usage_pct double, gen_tok_s double, prompt_tok_s double, rate_from_s double,"
+                " preemptions bigint, generation_tokens_total double, error varchar, source_file varchar,"
+                " source_line integer, running_line integer, waiting_line integer, kv_line integer)")
     con.execute("create table if not exists point_metrics_summary (run_id varchar, point_id varchar,"
                 " workload varchar, concurrency integer, repeat integer, samples bigint, error_samples bigint,"
                 " readings bigint, running_max bigint, waiting_max bigint, kv_usage_max_pct double,"
                 " preemptions bigint, stalled_s double, gen_tok_s_while_running double, queued boolean,"
                 " preempted boolean, interval_ms double, sampler_exit varchar, source_file varchar,"
                 " source_line integer, waiting_source_file varchar, waiting_source_line integer,"
-                " kv_source_file varchar, kv_source_line integer)")
+                " kv_source_file varchar, kv_source_line integer, requests_s double, window_readings bigint,"
+                " sampled_enough boolean, series_min_readings integer, stall_min_samples integer,"
+                " queue_seen boolean, seq_cap bigint, over_seq_cap boolean, queue_missed boolean)")
 
 
 def render_kwargs(root: Path, **extra) -> dict:

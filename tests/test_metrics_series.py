@@ -266,3 +266,138 @@ def test_trace_prints_the_stall_facts_chain(rendered):
                              str(tmp)], cwd=tmp, capture_output=True, text=True, timeout=300,
                             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp)})
     assert verify.returncode == 0 and "verify    OK: matches" in verify.stdout, verify.stdout + verify.stderr
+
+
+# ---------------------------------------------------------------- the CPU rehearsal at its sampling
+#
+# Series files of the CPU rehearsal's run with a sequence cap of 4 (tests/fixtures/metrics_series,
+# vllm_cpu_*), sampled every second on points of one to six seconds:
+#   vllm_cpu_short     long-shared at 1 user, as read: 1.3 s of requests, 3 reads, 1 of them inside
+#   vllm_cpu_profiled  chat at 4 users, as read: the profiler writing its trace, two reads in a
+#                      row with 2 requests running and no token generated
+#   vllm_cpu_one_stall the same file with its fourth read left out: one read without a token
+#   vllm_cpu_missed    chat at 8 users, with the two reads that caught its queue left out (a
+#                      sampler every 3 s): 8 users over the cap of 4, no read saw one waiting
+
+CPU_POINTS = {"vllm_cpu_short": ("long-shared__c01", "long-shared__c04.json"),
+              "vllm_cpu_profiled": ("chat__c04", "long-shared__c04.json"),
+              "vllm_cpu_one_stall": ("chat__c02", "long-shared__c04.json"),
+              "vllm_cpu_missed": ("chat__c08", "long-shared__c04.json")}
+
+
+@pytest.fixture(scope="module")
+def rehearsal(tmp_path_factory) -> Path:
+    """The fixture run with the rehearsal's short points and their series files, ingested,
+    derived and rendered (the CPU rehearsal's Part)."""
+    import sys
+    sys.path.insert(0, str(ROOT / "tests"))
+    from render_helpers import render_kwargs
+    from stages.render import stage as render
+
+    tmp = tmp_path_factory.mktemp("rehearsal")
+    folder = tmp / "data" / "runs" / RUN
+    shutil.copytree(FIXTURE_RUN, folder)
+    (folder / "MANIFEST.sha256").unlink()
+    for name, (point, result_of) in CPU_POINTS.items():
+        shutil.copy(SERIES / f"{name}.metrics-series.txt", folder / "bench" / f"{point}.metrics-series.txt")
+        workload, users = point.rsplit("__c", 1)
+        result = json.loads((folder / "bench" / result_of).read_text())
+        result.update(workload=workload, concurrency=str(int(users)), max_concurrency=int(users))
+        (folder / "bench" / f"{point}.json").write_text(json.dumps(result))
+    data = tmp / "data"
+    ingest.run(runs_dir=data / "runs", warehouse=data / "warehouse.duckdb", root=tmp)
+    derive.run(warehouse=data / "warehouse.duckdb", campaign_db=data / "campaign.duckdb",
+               derived_dir=data / "derived", metrics_file=data / "metrics.json", rules=RULES,
+               workloads={}, energy=None)
+    render.run(**render_kwargs(tmp, build=False, static_images=()))
+    return tmp
+
+
+def summary_of(tmp: Path) -> dict[str, dict]:
+    return {r["point_id"]: r for r in rows(tmp, "select * from point_metrics_summary")}
+
+
+def test_a_point_of_a_second_or_two_is_too_short_for_its_sampling(rehearsal):
+    short = summary_of(rehearsal)["long-shared__c01"]
+    assert (short["samples"], short["readings"], short["window_readings"]) == (3, 3, 1)
+    assert short["requests_s"] == pytest.approx(1.319, abs=1e-3)
+    assert not short["sampled_enough"] and short["series_min_readings"] == 3
+    series = rows(rehearsal, "select * from point_metrics_series where point_id = 'long-shared__c01' "
+                             "order by sample_idx")
+    assert [r["in_requests"] for r in series] == [False, True, False]     # before, inside, after
+    # each rate holds over the interval it was measured on, from the read before
+    assert series[2]["rate_from_s"] == pytest.approx(series[1]["seconds"])
+    assert series[1]["rate_from_s"] == pytest.approx(series[0]["seconds"]) and series[0]["rate_from_s"] is None
+    assert series[2]["running"] == 0 and series[2]["gen_tok_s"] > 200    # the read that says 0 running
+
+
+def test_a_single_sample_without_a_token_is_not_a_stall(rehearsal):
+    by_point = summary_of(rehearsal)
+    assert by_point["chat__c02"]["stall_min_samples"] == 2
+    assert by_point["chat__c02"]["stalled_s"] == 0            # one read: 1.0 s under the old rule
+    assert by_point["chat__c04"]["stalled_s"] == pytest.approx(2.0, abs=1e-2)   # two in a row: a stall
+
+
+def test_more_users_than_the_cap_queued_though_no_read_saw_a_queue(rehearsal):
+    missed = summary_of(rehearsal)["chat__c08"]
+    assert (missed["concurrency"], missed["seq_cap"], missed["waiting_max"]) == (8, 4, 0)
+    assert missed["over_seq_cap"] and missed["queued"] and not missed["queue_seen"] and missed["queue_missed"]
+    assert (missed["window_readings"], missed["interval_ms"]) == (0, 3000)
+    within = summary_of(rehearsal)["chat__c04"]                  # 4 users, a cap of 4: nothing to judge
+    assert not within["over_seq_cap"] and not within["queued"] and not within["queue_missed"]
+
+
+def test_the_cpu_part_says_what_its_sampling_could_see(rehearsal):
+    md = (rehearsal / "data" / "docs" / "posts" / "part-local-cpu.md").read_text()
+    facts = {f["id"]: f for f in json.loads((rehearsal / "data" / "facts.json").read_text())}
+
+    def fact(name: str, users: int, workload: str = "chat") -> dict:
+        return facts[f"{name}--{users}--{RUN}--{workload}"]
+
+    # the timeline's point (the most users) was read too seldom: said, with its reads, not drawn
+    assert "request_timeline_chart-tiny-llama" in md and "metrics_series_chart" not in md
+    inside = md[md.index("scraped through this point too"):].split("\n\n", 1)[0]
+    assert "too seldom to draw" in inside and "not drawn" in inside
+    for name, value in (("metrics_window_readings", 0), ("metrics_interval_ms", 3000),
+                        ("metrics_series_min_readings", 3)):
+        assert fact(name, 8)["value"] == value and f"#{name}-" in inside
+    assert fact("metrics_requests_s", 8)["value"] == pytest.approx(2.908, abs=1e-3)
+    # 8 users over a cap of 4: queued, and the counters said to have missed it, never "neither"
+    queueing = md[md.index("By the engine"):].split("\n\n", 1)[0].replace("&#32;", " ")
+    assert "| queued, missed by the counters |" in queueing
+    assert "neither queued nor preempted" not in md
+    missed = md[md.index("more than the sequence cap of"):].split("\n\n", 1)[0]
+    assert "no read caught a request waiting" in missed
+    assert f"#metrics_seq_cap-" in missed and fact("metrics_seq_cap", 8)["value"] == 4
+    # the stalls: the profiled point's two reads in a row, not the single read of the 2-user point
+    stalls = md[md.index("Stalled"):].split("\n\n", 1)[0]
+    assert fact("metrics_stalled_s", 4)["value"] == pytest.approx(2.0, abs=1e-2)
+    assert len([line for line in stalls.splitlines() if line.startswith("| <a")]) == 1
+    rule = md[md.index("A\nstall is"):].split("\n\n", 1)[0] if "A\nstall is" in md else md[md.index("stall is"):]
+    assert "#metrics_stall_min_samples-" in rule.split("\n\n", 1)[0]
+    assert fact("metrics_stall_min_samples", 4)["value"] == 2
+
+
+def test_the_series_chart_starts_at_the_first_request_and_draws_rates_over_their_intervals(rehearsal):
+    from stages.render import charts_metrics
+
+    frame = db_rows(rehearsal / "data" / "campaign.duckdb",
+                    "select s.run_id, 'tiny-seqs4' as series, s.point_id, s.workload, s.concurrency, "
+                    "s.sample_idx, s.seconds, s.in_requests, s.running, s.waiting, s.kv_usage_pct, "
+                    "s.gen_tok_s, s.rate_from_s, m.requests_s from point_metrics_series as s "
+                    "join point_metrics_summary as m using (run_id, point_id) "
+                    "where s.point_id = 'chat__c04' and s.error is null order by s.sample_idx")
+    import pandas as pd
+    df = pd.DataFrame(frame)
+    assert df["seconds"].min() < 0                              # the read before the requests
+    spec = charts_metrics.metrics_series_chart(df).to_dict()
+    upper, lower = spec["vconcat"]
+    assert upper["encoding"]["x"]["scale"]["domain"] == [0, pytest.approx(3.640, abs=1e-3)]
+    assert lower["encoding"]["x"]["scale"]["domain"][0] == 0
+    datasets = list(spec["datasets"].values())
+    reads = next(d for d in datasets if d and "requests" in d[0])
+    bars = next(d for d in datasets if d and "from_s" in d[0])
+    assert min(r["seconds"] for r in reads) >= 0 and max(r["seconds"] for r in reads) <= 3.641
+    assert [r["count"] for r in reads if r["requests"] == "running"] == [2, 2, 2]
+    assert min(b["from_s"] for b in bars) == 0 and all(b["to_s"] > b["from_s"] for b in bars)
+    assert [round(b["gen_tok_s"]) for b in bars][:3] == [254, 0, 0]

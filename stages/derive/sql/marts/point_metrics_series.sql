@@ -3,7 +3,11 @@
 -- the families read, summed over engines). seconds: since the point's requests_start, else since
 -- the file's first sample. Rates are a counter's change since the sample before that read it (a
 -- failed scrape is passed over), over the time between them; a counter that went back (the
--- engine restarted) gives none. preemptions: the counter's rise since the file's first reading.
+-- engine restarted) gives none; rate_from_s: the seconds of that sample before, so that a rate
+-- is drawn over the interval it was measured on, not at its end alone. preemptions: the counter's
+-- rise since the file's first reading. in_requests: the sample was read while the point's
+-- requests ran (from the file's requests_start to its requests_end, both included); every sample
+-- of a file without that window.
 with samples as (
     select * from int_metrics_series_samples
 ),
@@ -18,6 +22,7 @@ readings as (
         generation_tokens_total - lag(generation_tokens_total) over w      as gen_delta,
         prompt_tokens_total - lag(prompt_tokens_total) over w              as prompt_delta,
         t_s - lag(t_s) over w                                              as dt_s,
+        lag(t_s - zero_s) over w                                           as from_s,
         preemptions_total - first_value(preemptions_total) over w          as preemptions
     from samples
     where error is null and generation_tokens_total is not null
@@ -35,11 +40,13 @@ final as (
         s.sample_idx,
         to_timestamp(s.t_s)                                                as sampled_at,
         s.t_s - s.zero_s                                                   as seconds,
+        coalesce(s.t_s between s.requests_start_s and s.requests_end_s, true) as in_requests,
         s.running,
         s.waiting,
         s.kv_usage_pct,
         case when r.gen_delta >= 0 and r.dt_s > 0 then r.gen_delta / r.dt_s end       as gen_tok_s,
         case when r.prompt_delta >= 0 and r.dt_s > 0 then r.prompt_delta / r.dt_s end as prompt_tok_s,
+        case when r.gen_delta >= 0 and r.dt_s > 0 then r.from_s end       as rate_from_s,
         r.preemptions,
         s.generation_tokens_total,
         s.error,
