@@ -1,9 +1,15 @@
-"""The Compare page: pairs from params drawn with stages/render/diff.py, every printed number a fact."""
+"""The Compare page: the comparisons a campaign's runs hold and the pairs params lists, drawn with
+stages/render/diff.py, every printed number a fact; a listed pair that selects nothing is a notice
+to the author, never text for readers."""
 from __future__ import annotations
 
 import html
 import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -194,21 +200,23 @@ def test_change_facts_record_both_runs_and_the_head_result_file(compared):
     assert round(rec["value"], 3) == -92.308
 
 
-def test_a_revision_side_is_named_with_its_reason_not_drawn(compared):
-    root, _ = compared
+def test_a_revision_side_is_a_notice_to_the_author_not_text_for_readers(compared):
+    root, summary = compared
     text = docs(root, "compare.md")
-    section = text.split("## HEAD against tiny-seqs16", 1)[1]
-    assert "Not drawn:" in section and "campaign diff" in section
-    assert "None of the comparisons" not in text  # the first pair was drawn
+    assert "compare: 'HEAD' selects no run in this campaign; left out ('HEAD against tiny-seqs16')" \
+        in summary["notices"]
+    assert "HEAD" not in text and "Not drawn" not in text and "is not a run set" not in text
+    assert "Nothing to compare" not in text  # the first pair was drawn
 
 
 def test_no_pair_resolves_and_the_strict_build_still_passes(tmp_path):
     build_campaign(tmp_path)
-    render.run(**render_kwargs(tmp_path, build=True,
-                               compare=[{"base": "v9.9.9", "head": "tiny-seqs16", "title": "Nothing"}]))
+    summary = render.run(**render_kwargs(tmp_path, build=True,
+                                         compare=[{"base": "v9.9.9", "head": "tiny-seqs16", "title": "Nothing"}]))
     text = docs(tmp_path, "compare.md")
-    assert "None of the comparisons listed in `params.yaml` can be drawn" in text
-    assert "&#x27;v9.9.9&#x27; is not a run set" in text
+    assert [n for n in summary["notices"] if n.startswith("compare:")] == [
+        "compare: 'v9.9.9' selects no run in this campaign; left out ('Nothing')"]
+    assert "Nothing to compare yet" in text and "v9.9.9" not in text and "## Nothing" not in text
     assert (tmp_path / "data" / "site" / "compare.html").is_file()
     assert "[Compare images](compare.md)" in docs(tmp_path, "index.md")
 
@@ -216,14 +224,15 @@ def test_no_pair_resolves_and_the_strict_build_still_passes(tmp_path):
 def test_without_pairs_the_page_says_so(tmp_path):
     build_campaign(tmp_path)
     render.run(**render_kwargs(tmp_path))
-    assert "No comparison is listed in `params.yaml`" in docs(tmp_path, "compare.md")
+    text = docs(tmp_path, "compare.md")
+    assert "Nothing to compare yet" in text and " {#" not in text
 
 
 def test_a_value_that_disagrees_with_its_fact_fails(tmp_path):
     db = build_campaign(tmp_path)
     con = duckdb.connect(str(db), read_only=True)
     try:
-        [c] = compare_page.resolve_pairs([PAIR], con=con)
+        [c] = compare_page.draw(compare_page.plan(con, pairs=[PAIR]), con=con)
         macros = PageMacros(FactBook(con, root=tmp_path, sha=None), page="compare.md",
                             runs_dir=tmp_path / "data" / "runs", root=tmp_path)
         tables = compare_page.CompareTables(macros)
@@ -265,15 +274,111 @@ def test_a_point_without_ttft_is_marked_and_its_ttft_not_compared(tmp_path):
     assert "no TTFT" not in tpot
 
 
-def test_a_pair_with_repeated_points_is_named_with_its_reason_not_drawn(tmp_path):
+def test_a_pair_with_repeated_points_is_a_notice_not_drawn(tmp_path):
     """The page prints each value as its point's fact (the first repeat's); with a point run twice
-    the pair is not drawn, and says why, while the build goes on."""
+    the pair is left out, with a notice that says why, while the build goes on."""
     db = build_campaign(tmp_path)
     con = duckdb.connect(str(db))
     con.execute("insert into bench_points select * replace (2 as repeat, point_id || '__r2' as point_id) "
                 "from bench_points where run_id = $r and workload = 'chat' and concurrency = 16", {"r": RUN4})
     con.close()
-    render.run(**render_kwargs(tmp_path, build=True, compare=[PAIR]))
+    summary = render.run(**render_kwargs(tmp_path, build=True, compare=[PAIR]))
+    [notice] = [n for n in summary["notices"] if n.startswith("compare:")]
+    assert notice.startswith(f"compare: {PAIR['title']!r}: 1 of its points ran more than once (repeats)")
+    assert "`campaign diff`" in notice
     text = html.unescape(docs(tmp_path, "compare.md"))
-    assert "Not drawn: 1 of its points ran more than once (repeats)" in text
-    assert "`campaign diff`" in text and "None of the comparisons" in text
+    assert "Nothing to compare yet" in text and "repeats)" not in text
+
+
+# ---------------------------------------------------------------- the node campaign
+
+NODE_RUNS = PROJECT / "tests" / "fixtures" / "node_campaign" / "runs"
+QWEN_OLD = "qwen3_235b__tp4__256k__vllm__1116-130000"
+QWEN_NEW = "qwen3_235b__tp4__256k__vllm__1116-140000"
+MINIMAX = ("minimax_m3__tep8__1024k__vllm__1116-091000", "minimax_m3__fx_tep8_recipe__1024k__vllm__1116-093000")
+DSV4 = ("dsv4_pro__dep8__781k__vllm__1116-110000", "dsv4_pro__tep8__781k__vllm__1116-112000")
+
+
+def sections(text: str) -> dict[str, str]:
+    """Each comparison's section of the page, by its heading id."""
+    return {m.group(1): m.group(2) for m in re.finditer(r"(?ms)^## .*? \{#([a-z0-9-]+)\}\n(.*?)(?=^## |\Z)", text)}
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    """The synthetic node campaign (tests/fixtures/node_campaign), ingested and derived with the
+    project's params.yaml (node profile, no spec to launch), and rendered with the site built: with
+    the params' `compare:` (a pair of CPU specs, which select nothing here) and `arms`; then again
+    without arms, as a campaign imported without its specs has none."""
+    root = tmp_path_factory.mktemp("node-compare")
+    params = yaml.safe_load((PROJECT / "params.yaml").read_text())
+    params.update(profile="h200x8", run_specs=[])
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    for folder in sorted(NODE_RUNS.iterdir()):
+        shutil.copytree(folder, root / "data" / "runs" / folder.name)
+    env = {**os.environ, "PYTHONPATH": str(PROJECT)}
+    for stage in ("ingest", "derive"):
+        subprocess.run([sys.executable, "-m", "stages.cli", stage, "--root", str(root)], cwd=root, env=env,
+                       check=True, capture_output=True)
+    settings = dict(compare=params["compare"], diff_settings=params["diff"], static_images=())
+    summary = render.run(**render_kwargs(root, build=True, arms=params["arms"], **settings))
+    out = {"root": root, "summary": summary, "text": html.unescape(docs(root, "compare.md")),
+           "quad": docs(root, "posts/part-quad.md"), "site": (root / "data" / "site" / "compare.html").read_text()}
+    bare = render.run(**render_kwargs(root, **settings))
+    out.update(bare=bare, bare_text=html.unescape(docs(root, "compare.md")))
+    return out
+
+
+def test_the_node_campaign_compares_qwen_under_its_two_images(node):
+    text = node["text"]
+    found = sections(text)
+    image = found["qwen3-235b-tp4-under-two-images"]
+    assert "measured under two engine images" in image
+    assert "vllm/vllm-openai:v0.31.0" in image and "vllm/vllm-openai:nightly-7c41e9a0d2b3" in image
+    assert f"campaign diff --base {QWEN_OLD} --head {QWEN_NEW}" in image
+    # point by point, each value a fact of its run
+    raw = docs(node["root"], "compare.md")
+    for run in (QWEN_OLD, QWEN_NEW):
+        assert audit_ref(f"point_ttft_median_s--1--{run}--short-1k", run) in raw
+    assert "### Workload `doc-256k`" in image and "### Workload `short-1k`" in image
+    assert "compare_point_change_pct.html#compare_point_change_pct-" in raw
+
+
+def test_the_node_campaign_compares_each_spec_with_its_follow_up(node):
+    found = sections(node["text"])
+    assert list(found) == ["minimax-m3-tep8-follow-up-of-minimax-m3-tep8-stable",
+                           "dsv4-pro-tep8-follow-up-of-dsv4-pro-dep8", "qwen3-235b-tp4-under-two-images"]
+    for anchor, (base, head) in zip(list(found)[:2], (MINIMAX, DSV4)):
+        section = found[anchor]
+        assert "`params.yaml` (`arms`) names" in section and "whose launch never became ready" in section
+        assert "| Launch status | failed | ready | - | fixed |" in section
+        # a failed launch ran no point: the launches compare, no table of points on one side
+        assert "No benchmark point ran on both sides (only the head ran any)" in section
+        assert "only in head" not in section and "### Workload" not in section
+    # glm53's two launches are attempts of one spec, the first not reported: not a comparison
+    assert "glm53" not in node["text"]
+
+
+def test_a_listed_pair_that_selects_nothing_is_a_notice_not_reader_text(node):
+    assert "compare: 'tiny-seqs4' and 'tiny-seqs16' select no run in this campaign; left out " \
+           "('Sequence cap 4 against 16 on the CPU rehearsal')" in node["summary"]["notices"]
+    for text in (node["text"], node["bare_text"]):
+        assert "tiny-seqs" not in text and "Not drawn" not in text and "is not a run set" not in text
+        assert "Nothing to compare" not in text
+
+
+def test_the_two_image_part_links_its_comparison_and_the_link_resolves(node):
+    assert "](../compare.md#qwen3-235b-tp4-under-two-images)" in node["quad"]
+    assert 'id="qwen3-235b-tp4-under-two-images"' in node["site"]
+    part = (node["root"] / "data" / "site" / "part-quad.html").read_text()
+    assert 'href="compare.html#qwen3-235b-tp4-under-two-images"' in part
+
+
+def test_without_arms_the_runs_still_show_each_rescue(node):
+    found = sections(node["bare_text"])
+    assert list(found) == ["minimax-m3-tep8-stable-then-minimax-m3-tep8", "dsv4-pro-dep8-then-dsv4-pro-tep8",
+                           "qwen3-235b-tp4-under-two-images"]
+    section = found["minimax-m3-tep8-stable-then-minimax-m3-tep8"]
+    assert "The launch of <code>minimax-m3-tep8-stable</code> never became ready" in section
+    assert "under another image" in section and f"--base {MINIMAX[0]} --head {MINIMAX[1]}" in section
+    assert "under another image" not in found["dsv4-pro-dep8-then-dsv4-pro-tep8"]

@@ -1,7 +1,7 @@
 """`campaign diff`: two run sets side by side, point by point, with what got better or worse.
 
-A side is named by a run set from params (`run_sets`), a spec, an image (full name or bare tag),
-or a git revision (the public tables as they were then, read through DVC from data/derived).
+A side is named by a run set from params (`run_sets`), a spec, a run (its run id), an image (full
+name or bare tag), or a git revision (the public tables as they were then, read through DVC from data/derived).
 Agents workloads (table agent_runs, where a side has it) are compared like benchmark points, with
 their session count as the concurrency. Points are matched on model, layout and context (those that tell the two sides apart are left
 out of the match), workload and concurrency. Each metric row carries both values, the change and
@@ -113,6 +113,8 @@ def resolve(token: str, *, params: dict, paths: Paths, current: duckdb.DuckDBPyC
     if token in specs:
         return Side(token, run_set_lib.select(current, {"specs": [token]}, current_only=True),
                     "current", current)
+    if is_run(current, token):
+        return Side(token, [token], "current", current)
     by_image = run_set_lib.select(current, {"image": token}, current_only=True)
     if by_image:
         return Side(token, by_image, "current", current)
@@ -121,7 +123,18 @@ def resolve(token: str, *, params: dict, paths: Paths, current: duckdb.DuckDBPyC
         ids = [r[0] for r in db.execute("select run_id from runs where is_current order by run_id").fetchall()]
         return Side(token, ids, token, db)
     known = ", ".join(list(run_sets) + list(specs))
-    raise CampaignError(f"{token!r} is not a run set, spec, image or git revision (known: {known})")
+    raise CampaignError(f"{token!r} is not a run set, spec, run, image or git revision (known: {known})")
+
+
+def is_run(db: duckdb.DuckDBPyConnection, token: str) -> bool:
+    """Whether `token` is the id of a run of these tables (any attempt, reported or not)."""
+    return db.execute(_sql("run"), {"run_id": token}).fetchone()[0] > 0
+
+
+def found_pairs(db: duckdb.DuckDBPyConnection) -> list[dict]:
+    """The pairs of runs a campaign holds without anyone listing them: a setup under two images,
+    a failed launch and the relaunch that took its place (sql/diff/found_pairs.sql)."""
+    return _rows(db.execute(_sql("found_pairs")))
 
 
 def _has_table(db: duckdb.DuckDBPyConnection, table: str) -> bool:
@@ -246,11 +259,15 @@ def compare(base: Side, head: Side, *, tolerance_pct: float = 5.0,
     samples = {s: side_samples(side, keyed[s]) for s, side in (("base", base), ("head", head))}
     stats = stats or diff_stats.Settings()
     apply_intervals(points, samples, tolerance_pct=tolerance_pct, settings=stats)
-    runs_of = Counter((s, r["point_table"], r["run_id"], r["workload"], r["concurrency"])
-                      for s, rows in point_rows.items() for r in rows)
     return Result(base.label, head.label, key_attrs, points, launches,
                   stats.confidence,
-                  repeated_points=sum(1 for n in runs_of.values() if n > 1))
+                  repeated_points=sum(repeated_points(rows) for rows in point_rows.values()))
+
+
+def repeated_points(points: list[dict]) -> int:
+    """How many of a side's points (side_points) ran more than once in their run (repeats)."""
+    runs_of = Counter((r["point_table"], r["run_id"], r["workload"], r["concurrency"]) for r in points)
+    return sum(1 for n in runs_of.values() if n > 1)
 
 
 def match_attributes(base: list[dict], head: list[dict]) -> list[str]:

@@ -6,8 +6,9 @@ stages/render/facts.py), cites sources as [S1] (stages/render/sources.py), and d
 (stages/render/charts.py, written out by stages/render/chart_writer.py). A page whose front matter
 names a row query under `needs:` is left out of the series (index, navigation, prev/next links)
 while that query returns no rows, e.g. the node article before any node was probed.
-`compare.md.j2` is not a part: it is the Compare page, which draws the pairs of run sets listed
-under params `compare:` (stages/render/compare_page.py). The stage writes the docs folder from
+`compare.md.j2` is not a part: it is the Compare page, which draws the comparisons the runs hold
+(a setup under two images, a spec and its follow-up) and the pairs of run sets listed under params
+`compare:` (stages/render/compare_page.py); a Part links its own with `compare_link`. The stage writes the docs folder from
 scratch: pages, one audit page per run with an entry per fact (stages/render/audit.py), SOURCES.md, the Warehouse page
 (stages/render/warehouse_page.py), CSV downloads of the public tables, chart specs with static SVG
 and PNG, the site's own Vega bundle; then runs `mkdocs build --strict`; then data/facts.json.
@@ -190,12 +191,19 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
         kwargs = dict(env=env, book=book, parts=parts, writer=writer, sources=sources,
                       runs_dir=runs_dir, root=root, nodes_dir=nodes_dir, arms=arm_labels(arms))
 
+        # the Compare page's comparisons, found and listed: their sides now (a Part links its
+        # comparison; a listed pair that selects nothing is a notice), their points when the page renders
+        comparisons = compare_page.plan(con, pairs=compare, run_sets=run_sets, arms=arms,
+                                        notices=notices) if compare_spec is not None else []
+
         def compare_globals():
-            comparisons = compare_page.resolve_pairs(compare or [], con=con, run_sets=run_sets,
-                                                     diff_settings=diff_settings)
+            compare_page.draw(comparisons, con=con, diff_settings=diff_settings)
             return lambda macros: compare_page.page_globals(macros, comparisons)
 
-        specs = [(p, None) for p in (*parts, *references)] \
+        def part_globals():
+            return lambda macros: compare_page.part_globals(macros, comparisons)
+
+        specs = [(p, part_globals) for p in (*parts, *references)] \
             + ([(index, None)] if index is not None else []) \
             + ([(compare_spec, compare_globals)] if compare_spec is not None else [])
         made = render_series(specs, book=book, parts=parts, writer=writer, cache=cache, out=out,
@@ -266,8 +274,9 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
         phases: Phases | None = None, memo: Any = None) -> dict[str, Any]:
     """Render the article series from campaign.duckdb and (when build) build the site.
     `nodes_dir` holds the node probe folders that node evidence blocks read. `compare` is
-    params.yaml's list of {base, head, title} pairs for the Compare page; `run_sets` the run sets
-    a side may name (stages/render/compare_page.py); `diff_settings` params.yaml's `diff:` block,
+    params.yaml's list of {base, head, title} pairs for the Compare page (which finds more in the
+    runs, and in `arms`' follow-ups); `run_sets` the run sets a side may name
+    (stages/render/compare_page.py); `diff_settings` params.yaml's `diff:` block,
     how the page tells a change from noise (stages/render/diff_stats.py). `static_images`: the kinds of static image
     (svg, png) drawn of each chart besides its spec; `chart_cache` keeps them between renders
     (stages/render/chart_writer.py).
