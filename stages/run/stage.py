@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import platform
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -40,7 +41,7 @@ from stages.ingest.parsers.vllm_log import parse_vllm_log
 from stages.run.quads import spans_quads
 from stages.run import prompts
 from stages.run.prompts import PromptBank
-from stages.run.steps import Tally, benchmark, point_argv, sampling, steps_of, sweep_points
+from stages.run.steps import Tally, benchmark, point_argv, sampling, stamp, steps_of, sweep_points
 from stages.core.provenance import RUN_MANIFEST, SLURM_JOB_KEY, git_sha, seal, write_once
 from stages.core.secrets import redact_mapping
 
@@ -246,6 +247,7 @@ def run(*, spec_name: str, params: dict, paths: Paths,
     status, run_status, tally = "failed", "failed", Tally()
     interrupts = Interrupts()
     tokenizer_file = paths.root / model_path / "tokenizer.json"
+    engine_start = time.time()
     try:
         # every prompt the gate and the points will send, built while the engine starts
         with interrupts, PromptBank(run_prompt_jobs(
@@ -262,20 +264,22 @@ def run(*, spec_name: str, params: dict, paths: Paths,
                 return RunResult(run_id, folder, "failed", "failed", 0)
             status = "ready"
             kv = engine_kv_tokens(folder / "server.log", engine_name)
-            out.add(status="ready", ready_s=f"{ready_s:.1f}", engine_kv_tokens=kv if kv is not None else "")
+            out.add(status="ready", ready_s=f"{ready_s:.1f}", engine_kv_tokens=kv if kv is not None else "",
+                    engine_times=f"start={stamp(engine_start)} ready={stamp(time.time())}")
             say(f"ready in {ready_s:.1f} s, KV cache {kv} tokens")
+            gate_start = time.time()
             score = needle.run_gate(
                 base_url=eng.base_url, model=model_path, tokenizer_file=tokenizer_file,
                 max_model_len=max_model_len, gate=gate, log_path=folder / "niah.log", progress=say,
                 prompts=bank)
-            out.add(gate_score=score)
+            out.add(gate_score=score, gate_times=f"start={stamp(gate_start)} end={stamp(time.time())}")
             (folder / "bench").mkdir()
             with httpx.Client(timeout=30.0) as client:
                 steps = steps_of(sweeps, conversations, base_url=eng.base_url, model=model_path,
                                tokenizer_file=tokenizer_file, folder=folder, run_id=run_id,
                                client=client, engine=engine_name, alive=eng.alive, say=say,
                                profiled=profiled, note=lambda k, v: out.add(**{k: v}), prompts=bank)
-                benchmark(steps, eng, out, interrupts, client, engine_name, say, tally,
+                benchmark(steps, eng, out, interrupts, client, engine_name, say, tally, prompts=bank,
                            sample=lambda name: sampling(
                                gpu_sampler.sampling(folder, name, gpu_set, sampler),
                                metrics_sampler.sampling(folder, name, eng.base_url, metrics_ms)))

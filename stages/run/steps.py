@@ -6,6 +6,8 @@ failed step recorded and the run going on, a storage fault stopping it.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -101,13 +103,36 @@ class Tally:
     died: bool = False
 
 
+def stamp(t: float | None) -> str:
+    """Epoch seconds as UTC ISO 8601 to the millisecond (`-` for none), as launch.out's timings
+    write them."""
+    if t is None:
+        return "-"
+    return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
+
+
+def step_times(name: str, start: float, end: float, requests: tuple[float, float] | None,
+               waited_s: float | None) -> str:
+    """launch.out's `step_times` value of one step: when it started and ended on the wall clock,
+    its requests window (the first of its requests sent, the last answer ended; `-` where it could
+    not be timed), and the seconds it waited for prompts still being built (`-`: none built ahead).
+    The client's own time is the step less its requests window."""
+    sent, ended = requests if requests else (None, None)
+    waited = "-" if waited_s is None else f"{waited_s:.3f}"
+    return (f"{name} start={stamp(start)} requests_start={stamp(sent)} requests_end={stamp(ended)} "
+            f"end={stamp(end)} prompts_waited_s={waited}")
+
+
 def benchmark(steps: list[Step], eng: Engine, out: Any, interrupts: Any,
                client: httpx.Client, engine: str, say: Callable[[str], None], tally: Tally,
-               sample: Callable[[str], Any] = lambda name: contextlib.nullcontext()) -> None:
+               sample: Callable[[str], Any] = lambda name: contextlib.nullcontext(),
+               prompts=None) -> None:
     """Run the steps on a ready engine, the prefix cache emptied before each. A failed step is
     recorded and the run goes on; once the engine is gone the rest are skipped. `sample(name)`
     wraps each step (the GPU sampler of a run with a GPU set, the /metrics sampler), and is told
-    the step's requests window where the step could time its requests."""
+    the step's requests window where the step could time its requests. Each step that ran leaves
+    a `step_times` line in launch.out (step_times()); `prompts`, the run's PromptBank, says how
+    long a point waited for its prompts."""
     for i, step in enumerate(steps, 1):
         interrupts.check()
         if not eng.alive():
@@ -116,9 +141,14 @@ def benchmark(steps: list[Step], eng: Engine, out: Any, interrupts: Any,
             continue
         say(f"{i}/{len(steps)} {step.about}")
         tally.resets += bench.reset_prefix_cache(client, eng.base_url, engine)
+        start, window = time.time(), []
         try:
             with sample(step.name) as sampler:
-                problem = step.go(sampler.mark_requests if sampler is not None else None)
+                def told(sent: float, ended: float) -> None:
+                    window.append((sent, ended))
+                    if sampler is not None:
+                        sampler.mark_requests(sent, ended)
+                problem = step.go(told)
             tally.done += 1
         except (httpx.HTTPError, OSError, RuntimeError, ValueError) as exc:
             if is_storage_fault(exc):
@@ -129,6 +159,10 @@ def benchmark(steps: list[Step], eng: Engine, out: Any, interrupts: Any,
                 out.add(point_error=f"{step.name} {fault}")
                 raise fault from None
             problem = f"{type(exc).__name__}: {exc}"
+        finally:
+            waited = getattr(prompts, "waited_s", {}).get(step.name)
+            out.add(step_times=step_times(step.name, start, time.time(), window[-1] if window else None,
+                                          waited))
         interrupts.check()
         if problem:
             out.add(point_error=f"{step.name} {problem}")

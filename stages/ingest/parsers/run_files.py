@@ -16,7 +16,7 @@ _KEY = re.compile(r"^[A-Za-z_][\w.\-]*$")
 # A run id, as a folder name: safe characters only (a file name and a shell word as it stands).
 MAX_RUN_ID_CHARS = 200
 # launch.out keys the run stage appends once per benchmark point: they may repeat.
-LAUNCH_EVENT_KEYS = frozenset({"point_skipped", "point_error", "profile", "profile_error"})
+LAUNCH_EVENT_KEYS = frozenset({"point_skipped", "point_error", "profile", "profile_error", "step_times"})
 _SHOWN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._- ")
 
 
