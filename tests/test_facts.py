@@ -15,7 +15,7 @@ from stages.render import digits, escape, facts, queries, trace
 from stages.render.errors import FactError
 from stages.render.digits import FactCheckError
 from stages.render.facts import FactBook
-from stages.render.page_macros import PageMacros
+from stages.render.page_macros import PageMacros, said_once
 from stages.render.inputs import input_rows
 from stages.render.numbers import table_displays, with_unit
 
@@ -130,9 +130,53 @@ def test_table_cells_are_facts_and_text_is_escaped(macros):
         ["Depth", "fact:probe_depth"], ["Outcome", "outcome"], ["Answer", "answer"]])
     out = macros.substitute(str(held))
     lines = out.splitlines()
-    assert lines[0] == "| Depth | Outcome | Answer |" and lines[1] == "| ---: | --- | --- |"
-    assert f"({audit_ref(f'probe_depth--0--{RUN4}', RUN4)}" in lines[2]
+    # every probe of the fixture missed: its outcome is said once, above the table
+    assert lines[0] == "The same in every row: **Outcome** missed." and lines[1] == ""
+    assert lines[2] == "| Depth | Answer |" and lines[3] == "| ---: | --- |"
+    assert f"({audit_ref(f'probe_depth--0--{RUN4}', RUN4)}" in lines[4]
     assert "<script>" not in out and "&lt;script&gt;alert" in out
+
+
+def test_a_column_the_same_in_every_row_is_said_once_above_the_table(macros):
+    """A text or run column whose cell is the same in every row leaves the table for one line
+    above it; a column of facts stays while each row holds its own fact, even of one value, and
+    is said once (its link and marks whole) only when it is one fact; a table of one row, a
+    column blank in every row and the last column left are kept as they are."""
+    held = macros.table("probe_rows", run_id=RUN4, columns=[
+        ["Run", "run:run_id"], ["Depth", "fact:probe_depth"], ["Outcome", "outcome"]])
+    out = html.unescape(macros.substitute(str(held)))
+    said, blank, head, align, *rows = out.splitlines()
+    assert said.startswith('The same in every row: **Run** <span class="run-ref') and f'title="{RUN4}"' in said
+    assert said.endswith("vllm · 05:12</span></span>; **Outcome** missed.") and blank == ""
+    assert head == "| Depth |" and align == "| ---: |" and len(rows) >= 2
+    assert all("(audit/" in row for row in rows)
+    link = "[8](audit/r.html#n-1 \"audit trail · provisional\"){.fact .provisional}"
+    other = "[8](audit/r.html#n-2 \"audit trail\"){.fact}"
+    assert said_once([["a", link, "x"]]) == ([], [0, 1, 2])
+    assert said_once([["a", link, "x", ""], ["b", link, "x", ""]]) == ([(1, link), (2, "x")], [0])
+    assert said_once([["a", link], ["b", other]]) == ([], [0, 1])      # one value, two facts
+    assert said_once([["a", "x"], ["a", "x"]]) == ([(1, "x")], [0])    # a column stays
+
+
+@pytest.mark.parametrize("text, shown, title", [
+    ("vllm bench serve", "vllm bench serve", None),
+    ("vllm/vllm-openai:nightly-1a001d584244bd21829a5e5bd4a376ea141c0ce3",
+     "vllm/vllm-openai:nightly-1a001d58…", "vllm/vllm-openai:nightly-1a001d584244bd21829a5e5bd4a376ea141c0ce3"),
+])
+def test_a_long_cell_is_shortened_with_the_whole_text_its_tooltip(text, shown, title):
+    out = html.unescape(escape.escape_label(text))
+    if title is None:
+        assert out == shown
+    else:
+        assert out == f'<span class="cut" title="{title}">{shown}</span>'
+
+
+def test_a_setup_is_labelled_by_model_layout_engine_and_image_tag():
+    setup = "qwen3_235b | tp4 | vllm | vllm/vllm-openai:nightly-7c41e9a0d2b35f1864c0e27fa9b1d5e3c8a6f402"
+    assert escape.setup_label(setup) == "qwen3_235b · tp4 · vllm · nightly-7c41e9a0"
+    assert escape.setup_label("ma | tp8 | vllm | local") == "ma · tp8 · vllm · local"
+    cell = html.unescape(escape.setup_label_text(setup))
+    assert cell == f'<span class="setup-ref" title="{setup}">qwen3_235b · tp4 · vllm · nightly-7c41e9a0</span>'
 
 
 def test_a_failed_probe_shows_its_reason_in_the_table_and_the_audit(tmp_path):

@@ -130,8 +130,10 @@ def test_the_part_shows_decode_speeds_a_frontier_and_joules_per_token_marked_by_
     text = built["text"]
     assert "## The setups" in text and "## What a token costs in energy" in text
     assert "Marked TPOT from itls" in built["md"]                    # the decode chart's note
-    tails = [line for line in text.splitlines() if line.startswith("| llama1b-gpu1") and line.endswith("| itls | vllm bench serve |")]
-    assert len(tails) == len(SWEEP)                                  # the tails table's column
+    # the tails' per-token table: one row a point, its source and tool the same in every row, said once
+    said = "The same in every row: **Run** llama1b-gpu1 · 16:01; **Per token from** itls; **Measured with** vllm bench serve."
+    per_token = text.split(said, 1)[1].split("\n\n", 2)[1]
+    assert len([line for line in per_token.splitlines() if line.startswith("| ")]) == 2 + len(SWEEP)
     facts = [f for f in built["facts"].values() if f["name"] == "point_j_per_output_token"]
     assert len(facts) == len(SWEEP) and all(f["value"] > 0 for f in facts)
     tpot = [f for f in built["facts"].values() if f["name"] == "point_tpot_median_ms"]

@@ -168,7 +168,10 @@ def test_one_request_at_a_time_has_prefill_rate(built):
 def test_caveats_show_cache_served_and_queueing_points_and_engine_stats(built):
     assert "Prompt tokens partly served by the prefix cache" in plain(built["giants"])
     text = plain(built["giants_ref"])
-    assert re.search(r"\| doc-256k \| 1 \| prefix_cache \| first token \| 1 \|", text)
+    # one point's flagged requests: the point said once above the table, a row per reason
+    assert re.search(r"The same in every row: .*\*\*Workload\*\* doc-256k; \*\*Users\*\* 1; .*\n\n"
+                     r"\| Reason \| Left out of \| Requests \|\n[^\n]*\n(\|[^\n]*\n)*"
+                     r"\| prefix_cache \| first token \| 1 \|", text)
     assert "Points that sent more users than the engine could hold" in text
     assert "What the engine's own stats lines said" in text
 
@@ -308,7 +311,9 @@ def test_goodput_tables_give_each_model_its_most_users_within_the_targets(built)
     # qwen met them at every level measured: the highest measured, said to be a lower bound
     q = most["qwen3_235b/short-1k"]
     assert q["value"] == 8 and "lower bound" in q["source_note"]
-    assert re.search(r"\| short-1k \| 99\.0 \| 2\.00 \| 50\.0 \| 8 \| 100\.0 \| 64 \| 25\.0 \| 8\.75 \| interpolated \|",
+    # the targets in one table, where they were met in the next
+    assert re.search(r"\| short-1k \| 99\.0 \| 2\.00 \| 50\.0 \|\n", "\n".join(giants)), giants
+    assert re.search(r"\| short-1k \| 8 \| 100\.0 \| 64 \| 25\.0 \| 8\.75 \| interpolated \|",
                      "\n".join(giants)), giants
     # each point's share met and goodput are facts; the share recomputes from the requests listed
     shares = [f for f in facts if f["name"] == "point_slo_share_pct"]
@@ -325,7 +330,8 @@ def test_goodput_tables_give_each_model_its_most_users_within_the_targets(built)
 def test_tails_print_p99_beside_median_and_p90_with_their_inputs(built):
     tails = section(built["giants_ref"], "The tails")
     assert len(tails) == 3
-    assert all("| First token, median (s) | p90 | p99 | Per token, median (ms) | p90 | p99 |" in t for t in tails)
+    assert all("| First token, median (s) | p90 | p99 |" in t and "| Per token, median (ms) | p90 | p99 |" in t
+               for t in tails)
     facts = built["facts"]
     p99s = [f for f in facts.values() if f["name"] == "point_ttft_p99_s"]
     assert len(p99s) >= 15
@@ -436,3 +442,35 @@ def test_in_a_browser_each_setup_is_one_colour_and_its_legend_label_is_whole(bui
     assert {label: pages for label, pages in seen.items() if len({f for f, _ in pages}) > 1} == {}
     assert not [label for label in seen if label.endswith("…")]
     assert any("nightly-7c41e9a0" in label for label in seen)
+
+
+TABLE_WIDTHS = """JSON.stringify([...document.querySelectorAll('article table')].map(t => {
+  const w = t.closest('.md-typeset__scrollwrap') || t.parentElement;
+  return {head: [...t.rows[0].cells].map(c => c.textContent.trim()).join(' | ').slice(0, 100),
+          scroll: w.scrollWidth, client: w.clientWidth};
+}))"""
+
+
+def test_every_table_of_the_node_parts_fits_its_column_in_a_wide_window(built):
+    """At a 1,400-pixel window no table of the giants, quad or setups Part, story or reference,
+    is wider than the article column (a column the same in every row is said once above its
+    table, wide tables are split, long labels shortened with the whole text their tooltip)."""
+    from site_browser import Browser, SiteServer, find_chromium
+    pages = [f"{part}.html" for part in (GIANTS, QUAD, "part-setups")]
+    pages += [f"reference/{page}" for page in pages]
+    binary = find_chromium()
+    assert binary, "headless Chromium not found: install the `chromium` package"
+    measured = {}
+    with Browser(binary) as browser, SiteServer(built["site"]) as server:
+        for page in pages:
+            tab = browser.page(width=1400, height=900)
+            tab.goto(server.base + page)
+            tab.wait_for("!document.querySelector('article table:not(.md-typeset__scrollwrap table)')", 5)
+            measured[page] = json.loads(tab.js(TABLE_WIDTHS))
+    assert all(measured.values()), {page: len(tables) for page, tables in measured.items()}
+    assert sum(len(tables) for tables in measured.values()) >= 40
+    wide = [(page, t) for page, tables in measured.items() for t in tables if t["scroll"] > t["client"]]
+    assert wide == []
+    said = [line for page in ("giants_ref", "quad_ref") for line in built[page].splitlines()
+            if line.startswith("The same in every row: ")]
+    assert any("**Measured with** vllm bench serve" in line for line in said), said

@@ -99,7 +99,9 @@ def test_inventory_matrix_p2p_and_sweep_tables(rendered):
     text = page(root)
     assert "| Device | GPU0 | GPU1 |" in text
     assert "| **GPU0** | X | NV18 |" in text and "| **GPU1** | NV18 | X |" in text
-    assert f"| GPU0 | GPU1 | NV18 | yes | [382.9](../audit/{NODE}.html#node_p2p_copy_gbs-" in text
+    # both directions cross one NV18 link with peer access: said once above the copy rates
+    assert "The same in every row: **Link** NV18; **Peer access** yes." in text
+    assert f"| GPU0 | GPU1 | [382.9](../audit/{NODE}.html#node_p2p_copy_gbs-" in text
     assert f"| GPU1 | [140.4](../{audit_ref(f'node_gpu_memory_gib--1--{NODE}', NODE)}" in text
     sweep = text.split("| Message per GPU |", 1)[1].split("\n\n", 1)[0]
     assert sweep.count("\n| [") == 13 and "[1 MiB](" in sweep and "[4 GiB](" in sweep

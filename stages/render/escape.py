@@ -11,7 +11,7 @@ from urllib.parse import quote
 from stages.core.secrets import redact_text
 
 RUN_TIME = re.compile(r"__\d{4}-(\d{2})(\d{2})\d{2}$")
-RUN_LINK = re.compile(r'<a class="run-ref" href="#([^"]+)" title="([^"]*)">([^<]*)</a>')
+RUN_LINK = re.compile(r'<a class="(run-ref[^"]*)" href="#([^"]+)" title="([^"]*)">(.*?)</a>')
 # Characters Markdown reads as syntax inside text, code and raw HTML attributes alike (links,
 # images, code spans, emphasis, attr_list braces, table cells), written as character references.
 MD_SPECIALS = frozenset("\\`*_[](){}!|~$")
@@ -34,6 +34,22 @@ def escape_cell(text: Any, max_chars: int | None = None, *, redact: bool = True)
     if max_chars and len(flat) > max_chars:
         flat = flat[:max_chars] + "…"
     return escape_text(flat, redact=redact)
+
+
+HEX_RUN = re.compile(r"([0-9a-f]{8})[0-9a-f]{8,}")
+
+
+def escape_label(text: Any, max_chars: int | None = None, *, redact: bool = True) -> str:
+    """A table cell's text on one line, shortened for the column: a hexadecimal run of 16
+    characters or more (a commit or digest in an image tag) cut to its first 8, and the text cut
+    to max_chars, each cut marked `…`. A shortened cell carries the whole text as its tooltip."""
+    flat = " ".join((redact_text(str(text)) if redact else str(text)).split())
+    short = HEX_RUN.sub(r"\1…", flat)
+    if max_chars and len(short) > max_chars:
+        short = short[:max_chars] + "…"
+    if short == flat:
+        return escape_text(flat, redact=False)
+    return f'<span class="cut" title="{escape_text(flat, redact=False)}">{escape_text(short, redact=False)}</span>'
 
 
 def escape_attr(text: Any) -> str:
@@ -92,16 +108,40 @@ def run_label(run_id: str, spec: str | None = None) -> str:
 
 
 def run_label_link(run_id: str, spec: str | None = None) -> str:
-    """The compact run label, linked to the run's section; the full id is its tooltip."""
-    return (f'<a class="run-ref" href="#{run_anchor(run_id)}" '
-            f'title="{escape_attr(run_id)}">{escape_text(run_label(run_id, spec))}</a>')
+    """The compact run label, linked to the run's section; the full id is its tooltip. A label of
+    a run without a spec (its id's fields joined by `__`) may wrap after a `__`, so that a narrow
+    column holds it (class run-ref-parts: each field on one line)."""
+    label = run_label(run_id, spec)
+    parts = [p for p in re.split(r"(?<=__)", label) if p]
+    cls, shown = "run-ref", escape_text(label)
+    if len(parts) > 1:
+        cls, shown = "run-ref run-ref-parts", "<wbr>".join(f"<span>{escape_text(p)}</span>" for p in parts)
+    return (f'<a class="{cls}" href="#{run_anchor(run_id)}" '
+            f'title="{escape_attr(run_id)}">{shown}</a>')
+
+
+def setup_label(setup: str) -> str:
+    """A short label for a setup (pareto_points.setup: model, layout, engine and image joined by
+    ' | '): the four joined by ' · ', the image by its tag alone and a long hexadecimal run in it
+    cut to 8 characters, e.g. `qwen3_235b · tp4 · vllm · nightly-7c41e9a0`."""
+    parts = str(setup).split(" | ")
+    if len(parts) != 4:
+        return HEX_RUN.sub(r"\1", str(setup))
+    image = parts[3].rsplit("/", 1)[-1]
+    tag = image.split(":", 1)[1] if ":" in image else image
+    return " · ".join([*parts[:3], HEX_RUN.sub(r"\1", tag)])
+
+
+def setup_label_text(setup: str) -> str:
+    """The setup's short label for a table cell, the whole setup its tooltip."""
+    return f'<span class="setup-ref" title="{escape_attr(setup)}">{escape_text(setup_label(setup))}</span>'
 
 
 def unlink_missing_runs(text: str, anchors: set[str]) -> str:
     """Run labels whose run has no section on the page keep their tooltip but lose the link."""
     def fix(m: re.Match) -> str:
-        if m.group(1) in anchors:
+        if m.group(2) in anchors:
             return m.group(0)
-        return f'<span class="run-ref" title="{m.group(2)}">{m.group(3)}</span>'
+        return f'<span class="{m.group(1)}" title="{m.group(3)}">{m.group(4)}</span>'
 
     return RUN_LINK.sub(fix, text)

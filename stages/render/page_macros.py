@@ -13,8 +13,9 @@ from typing import Any
 from markupsafe import Markup
 
 from stages.render.errors import FactError
-from stages.render.escape import (audit_target, code, escape_cell, escape_text, run_anchor,
-                                  run_label_link, unlink_missing_runs)
+from stages.render.escape import (audit_target, code, escape_cell, escape_label, escape_text,
+                                  run_anchor, run_label_link, setup_label_text,
+                                  unlink_missing_runs)
 from stages.render.digits import PLACEHOLDER
 from stages.render.evidence import render_evidence
 from stages.render.fact_record import Fact
@@ -32,6 +33,23 @@ def _token(n: int) -> str:
         n, r = divmod(n - 1, 26)
         letters = chr(65 + r) + letters
     return f"@@M{letters}@@"
+
+
+def said_once(cells: list[list[str]]) -> tuple[list[tuple[int, str]], list[int]]:
+    """A table's columns whose printed cell is the same in every row, to be said once above it
+    rather than repeated down a column: (index, cell) of each such column with a value to say,
+    and the indices of the columns the table keeps. Only a table of two rows or more gives any;
+    a column blank in every row is left out without a word, and the table keeps one column at
+    least. A fact column is one cell in every row only when it is one fact (its link's target is
+    the fact's own), so every number keeps its audit entry and marks."""
+    width = len(cells[0]) if cells else 0
+    if len(cells) < 2:
+        return [], list(range(width))
+    same = [j for j in range(width) if all(row[j] == cells[0][j] for row in cells)]
+    if len(same) == width:
+        same = same[1:]
+    common = [(j, cells[0][j]) for j in same if cells[0][j].strip()]
+    return common, [j for j in range(width) if j not in same]
 
 
 class PageMacros:
@@ -115,9 +133,13 @@ class PageMacros:
     def table(self, name: str, columns: list, **params: Any) -> Markup:
         """A Markdown table from row query `name`. Column specs: [title, spec] or
         [title, spec, max_chars]; spec is a column name (text), "run:<col>" (a run id, shown
-        as `<spec> · HH:MM` and linked to the run's section when the page has one),
+        as `<spec> · HH:MM` and linked to the run's section when the page has one), "setup:<col>"
+        (a setup, shown as `model · layout · engine · tag`, the whole setup its tooltip),
         or "fact:<fact name>" (bound from the row's columns). A fact column prints its numbers at
-        one precision (stages/render/numbers.py, table_displays)."""
+        one precision (stages/render/numbers.py, table_displays). A text cell is shortened to fit
+        its column, the whole text its tooltip (escape_label). A column whose cell is the same in
+        every row is said once above the table instead (said_once): a fact there only when it is
+        one fact, its link and marks as in the rows."""
         sql, data = self.book.rows(name, params)
         self.uses(sql)
         if not data:
@@ -126,8 +148,6 @@ class PageMacros:
         for spec in specs:
             if spec[1].startswith("fact:"):
                 self.book.prefetch(spec[1][5:], data)   # the column's facts at once
-        head = "| " + " | ".join(escape_text(c[0]) for c in specs) + " |"
-        align = "| " + " | ".join("---:" if c[1].startswith("fact:") else "---" for c in specs) + " |"
         cells = [[self._cell(row, c) for c in specs] for row in data]
         for j, spec in enumerate(specs):
             if spec[1].startswith("fact:"):
@@ -135,8 +155,13 @@ class PageMacros:
                 shown = table_displays((f.value, f.unit, f.display) for f in column)
                 for row, fact, display in zip(cells, column, shown):
                     row[j] = self.fact_markup(fact, display=display)
-        lines = [head, align] + ["| " + " | ".join(row) + " |" for row in cells]
-        return self.hold("\n".join(lines))
+        common, kept = said_once(cells)
+        head = "| " + " | ".join(escape_text(specs[j][0]) for j in kept) + " |"
+        align = "| " + " | ".join("---:" if specs[j][1].startswith("fact:") else "---"
+                                  for j in kept) + " |"
+        lines = [head, align] + ["| " + " | ".join(row[j] for j in kept) + " |" for row in cells]
+        above = "; ".join(f"**{escape_text(specs[j][0])}** {cell}" for j, cell in common)
+        return self.hold((f"The same in every row: {above}.\n\n" if above else "") + "\n".join(lines))
 
     def _cell(self, row: dict[str, Any], spec: tuple) -> str | Fact:
         """One cell: its text, or for a fact column the Fact (printed by table())."""
@@ -152,6 +177,8 @@ class PageMacros:
             return fact
         if key.startswith("run:"):
             return run_label_link(str(row[key[4:]]), row.get("spec"))
+        if key.startswith("setup:"):
+            return setup_label_text(str(row[key[6:]]))
         if key not in row:
             raise FactError(f"{self.page}: column {title!r}: no column {key!r} in the rows")
         value = row[key]
@@ -161,7 +188,7 @@ class PageMacros:
             return "yes" if value else "no"
         if value is None:
             return "-"
-        return escape_cell(value, rest[0] if rest else None)
+        return escape_label(value, rest[0] if rest else None)
 
     # -- evidence
     def evidence(self, command: str, run_id: str, file: str, pattern: str | None = None,
