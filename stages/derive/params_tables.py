@@ -13,7 +13,7 @@ import duckdb
 import yaml
 
 from stages.core.config import CampaignError
-from stages.core.params_check import PROFILE_RULES, SHARED_RULES
+from stages.core.params_check import OFF_WHEN_ABSENT, PROFILE_RULES, SHARED_RULES
 
 SLO_TARGETS = ("ttft_s", "tpot_ms")     # the targets a params slo entry may set, besides its percentile
 RULE_KEYS: tuple[str, ...] = (*SHARED_RULES, *PROFILE_RULES)
@@ -24,13 +24,17 @@ _VERSION_RE = re.compile(r"\d+(?:\.\d+)*")
 
 
 def rule_values(rules: dict[str, Any] | None) -> dict[str, float]:
-    """The rules derive binds into its SQL, checked to be numbers."""
+    """The rules derive binds into its SQL, checked to be numbers; a rule of OFF_WHEN_ABSENT that
+    `rules` lacks is bound as null (its check off)."""
     rules = rules or {}
-    missing = [k for k in RULE_KEYS if k not in rules]
+    missing = [k for k in RULE_KEYS if k not in rules and k not in OFF_WHEN_ABSENT]
     if missing:
         raise CampaignError(f"params.yaml: rules is missing {', '.join(missing)}")
-    values: dict[str, float] = {}
+    values: dict[str, float | None] = {}
     for key in RULE_KEYS:
+        if key not in rules:
+            values[key] = None
+            continue
         value = rules[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise CampaignError(f"params.yaml: rules.{key} must be a number, not {value!r}")

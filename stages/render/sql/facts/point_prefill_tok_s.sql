@@ -1,6 +1,6 @@
 -- Prefill rate of a benchmark point: the median, over the requests its time to first token is
--- computed from (answered, not served from the prefix cache), of prompt tokens over time to
--- first token.
+-- computed from (answered, kept by no invalid_rows reason that excludes_ttft), of prompt tokens
+-- over time to first token.
 with kept as (
     select r.run_id, r.prefill_tok_s
     from bench_requests as r
@@ -9,7 +9,7 @@ with kept as (
       and not exists (
           select 1 from invalid_rows as i
           where i.run_id = r.run_id and i.point_id = r.point_id and i.request_idx = r.request_idx
-            and i.reason in ('prefix_cache', 'failed'))
+            and i.excludes_ttft)
 ),
 
 final as (

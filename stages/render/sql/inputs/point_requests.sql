@@ -1,10 +1,12 @@
 -- The requests of a benchmark point, each with the three figures the point's statistics take
 -- from it, where its result file holds them (the JSON path of the value), and whether the
 -- statistic used it: time to first token (ttfts[i]) and prefill rate (input_lens[i] / ttfts[i],
--- tokens per second), used unless the request failed or was served from the prefix cache; time
+-- tokens per second), used unless an invalid_rows reason of it excludes_ttft (failed, served from
+-- the prefix cache, a text its tokens cannot spell); time
 -- per output token in milliseconds ((latencies[i] - ttfts[i]) / (output_lens[i] - 1), or
 -- sum(itls[i]) / (output_lens[i] - 1) for a file without latencies: bench_requests.tpot_from), used
--- unless the request failed or its output came in one burst. `reason`: its invalid_rows reasons.
+-- unless a reason of it excludes_tpot (failed, output in one burst, more tokens than asked).
+-- `reason`: its invalid_rows reasons.
 -- ttft90 and ttft99 are the time to first token again, for the p90 and p99; tpot90 and tpot99 the
 -- time per output token again. A point whose figures are the benchmark
 -- tool's own summary (bench_points.figures_from) lists that summary as its one input instead:
@@ -55,8 +57,8 @@ reasons as (
         point_id,
         request_idx                                       as i,
         string_agg(reason, ', ' order by reason)          as reason,
-        bool_or(reason in ('prefix_cache', 'failed'))     as no_ttft,
-        bool_or(reason = 'burst_output')                  as no_tpot
+        bool_or(excludes_ttft)                            as no_ttft,
+        bool_or(excludes_tpot)                            as no_tpot
     from invalid_rows
     where run_id = $run_id and workload = $workload and concurrency = $concurrency
     group by point_id, request_idx

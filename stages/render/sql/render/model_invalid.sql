@@ -2,8 +2,8 @@
 -- invalid_rows lists: one row per point and reason, whose requests the fact point_invalid_count
 -- counts (each once). left_out_of: the figures the reason keeps them out of, as invalid_rows
 -- states it (excludes_ttft, excludes_tpot): 'first token and per token' (failed), 'first token'
--- (prefix_cache), 'per token' (burst_output), or 'neither: flagged only' (short_output and
--- cached_share, whose requests keep both).
+-- (prefix_cache, text_not_output), 'per token' (burst_output, output_count), or 'neither: flagged
+-- only' (short_output and cached_share, whose requests keep both).
 with final as (
     select
         p.run_id, p.spec, p.point_id, p.workload, p.concurrency, i.reason,

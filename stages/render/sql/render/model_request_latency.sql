@@ -23,7 +23,7 @@ final as (
       and not exists (
           select 1 from invalid_rows as i
           where i.run_id = r.run_id and i.point_id = r.point_id and i.request_idx = r.request_idx
-            and i.reason in ('prefix_cache', 'failed'))
+            and i.excludes_ttft)
     order by p.spec, p.workload, p.concurrency, r.ttft_s
 )
 
