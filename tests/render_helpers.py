@@ -166,6 +166,17 @@ create table run_inferred (run_id varchar, field varchar, value varchar, how var
 create table point_profile (run_id varchar, point_id varchar, workload varchar, concurrency integer,
   kind varchar, counted varchar, events integer, total_us double, share_pct double,
   trace_files integer, source_file varchar, top_note varchar);
+create table run_timeline (run_id varchar, phase_order integer, phase varchar, step varchar,
+  start_at timestamptz, end_at timestamptz, seconds double, prompts_waited_s double,
+  estimated boolean, source_file varchar, source_line integer);
+create table run_phases (run_id varchar, phase varchar, first_order integer, phases integer,
+  seconds double, share_pct double, run_s double, gpu_count integer, gpu_hours double,
+  estimated boolean);
+create table point_client_time (run_id varchar, point_id varchar, workload varchar,
+  concurrency integer, repeat integer, step_s double, client_prep_s double, requests_s double,
+  tail_s double, client_s double, client_share_pct double, prompts_waited_s double,
+  client_paced boolean, client_pace_max_pct double, estimated boolean, source_file varchar,
+  source_line integer);
 """
 
 

@@ -18,10 +18,10 @@ OUTPUT_PATHS = ("site", "docs", "derived", "publish", "metrics", "facts", "campa
 INPUT_PATHS = ("runs", "nodes", "models")
 # The rules derive applies: the same for every run (`rules`), and those of the run's own profile
 # (`profiles.<name>.rules`), which depend on the machine.
-SHARED_RULES = ("gate_min_score", "cached_share_max_pct", "max_chars_per_token")
+SHARED_RULES = ("gate_min_score", "cached_share_max_pct", "max_chars_per_token", "client_pace_max_pct")
 # Shared rules params.yaml must set but a derive called with a rules mapping that lacks them (a
 # test's, a campaign's older params) may do without: the check each one states is then off.
-OFF_WHEN_ABSENT = ("max_chars_per_token",)
+OFF_WHEN_ABSENT = ("max_chars_per_token", "client_pace_max_pct")
 PROFILE_RULES = ("prefix_cache_tok_s", "default_max_num_seqs", "burst_tpot_ms", "cached_mark_pct")
 # The shape of a generated model (params `models.<name>`; stages/run/model.py), every key a
 # positive integer.

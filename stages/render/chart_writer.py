@@ -39,9 +39,9 @@ def chart_modules() -> tuple[Any, ...]:
     they draw with. Imported when a chart is first made, so that a render whose pages all come
     from the page cache does not load Altair."""
     from stages.render import (chart_notes, charts, charts_metrics, charts_node, charts_pareto,
-                               charts_prefill, charts_ramp, charts_requests)
+                               charts_prefill, charts_ramp, charts_requests, charts_timeline)
     return (charts, charts_requests, charts_metrics, charts_node, charts_pareto, charts_prefill,
-            charts_ramp, chart_notes)
+            charts_ramp, charts_timeline, chart_notes)
 
 
 def chart_lib() -> Any:
