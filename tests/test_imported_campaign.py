@@ -169,8 +169,9 @@ def test_charts_of_imported_runs_without_a_spec_draw_as_many_marks_as_with_one(s
         with open_site_page(sites[name]["root"] / "data" / "site", f"{GIANTS}.html") as (tab, _):
             tab.wait_for(charts_drawn())
             counts[name] = sorted(c["marks"] for c in json.loads(tab.js(CHART_MARKS)))
-    # three per model, the prefill rate and the decode speed of all three on shared axes
-    assert len(counts["own"]) == 11 and counts["no_spec"] == counts["own"]
+    # three per model, the prefill rate and the decode speed of all three on shared axes, and
+    # where each run's time went
+    assert len(counts["own"]) == 12 and counts["no_spec"] == counts["own"]
 
 
 def test_trace_says_the_gpu_count_was_inferred_and_from_which_line(sites):

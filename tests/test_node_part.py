@@ -219,8 +219,9 @@ def test_the_part_in_a_browser_draws_its_charts_and_quotes_failed_launches(built
           const entry = document.getElementById({json.dumps(href.split('#', 1)[1])});
           return entry ? entry.innerText : ''; }})()""")
     assert "Computed from" in entry and re.search(r"ttfts\[\d+\]", entry), entry[:500]
-    # three per model, then the Part's models on shared axes: prefill rate and decode speed
-    assert drawn and state["charts"] == state["drawn"] == 11, state
+    # three per model, then the Part's models on shared axes (prefill rate, decode speed) and
+    # where each run's time went
+    assert drawn and state["charts"] == state["drawn"] == 12, state
     for kind, count in (("ttft_chart", 3), ("decode_chart", 4), ("throughput_chart", 3), ("prefill_chart", 1)):
         assert len(charts_named(marks, kind)) == count, kind
     assert all(c["marks"] > 5 for c in charts_named(marks, "prefill_chart")), marks

@@ -65,7 +65,7 @@ def test_the_gate_sends_the_prompts_it_would_build_itself(tiny):
     code, target = needle.gate_needle(GATE, 4096)
     with prompts.PromptBank(prompts.gate_jobs(tokenizer_file, target, list(GATE.depths), code, GATE.seed),
                             workers=1) as bank:
-        built = [bank.take(prompts.gate_key(i)) for i in range(len(GATE.depths))]
+        built = [bank.take(needle.gate_key(i)) for i in range(len(GATE.depths))]
     from tokenizers import Tokenizer
     tok = Tokenizer.from_file(str(tokenizer_file))
     for i, depth in enumerate(GATE.depths):
@@ -79,9 +79,13 @@ def test_a_point_takes_its_requests_from_the_bank_and_the_dataset_step_is_put_ba
 
     original = serve.get_samples
     made = ["a request"]
+    align = getattr(serve, bench.ALIGN_STEP)
     with bench.samples_from(lambda: made):
         assert serve.get_samples(None, None) is made
-    assert serve.get_samples is original
+        # built with the engine's own tokenizer files: no second tokenization on the server
+        import asyncio
+        assert asyncio.run(getattr(serve, bench.ALIGN_STEP)("http://x", "m", made)) is made
+    assert serve.get_samples is original and getattr(serve, bench.ALIGN_STEP) is align
     with bench.samples_from(None):
         assert serve.get_samples is original
 

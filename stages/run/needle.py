@@ -151,6 +151,11 @@ def probe(*, client: httpx.Client, base_url: str, model: str, prompt: str, promp
                  reasoning_tokens=n_reasoning, answer=answer)
 
 
+def gate_key(i: int) -> str:
+    """The name a prompt bank keeps the gate's i-th probe prompt under."""
+    return f"gate-{i}"
+
+
 def gate_needle(gate: Gate, max_model_len: int) -> tuple[str, int]:
     """The gate's needle code and the prompt size its probes aim at."""
     return str(random.Random(gate.seed).randint(1_000_000, 9_999_999)), gate.prompt_target(max_model_len)
@@ -163,8 +168,6 @@ def run_gate(*, base_url: str, model: str, tokenizer_file: Path, max_model_len: 
     PromptBank (stages/run/prompts.py) holding the probes' prompts built while the engine started
     (gate_jobs); a probe whose prompt it does not hold builds it here."""
     from tokenizers import Tokenizer
-
-    from stages.run.prompts import gate_key
 
     tokenizer = Tokenizer.from_file(str(tokenizer_file))
     code, target = gate_needle(gate, max_model_len)

@@ -124,9 +124,6 @@ def point_jobs(points: list[Any], argv_of: Callable[[Any], list[str]]) -> list[t
 def gate_jobs(tokenizer_file: Path, target_tokens: int, depths: list[float], code: str, seed: int
               ) -> list[tuple[str, Callable, tuple]]:
     """A build job per needle depth, keyed `gate-<i>`, with the seeds run_gate gives them."""
+    from stages.run.needle import gate_key
     return [(gate_key(i), gate_prompt, (str(tokenizer_file), target_tokens, depth, code, seed + i))
             for i, depth in enumerate(depths)]
-
-
-def gate_key(i: int) -> str:
-    return f"gate-{i}"
