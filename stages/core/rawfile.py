@@ -27,8 +27,8 @@ from stages.core.faults import DISK_ERRNOS
 MiB = 1024 * 1024
 GiB = 1024 * MiB
 LOG_BYTES = 4 * GiB          # server logs, multi-turn request logs
-RESULT_BYTES = 1 * GiB       # benchmark result files and /metrics snapshots
-SMALL_BYTES = 16 * MiB       # cmd.sh, launch.out, meta.json, niah.log, node probe files
+RESULT_BYTES = 1 * GiB       # benchmark result files, niah.log (the engine's answers), /metrics snapshots
+SMALL_BYTES = 16 * MiB       # cmd.sh, launch.out, meta.json, node probe files
 TRACE_BYTES = 2 * GiB        # an engine profiler's trace (Chrome-trace JSON), decompressed
 GZ = ".gz"
 

@@ -232,7 +232,9 @@ def _read_launch_out(folder: Path, name: str, rows: FolderRows, source: str) -> 
 
 
 def _read_niah(folder: Path, name: str, rows: FolderRows, source: str) -> None:
-    probes, gates, errors = run_files.parse_niah(rawfile.read_raw(folder, name, rawfile.SMALL_BYTES))
+    # a result file's limit: each probe's answer is the engine's text, which can be its 1M-token
+    # prompt echoed back (millions of characters a probe)
+    probes, gates, errors = run_files.parse_niah(rawfile.read_raw(folder, name, rawfile.RESULT_BYTES))
     rows.add_all("raw_gate_probes", source, probes)
     for gate, score, line in gates:
         rows.add("raw_gates", source, line, gate=gate, score=score)

@@ -91,9 +91,10 @@ def tables_at_rev(root: Path, paths: Paths, rev: str) -> duckdb.DuckDBPyConnecti
                                     f"DVC ({type(exc).__name__}); was dvc.lock committed there?") from None
             csv_file = Path(tmp) / f"{table}.csv"
             csv_file.write_text(text)
-            # table names come from the fixed TABLES list
-            db.execute(f"create table {table} as select * from read_csv($f, header = true)",
-                       {"f": str(csv_file)})
+            # table names come from the fixed TABLES list; a line may be as long as the file (a
+            # request's generated text of millions of characters: DuckDB stops at 2 MB unless told)
+            db.execute(f"create table {table} as select * from read_csv($f, header = true, "
+                       "max_line_size = $most)", {"f": str(csv_file), "most": csv_file.stat().st_size + 1})
         # tables derived before bench_points counted its TTFT requests: unknown, not zero
         db.execute("alter table bench_points add column if not exists ttft_requests integer")
         # ... and before it said where its figures come from: all from requests then

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from stages.core import rawfile
 from stages.core.config import CampaignError
-from stages.core.secrets import redact_text
 from stages.render.errors import FactError
 from stages.render.escape import escape_text
+from stages.render.shown import SHOWN_CHARS, shorten
 
-EXCERPT_MAX = 400
+EXCERPT_MAX = 400       # characters of a raw line shown beside a fact (a shown text, see shown.py)
 RAW_MAX = 64 << 20      # bytes read from one raw file at render or trace time
 
 
@@ -46,14 +46,10 @@ def read_raw(path: Path, within: tuple[Path, ...], limit: int = RAW_MAX) -> tupl
 
 
 def excerpt(text: str) -> str:
-    """A raw line redacted and cut to EXCERPT_MAX characters. A long line (a result file's one
-    line of JSON) is redacted over a window four times the cut, unless redaction shrank the window
-    so far that text from beyond it could come into view; then over the whole line."""
-    window = EXCERPT_MAX * 4
-    shown = redact_text(text[:window]) if len(text) > window else None
-    if shown is None or len(shown) < window - EXCERPT_MAX:
-        shown = redact_text(text)
-    return shown if len(shown) <= EXCERPT_MAX else shown[:EXCERPT_MAX] + " …"
+    """A raw line redacted and cut to EXCERPT_MAX characters, with a note of how many more it has
+    (a result file's one line of JSON can be tens of MB); the raw file keeps it whole. Redacted
+    over a window of the line only (shown.shorten)."""
+    return shorten(text, EXCERPT_MAX)
 
 
 def read_line(root: Path, source_file: str, line: int, within: tuple[Path, ...] | None = None) -> str:
@@ -172,6 +168,7 @@ def render_evidence(command: str, run_id: str, file: str, *, runs_dir: Path, roo
             out = evidence_output(command, data.decode("utf-8", errors="replace"), pattern, lines, line)
         if cut:
             out = [line[: int(cut)] for line in out]
+        out = [shorten(line) if len(line) > SHOWN_CHARS else line for line in out]
         if more:
             out.append(f"(cut at {RAW_MAX:,} bytes)")
     return evidence_block(shell, out)

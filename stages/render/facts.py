@@ -30,6 +30,7 @@ from stages.render.fact_record import Fact, fact_id, plain, run_ids
 from stages.render.inputs import input_rows, prefetch as prefetch_inputs
 from stages.render.marks import FactMarks
 from stages.render.numbers import format_value
+from stages.render.shown import shown_rows
 from stages.render.queries import (COLUMN_FACTS, FACTS_SQL, ROWS_SQL, column_facts, fact_sql,
                                    load_query, sql_params)
 from stages.render.timing import Phases
@@ -133,7 +134,9 @@ class FactBook:
     def _query(self, sql: str, params: dict[str, Any], what: str,
                remember: bool = True) -> tuple[list[str], list[tuple]]:
         """The columns and rows of `sql` with `params` bound, kept in the memo (where there is one)
-        when `remember`; a failure is a FactError about `what`."""
+        when `remember`; a failure is a FactError about `what`. A text longer than a page shows
+        comes shortened, with a note of what it left out (stages/render/shown.py): these rows are
+        only ever shown (pages, tables, charts); the database keeps the text whole."""
         if remember and self.memo is not None:
             kept = self.memo.get(sql, params)
             if kept is not None:
@@ -141,7 +144,7 @@ class FactBook:
         try:
             with self.phases("queries"):
                 cur = self.con.execute(sql, params) if params else self.con.execute(sql)
-                rows = cur.fetchall()
+                rows = shown_rows(cur.description, cur.fetchall())
         except duckdb.Error as exc:
             raise FactError(f"{what}: {exc}".splitlines()[0]) from None
         answer = [d[0] for d in cur.description], rows

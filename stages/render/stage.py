@@ -21,13 +21,15 @@ for HTML and Markdown alike).
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import gc
 import json
+import os
 import shutil
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 import duckdb
 import jinja2
@@ -79,15 +81,38 @@ def write_csv_downloads(con: duckdb.DuckDBPyConnection, docs_dir: Path, out: Doc
     return rels
 
 
+@contextlib.contextmanager
+def csv_fields_up_to(size: int) -> Iterator[None]:
+    """Python's csv reader refuses a field over 131,072 characters (`csv.field_size_limit`), and a
+    download keeps every field whole: an engine's "generated text" of a 1M-token prompt echoed
+    back is millions of characters. Within this block the limit is `size`, the bytes of the file
+    being read, which no field of that file can exceed; the previous limit is put back after."""
+    before = csv.field_size_limit()
+    csv.field_size_limit(max(size, before))
+    try:
+        yield
+    finally:
+        csv.field_size_limit(before)
+
+
 def redact_csv(path: Path) -> None:
-    """Rewrite a CSV file with every cell redacted (the site publishes it)."""
-    with path.open(newline="") as fh:
-        rows = list(csv.reader(fh))
-    redacted = [[redact_text(cell) for cell in row] if may_hold_secret("\n".join(row)) else row
-                for row in rows]
-    if redacted != rows:
-        with path.open("w", newline="") as fh:
-            csv.writer(fh, lineterminator="\n").writerows(redacted)
+    """Rewrite a CSV file with every cell redacted (the site publishes it), a row at a time, so that
+    a large field is read once and held once; the file is replaced only when a cell changed."""
+    partial = path.with_name(f".{path.name}.redacted")
+    changed = False
+    with csv_fields_up_to(path.stat().st_size + 1), path.open(newline="") as fh, \
+            partial.open("w", newline="") as out:
+        writer = csv.writer(out, lineterminator="\n")
+        for row in csv.reader(fh):
+            if any(map(may_hold_secret, row)):
+                redacted = [redact_text(cell) for cell in row]
+                changed = changed or redacted != row
+                row = redacted
+            writer.writerow(row)
+    if changed:
+        os.replace(partial, path)
+    else:
+        partial.unlink()
 
 
 def write_assets(assets_dir: Path, out: DocsWriter, cache_dir: Path | None = None) -> bool:
