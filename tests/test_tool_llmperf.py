@@ -89,7 +89,7 @@ def test_summary_figures(case):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_summary_and_requests_meet_in_one_point(case):
     summary, requests, pid, figures = CASES[case]
-    rows = parse(requests)
+    rows = llmperf.parse(requests, read(requests), frozenset({summary}))  # the summary beside it
     assert rows.errors == [] and rows.points == []
     assert {r["point_id"] for r in rows.requests} == {pid} == {the_point(summary)["point_id"]}
     records = json.loads(read(requests))

@@ -153,3 +153,67 @@ class Siblings(frozenset):
             return self._reader(name)
         except Exception:  # noqa: BLE001 - an unreadable sibling is reported where it is read
             return None
+
+
+# A point made from a per-request file kept alone (no summary of the tool beside it): what
+# metadata_json says of where its figures come from.
+FROM_REQUESTS = "requests"
+
+
+def point_from_requests(pid: str, rows: list[dict[str, Any]], *, tool: str, line: int,
+                        concurrency: int | None, concurrency_from: str | None,
+                        request_rate: float | None = None, rate_from: str | None = None,
+                        tool_version: str | None = None,
+                        settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The point of a per-request file read with no summary of its tool beside it (people often
+    keep only that file): its counts are its records (sent: every record; completed: those
+    without an error; failed: those with one), its throughput the successful requests' output
+    tokens over the first start to the last end where every successful record has a start and a
+    latency, and its time to first token and per-token figures are left to derive, which computes
+    them from the successful requests (bench_points.figures_from 'requests'). Nothing of the tool's
+    own summary is in it: summary_paths stays null, and metadata_json says `figures_from`
+    'requests', how each figure set here was computed, and where the concurrency and the rate
+    came from, or that the records do not say them (`concurrency`: 'unknown')."""
+    ok = [r for r in rows if not r.get("error")]
+    computed = {"num_prompts": "count of the request records",
+                "completed": "count of the records without an error",
+                "failed": "count of the records with an error"}
+    point: dict[str, Any] = {
+        "point_id": pid, "concurrency": concurrency, "repeat": 1, "source_line": line,
+        "num_prompts": len(rows), "completed": len(ok), "failed": len(rows) - len(ok),
+        "tool": tool, "tool_version": tool_version, "summary_paths": None,
+    }
+    workload, named, repeat = split_point_id(pid)
+    if workload is not None:
+        point["workload"] = workload
+        point["repeat"] = repeat or 1
+        if named is not None:
+            point["concurrency"] = named
+    if point["concurrency"] is not None:
+        point["max_concurrency"] = point["concurrency"]
+    if request_rate is not None:
+        point["request_rate"] = request_rate
+    spans = [(r.get("start_time_s"), r.get("latency_s")) for r in ok]
+    if ok and all(s is not None and d is not None for s, d in spans) \
+            and all(r.get("output_tokens") is not None for r in ok):
+        duration = max(s + d for s, d in spans) - min(s for s, _ in spans)
+        if duration > 0:
+            outputs = sum(r["output_tokens"] for r in ok)
+            point.update(duration_s=duration, total_output_tokens=outputs,
+                         output_throughput=outputs / duration, request_throughput=len(ok) / duration)
+            computed.update(
+                duration_s="last end (start + latency) less first start of the successful requests",
+                total_output_tokens="sum of the successful requests' output tokens",
+                output_throughput="total_output_tokens / duration_s",
+                request_throughput="completed / duration_s")
+    meta: dict[str, Any] = dict(settings or {})
+    meta.update(figures_from=FROM_REQUESTS, computed_from_requests=computed,
+                concurrency=("unknown: the records do not state it, nor does the file's name"
+                             if point["concurrency"] is None else point["concurrency"]),
+                concurrency_from=(None if point["concurrency"] is None
+                                  else concurrency_from or "the point's name"))
+    if request_rate is not None:
+        meta["request_rate_from"] = rate_from
+    point["metadata_json"] = json.dumps({k: v for k, v in meta.items() if v is not None},
+                                        sort_keys=True, ensure_ascii=False)
+    return point

@@ -7,7 +7,7 @@ from typing import Any
 from stages.ingest.parsers.lines import decode
 from stages.ingest.parsers.tools import common
 from stages.ingest.parsers.tools.aiperf.files import (
-    beside, folder_concurrency, is_record, names_point, plain_path, point_source, stem_of, summary_stem_of)
+    TOOL, beside, folder_concurrency, is_record, names_point, plain_path, point_source, stem_of, summary_stem_of)
 from stages.ingest.parsers.tools.aiperf.summary import not_finite, parse_summary
 from stages.ingest.parsers.tools.common import BenchParse, ParseError
 
@@ -88,7 +88,19 @@ def parse_records(name: str, data: bytes, siblings: frozenset[str]) -> BenchPars
     if not rows:
         result.errors.append(ParseError(1, f"{pid}: no request record of the profiling phase"))
     result.requests.extend(rows)
+    if rows and not _summary_beside(name, summary_stem, siblings):
+        result.points.append(common.point_from_requests(
+            pid, rows, tool=TOOL, line=rows[0]["source_line"], concurrency=concurrency,
+            concurrency_from="the folder's name (AIPerf's artifact folder, -concurrency<N>)",
+            settings={"point_from": f"{plain_path(name).name} alone: no "
+                                    f"{summary_stem}.json or .csv beside it"}))
     return result
+
+
+def _summary_beside(name: str, summary_stem: str, siblings: frozenset[str]) -> bool:
+    """Whether AIPerf's summary of the same run (JSON or its CSV export, gzipped or not) is beside
+    per-request file `name`: then that summary gives the point and the records only meet it."""
+    return any(beside(name, siblings, f"{summary_stem}.{ext}") for ext in ("json", "csv"))
 
 
 def _request_row(obj: dict, idx: int, line: int, pid: str) -> tuple[dict[str, Any], list[str]]:

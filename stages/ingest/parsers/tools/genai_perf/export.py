@@ -11,7 +11,7 @@ from stages.ingest.parsers.lines import decode
 from stages.ingest.parsers.tools import common
 from stages.ingest.parsers.tools.common import BenchParse, ParseError
 from stages.ingest.parsers.tools.genai_perf.names import (
-    SUMMARY_SUFFIX, base_names, first_line, plain_name, whole_count)
+    SUMMARY_SUFFIX, TOOL, base_names, first_line, plain_name, whole_count)
 
 
 # ---------------------------------------------------------------- perf_analyzer's export
@@ -47,6 +47,7 @@ def parse_export(name: str, data: bytes, siblings: frozenset[str]) -> BenchParse
                        if mode == "concurrency" else None)
         pid = common.point_id(name, None if by_position else concurrency, k + 1)
         bad = 0
+        first = len(result.requests)
         for i, record in enumerate(experiment["requests"]):
             row = _request_row(record, openai)
             if row is None:
@@ -61,7 +62,25 @@ def parse_export(name: str, data: bytes, siblings: frozenset[str]) -> BenchParse
         if bad:
             result.errors.append(ParseError(line, f"{pid}: {bad} record(s) of {where}.requests are "
                                                   "not request objects; their rows hold no figures"))
+        rows = result.requests[first:]
+        if rows and not bad and _summary_missing(stem, beside):
+            rate = common.finite(common.dig(experiment, ("experiment", "value")))
+            result.points.append(common.point_from_requests(
+                pid, rows, tool=TOOL, line=line, concurrency=concurrency,
+                concurrency_from=f"{where}.experiment.value (mode concurrency)",
+                request_rate=rate if mode == "request_rate" and rate else None,
+                rate_from=f"{where}.experiment.value (mode request_rate)",
+                settings={"point_from": f"{PurePosixPath(plain_name(name)).name} alone: no "
+                                        f"{stem}{SUMMARY_SUFFIX}.json or .csv beside it",
+                          "service_kind": service_kind, "endpoint": obj.get("endpoint"),
+                          "version": obj.get("version")}))
     return result
+
+
+def _summary_missing(stem: str, beside: set[str]) -> bool:
+    """Whether no GenAI-Perf summary of this export (JSON or CSV) is beside it: then the export
+    alone gives its points, each made from its requests."""
+    return not ({f"{stem}{SUMMARY_SUFFIX}.json", f"{stem}{SUMMARY_SUFFIX}.csv"} & beside)
 
 
 def _request_row(record: Any, openai: bool) -> dict[str, Any] | None:

@@ -50,10 +50,13 @@ an error where the request succeeded. A file that is not valid JSON gives one er
 """
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 from stages.ingest.parsers.lines import decode
+from stages.ingest.parsers.tools import common
 from stages.ingest.parsers.tools.common import BenchParse, ParseError
 from stages.ingest.parsers.tools.llmperf.requests import request_rows
-from stages.ingest.parsers.tools.llmperf.summary import summary_point
+from stages.ingest.parsers.tools.llmperf.summary import TPOT_KEYS, summary_point
 from stages.ingest.parsers.tools.llmperf.values import (  # noqa: F401 (the package's own names)
     REQUESTS_SUFFIX, SUMMARY_SUFFIX, TOOL, load, run_name, run_point_id, stem_of, what_is)
 
@@ -89,11 +92,34 @@ def recognise(name: str, data: bytes) -> bool:
     return False
 
 
+# ---------------------------------------------------------------- a requests file alone
+
+def _summary_beside(name: str, siblings: frozenset[str]) -> bool:
+    """Whether the summary of the same run may give the point of requests file `name`: a file
+    beside it that shares its run's name (`<name>_summary.json` beside
+    `<name>_individual_responses.json`, `summary.json` beside the schedule mode's bare
+    `individual_responses.json`), or the leaderboard's layout, whose `individual/<name>.json` has
+    its summary in `summary/<name>.json`, a folder beside it. Then the requests only meet it."""
+    plain = name[:-3] if name.endswith(".gz") else name
+    if PurePosixPath(plain).parent.name == "individual":
+        return True
+    own = run_name(plain)
+    return any(run_name(other[:-3] if other.endswith(".gz") else other) == own
+               for other in siblings if other != name)
+
+
+def _tpot_definition(records: list) -> str | None:
+    """What the requests' tpot_ms is, by the key the release writes (summary.TPOT_KEYS)."""
+    return next((what for key, what in TPOT_KEYS
+                 if any(isinstance(r, dict) and key in r for r in records)), None)
+
+
 # ---------------------------------------------------------------- parse
 
 def parse(name: str, data: bytes, siblings: frozenset[str] = frozenset()) -> BenchParse:
     """The point of a summary file, or the request rows of a requests file, with errors for
-    whatever could not be read. LLMPerf writes no CSV, so `siblings` changes nothing."""
+    whatever could not be read. A requests file with no summary of its run beside it (`siblings`)
+    gives its point too, made from its records (common.point_from_requests)."""
     result = BenchParse()
     text = decode(data)
     value, line, error = load(text)
@@ -109,6 +135,13 @@ def parse(name: str, data: bytes, siblings: frozenset[str] = frozenset()) -> Ben
         rows, errors = request_rows(value, text, name)
         result.requests.extend(rows)
         result.errors.extend(errors)
+        if rows and not errors and not _summary_beside(name, siblings):
+            result.points.append(common.point_from_requests(
+                run_point_id(name), rows, tool=TOOL, line=rows[0]["source_line"], concurrency=None,
+                concurrency_from=None,
+                settings={"point_from": f"{PurePosixPath(name).name} alone: no summary of the run "
+                                        "beside it",
+                          "tpot_definition": _tpot_definition(value)}))
     else:
         result.errors.append(ParseError(line, "an LLMPerf result is a JSON object (the summary) or "
                                               f"a list (the requests), not {what_is(value)}"))
