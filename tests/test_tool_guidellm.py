@@ -1,4 +1,4 @@
-"""GuideLLM reports (stages/ingest/parsers/tools/guidellm/): every shape from 0.1 to 0.7, JSON,
+"""GuideLLM reports (stages/ingest/parsers/tools/guidellm/): every shape from 0.1 to 0.8, JSON,
 YAML and CSV (tests/fixtures/bench_tools/guidellm/, its README says which release writes which),
 read to their exact figures, each figure's path leading back to the value in the file."""
 from __future__ import annotations
@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import math
+import statistics
 import re
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,10 @@ POINTS = {
         ("benchmarks__i1", None, 2.0, 50.0, 12.46, 6.0, 2, 1, 0, 2, "0.7.3")],
     "guidellm_v07_export.csv": [
         ("benchmarks__i1", None, 2.0, 50.0, 12.46, 6.0, 2, 1, 0, 0, "0.7.3")],
+    # report schema 2 as 0.8 writes it (the 0.8.0 development line released as 0.8.0, 0.8.1): a
+    # constant rate, its time to first token read
+    "guidellm_v08_constant.json": [
+        ("benchmarks__i1", None, 2.0, 50.0, 12.46, 6.0, 2, 1, 0, 2, "0.8.1")],
 }
 
 
@@ -56,7 +61,8 @@ def parsed(fixture: str, name: str | None = None, siblings: frozenset[str] = fro
 def test_every_fixture_is_covered_and_small():
     files = {p.name for p in HERE.iterdir() if p.name != "README.md"}
     assert files == set(POINTS)
-    assert all((HERE / f).stat().st_size < 30 * 1024 for f in files)
+    # 0.8's schema 2 adds four latency distributions and two interval fields to each of them
+    assert all((HERE / f).stat().st_size < (40 if "v08" in f else 30) * 1024 for f in files)
 
 
 @pytest.mark.parametrize("fixture", sorted(POINTS))
@@ -356,3 +362,38 @@ def test_a_nan_in_a_csv_cell_leaves_its_point_out():
     assert result.points == []
     assert result.errors[0].line == 4 and "median_ttft_ms" in result.errors[0].reason
     assert "is NaN where a number belongs; the point is left out" in result.errors[0].reason
+
+
+def test_report_schema_2_of_0_8_at_a_constant_rate_has_its_time_to_first_token_through_derive(tmp_path):
+    """0.8's schema 2 (metadata.version 2, every metric a {successful, errored, incomplete, total}
+    distribution with mean_ci and percentile_cis, the dispatch and round-trip distributions, a
+    benchmark's warnings) at a constant rate: a point by its position with its rate, its time to
+    first token the tool's successful requests' (recomputed here from the records) through ingest
+    and derive."""
+    from stages.derive import stage as derive
+    from stages.ingest import stage as ingest
+    import duckdb
+    raw = json.loads((HERE / "guidellm_v08_constant.json").read_text())
+    bench = raw["benchmarks"][0]
+    assert raw["metadata"]["version"] == 2 and bench["config"]["strategy"]["type_"] == "constant"
+    assert set(bench["metrics"]["time_to_first_token_ms"]) == {"successful", "errored", "incomplete", "total"}
+    ttfts = [r["time_to_first_token_ms"] for r in bench["requests"]["successful"]]
+    run = tmp_path / "data" / "runs" / "tiny-chat__gl08__4k__vllm__0415-162001"
+    (run / "bench").mkdir(parents=True)
+    (run / "launch.out").write_text("status=ready\n")
+    (run / "bench" / "benchmarks.json").write_bytes((HERE / "guidellm_v08_constant.json").read_bytes())
+    data = tmp_path / "data"
+    assert ingest.run(runs_dir=data / "runs", warehouse=data / "warehouse.duckdb", root=tmp_path)["errors"] == 0
+    rules = {"prefix_cache_tok_s": 60000, "gate_min_score": 1.0, "cached_share_max_pct": 20,
+             "default_max_num_seqs": 256, "burst_tpot_ms": 0.5, "cached_mark_pct": 10}
+    derive.run(warehouse=data / "warehouse.duckdb", campaign_db=data / "campaign.duckdb",
+               derived_dir=data / "derived", metrics_file=data / "metrics.json", rules=rules,
+               workloads={}, energy=None)
+    con = duckdb.connect(str(data / "campaign.duckdb"), read_only=True)
+    row = con.execute("select concurrency, sent, completed, ttft_median_s, figures_from, tool_version "
+                      "from bench_points").fetchone()
+    rate = con.execute("select request_rate from stg_bench_points").fetchone()[0]
+    con.close()
+    assert row[:3] == (None, 2, 1) and rate == 2.0
+    assert row[3] == pytest.approx(statistics.median(ttfts) / 1000, rel=1e-12) == 0.05
+    assert row[4] == "requests" and row[5] == "0.8.1"

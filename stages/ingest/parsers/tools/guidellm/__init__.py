@@ -12,6 +12,8 @@ The shapes, by the release that writes them:
              metrics: {request_totals, ...}, requests, start_time, end_time, duration}]}.
   0.5 - 0.6  the same, after {"metadata": {version: 1, guidellm_version}}.
   0.7 on     the same benchmarks under {"metadata": {version: 2, ...}, "config": {spec}}.
+  0.8        report schema 2 still: every distribution adds mean_ci and percentile_cis, a
+             benchmark adds warnings and the dispatch and round-trip distributions (not read).
   CSV        0.2 - 0.3: one header row ("Successful Time to first token ms median", ...);
              0.4 on: three header rows (group, status and unit, statistic); 0.5 on adds the
              report's metadata and arguments (Runtime Info) to each row.
