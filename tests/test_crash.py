@@ -98,7 +98,10 @@ def test_a_bench_folder_that_cannot_be_written_stops_the_run(monkeypatch):
         run_steps.benchmark([measured, failing, never], Eng(), out, Interrupts(), None, "vllm",
                              lambda s: None, tally)
     assert tally.done == 1
-    assert out.facts == [{"point_error": "chat__c02 data/runs/r/bench/chat__c01.json: No space left on device"}]
+    # the measured step's times, then the fault; nothing more is written to the full disk
+    assert [list(f) for f in out.facts] == [["step_times"], ["point_error"]]
+    assert out.facts[0]["step_times"].startswith("chat__c01 start=")
+    assert out.facts[1] == {"point_error": "chat__c02 data/runs/r/bench/chat__c01.json: No space left on device"}
 
 
 def test_a_folder_is_swapped_into_place_in_one_step(tmp_path, monkeypatch):

@@ -159,10 +159,9 @@ def benchmark(steps: list[Step], eng: Engine, out: Any, interrupts: Any,
                 out.add(point_error=f"{step.name} {fault}")
                 raise fault from None
             problem = f"{type(exc).__name__}: {exc}"
-        finally:
-            waited = getattr(prompts, "waited_s", {}).get(step.name)
-            out.add(step_times=step_times(step.name, start, time.time(), window[-1] if window else None,
-                                          waited))
+        # (a storage fault has stopped the run above: launch.out may not take another line)
+        waited = getattr(prompts, "waited_s", {}).get(step.name)
+        out.add(step_times=step_times(step.name, start, time.time(), window[-1] if window else None, waited))
         interrupts.check()
         if problem:
             out.add(point_error=f"{step.name} {problem}")
