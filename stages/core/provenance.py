@@ -68,7 +68,9 @@ SLURM_JOB_KEY, SLURM_STATE_KEY = "slurm_job_id", "slurm_state"
 def at_rest(folder: Path, now: float | None = None) -> bool:
     """Whether no run stage is writing `folder` any more: its launch.out records the run's end
     (`run_status=`, and for a run in a Slurm job also Slurm's state, which the submitter adds), or
-    no file in it changed for AT_REST_S. Links are not followed."""
+    no file in it changed for AT_REST_S. Links are not followed. The storage failing while it
+    looks (any error but launch.out being absent or unreadable to this user) is raised: it says
+    nothing of the run."""
     folder = Path(folder)
     launch_out = folder / "launch.out"
     try:
@@ -78,11 +80,20 @@ def at_rest(folder: Path, now: float | None = None) -> bool:
             in_slurm = SLURM_JOB_KEY.encode() in keys
             if b"run_status" in keys and (not in_slurm or SLURM_STATE_KEY.encode() in keys):
                 return True
-    except OSError:
+    except (FileNotFoundError, PermissionError):
         pass
-    newest = max((os.lstat(os.path.join(d, n)).st_mtime for d, _, names in os.walk(folder)
-                  for n in names), default=0.0)
+    newest = max((os.lstat(os.path.join(d, n)).st_mtime
+                  for d, _, names in os.walk(folder, onerror=raise_storage_fault) for n in names),
+                 default=0.0)
     return (time.time() if now is None else now) - newest >= AT_REST_S
+
+
+def raise_storage_fault(exc: OSError) -> None:
+    """os.walk's onerror: a folder the storage failed to list (an I/O error, a full or read-only
+    disk, a folder gone) stops the walk, raised; one this user may not list is left out, as
+    os.walk does by default."""
+    if not isinstance(exc, PermissionError):
+        raise exc
 
 
 def write_once(path: Path, text: str, *, scratch: Path) -> None:

@@ -4,7 +4,6 @@ the seal of each folder to read (sealed first when it arrives without one).
 """
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 from dataclasses import dataclass
@@ -13,8 +12,8 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from stages.core.config import CampaignError
-from stages.core.faults import storage_fault
-from stages.core.provenance import RUN_MANIFEST, at_rest, seal, write_once
+from stages.core.faults import is_storage_fault, storage_fault
+from stages.core.provenance import RUN_MANIFEST, at_rest, raise_storage_fault, seal, write_once
 from stages.core import raw_schema
 from stages.core import rawfile
 from stages.core import secrets
@@ -44,16 +43,22 @@ def folder_stats(folder: Path) -> list[tuple[str, int, int, int, int]]:
     is not a folder, sorted. Any write or replacement changes a file's ctime or inode, and neither
     can be set back (mtime can), so a fingerprint of these sees every edit without reading the
     files. Links are not followed: a link, to a file or to a folder, is listed with its own
-    stat fields, and what it points to is not looked at."""
+    stat fields, and what it points to is not looked at. The storage failing while it lists
+    (a folder it cannot list, a file it cannot stat; not one that is gone) is raised: a listing
+    with files left out would be stored as the folder's fingerprint, and never read again."""
     out = []
-    for dirpath, dirnames, filenames in os.walk(folder):
+    for dirpath, dirnames, filenames in os.walk(folder, onerror=raise_storage_fault):
         links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
         dirnames[:] = sorted(d for d in dirnames if d not in links)
         for name in filenames + links:
             path = Path(dirpath) / name
             try:
                 st = os.lstat(path)
-            except OSError:
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                if is_storage_fault(exc):
+                    raise
                 continue
             out.append((path.relative_to(folder).as_posix(), st.st_size, st.st_mtime_ns,
                         st.st_ctime_ns, st.st_ino))
@@ -99,32 +104,63 @@ def plan_folders(folders: list[Path], known: dict[str, str], version: str,
                  ) -> tuple[list[Path], list[tuple[Path, list, str]], dict[str, SealFound]]:
     """The run folders, those to read (changed since their fingerprint in `known`), and the seal
     of each one to read. With `seal_unsealed`, a folder without a manifest that never had one
-    (not in `seals`) is sealed first; a folder whose manifest was removed is left as it is."""
+    (not in `seals`) is sealed first; a folder whose manifest was removed is left as it is.
+
+    Nothing here is written to the warehouse, but what it finds is (the fingerprint, the seal):
+    so the storage failing while it looks or seals stops ingest (StorageFault, one line) rather
+    than being taken as a fact of the folder (unsealed, no manifest, files missing), which the
+    unchanged fingerprint would keep for good. Storage that is read-only from the start (its
+    mount says so) is not an error: its folders are read unsealed, each with an ingest_errors
+    row saying why; so is a folder this user may not write."""
     seals = seals or {}
     plans, found = [], {}
     for folder in folders:
-        sealed_at, problem = None, None
-        mark = seal_mark(folder)
-        if folder.name not in seals and os.path.lexists(folder / MANIFEST) and mark.is_file():
-            # sealed by an ingest that stopped before it could record it
-            sealed_at = datetime.fromtimestamp(mark.stat().st_mtime, timezone.utc)
-        if (seal_unsealed and folder.name not in seals and not folder.is_symlink()
-                and not os.path.lexists(folder / MANIFEST) and at_rest(folder)):
+        try:
+            plan = _plan_folder(folder, known, version, seals, seal_unsealed)
+        except OSError as exc:
+            if not is_storage_fault(exc):
+                raise
+            raise storage_fault(exc.filename or folder, exc) from None
+        if plan is not None:
+            plans.append(plan[0])
+            found[folder.name] = plan[1]
+    return folders, plans, found
+
+
+def _plan_folder(folder: Path, known: dict[str, str], version: str, seals: dict[str, str],
+                 seal_unsealed: bool) -> tuple[tuple[Path, list, str], SealFound] | None:
+    """One folder's plan and seal (sealed first when it should be); None when it is unchanged."""
+    sealed_at, problem = None, None
+    mark = seal_mark(folder)
+    if folder.name not in seals and os.path.lexists(folder / MANIFEST) and mark.is_file():
+        # sealed by an ingest that stopped before it could record it (perhaps before it made
+        # every file read-only: seal again, which keeps the manifest)
+        if seal_unsealed and not folder.is_symlink() and not read_only_storage(folder):
+            seal(folder)
+        sealed_at = datetime.fromtimestamp(mark.stat().st_mtime, timezone.utc)
+    if (seal_unsealed and folder.name not in seals and not folder.is_symlink()
+            and not os.path.lexists(folder / MANIFEST) and at_rest(folder)):
+        if read_only_storage(folder):
+            problem = "could not seal the folder: the storage is read-only"
+        else:
             try:
                 mark.parent.mkdir(exist_ok=True)
                 write_once(mark, "", scratch=mark.parent) if not mark.exists() else None
                 seal(folder)
                 sealed_at = datetime.now(timezone.utc)
-            except OSError as exc:
-                if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):   # storage read-only: read it unsealed
-                    raise storage_fault(exc.filename or folder, exc) from None
+            except PermissionError as exc:       # not this user's to seal: read it unsealed
                 problem = f"could not seal the folder: {exc.strerror or exc}"
-        stats = folder_stats(folder)
-        fp = fingerprint(stats, version)
-        if known.get(folder.name) != fp:
-            plans.append((folder, [(n, size, mtime) for n, size, mtime, _, _ in stats], fp))
-            found[folder.name] = SealFound(folder_manifest_sha256(folder), sealed_at, problem)
-    return folders, plans, found
+    stats = folder_stats(folder)
+    fp = fingerprint(stats, version)
+    if known.get(folder.name) == fp:
+        return None
+    return ((folder, [(n, size, mtime) for n, size, mtime, _, _ in stats], fp),
+            SealFound(folder_manifest_sha256(folder), sealed_at, problem))
+
+
+def read_only_storage(folder: Path) -> bool:
+    """Whether `folder` lies on storage mounted read-only (where no seal can be written)."""
+    return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
 
 
 # Ingest marks a folder it is about to seal here (a hidden folder of the runs folder, which ingest
@@ -137,10 +173,16 @@ def seal_mark(folder: Path) -> Path:
 
 
 def folder_manifest_sha256(folder: Path) -> str | None:
-    """The sha256 of the folder's manifest; None when it has none (or it is not a regular file)."""
+    """The sha256 of the folder's manifest; None when it has none (or it is not a regular file,
+    or this user may not read it). The storage failing as it is read is raised: a manifest that
+    could not be read is not one that is absent (a sealed folder would be stored as tampered)."""
     try:
         return rawfile.sha256(folder, MANIFEST)
-    except (Refused, OSError):
+    except (Refused, FileNotFoundError):
+        return None
+    except OSError as exc:
+        if is_storage_fault(exc):
+            raise OSError(exc.errno, exc.strerror, str(folder / MANIFEST)) from None
         return None
 
 

@@ -11,7 +11,14 @@ each time on a fresh copy of the state before:
 - disk faults: one write, pwrite, fsync or open call, chosen at random among those the command
   makes, fails with ENOSPC or EIO (libfiu, Debian's fiu-utils);
 - input faults: the runs folder vanishes at a random call, or an open or rename finds the storage
-  read-only (EROFS).
+  read-only (EROFS);
+- a sweep (ingest): the storage turns read-only (EROFS) or full (ENOSPC) at every `stride`-th open
+  and every `stride`-th write of the uninterrupted run, from an offset that each whole run of
+  `make reliability` moves on by one (reliability.py), so that `stride` runs fault every open and
+  every write with both errors. A fault's effect depends on where it lands (a case found so: the
+  storage turning read-only at the manifest of a folder already stored was read as a manifest
+  removed), and where that is moves with the machine (DuckDB reads the cgroup files of its host at
+  each connect), so fixed counts are not enough.
 
 After each, every output is checked: the warehouse and campaign database open and hold the
 tables of the state before or after (the warehouse run by run: it is written in whole-folder
@@ -286,11 +293,12 @@ def reference(s: Scenario, root: Path, record: Path, armed: bool) -> tuple[float
 
 
 def stage(s: Scenario, workdir: Path, *, kills_time: int, kills_write: int, disk: int, inputs: int,
-          rng: random.Random, first: int = 0, renames: int = 0,
+          rng: random.Random, first: int = 0, renames: int = 0, stride: int = 0, offset: int = 0,
           progress: Callable[[str], None] = lambda _: None) -> StageResult:
     """`first`: where the stage starts in the turn of disk faults (write, fsync, open; ENOSPC,
     then EIO) and input faults (vanish, read-only); `renames`: kills at renames, which put outputs
-    in place, spread over those the command makes."""
+    in place, spread over those the command makes; `stride`: the sweep (0: none), EROFS and ENOSPC
+    at opens and writes number offset+1, offset+1+stride, ... (sweep_counts)."""
     base = workdir / s.name / "base"
     s.prepare(make_project(base))
     proj = base / "project"
@@ -333,6 +341,12 @@ def stage(s: Scenario, workdir: Path, *, kills_time: int, kills_write: int, disk
             c.plan = (f"the runs folder vanishes at open #{n}" if what == "vanish"
                       else f"open #{n} finds the storage read-only (EROFS)")
             result.cases.append(c)
+        for call, n in sweep_counts(calls, stride, offset):
+            for errno_name in SWEEP_ERRNOS:
+                c = one_case(s, Case(s.name, "sweep", f"{errno_name}@{n}"), *args, points=DISK[call],
+                             errno_name=errno_name)
+                c.plan = f"sweep: {call} #{n} fails with {errno_name}"
+                result.cases.append(c)
     for c in (c for c in result.cases if not c.ok):
         progress(f"crash: {s.name}: {c.kind} `{c.plan}` did not hold: not whole {c.not_whole}, runs "
                  f"changed {c.runs_changed[:3]}, locks {c.locks_held}, left {c.leftovers}, stop "
@@ -342,11 +356,29 @@ def stage(s: Scenario, workdir: Path, *, kills_time: int, kills_write: int, disk
     return result
 
 
+SWEEP_CALLS = ("open", "write")
+SWEEP_ERRNOS = ("EROFS", "ENOSPC")
+
+
+def sweep_counts(calls: dict[str, int], stride: int, offset: int) -> list[tuple[str, int]]:
+    """The calls a sweep faults: of each kind of SWEEP_CALLS, numbers offset+1, offset+1+stride, ...
+    up to the count of the uninterrupted run (offset taken modulo stride: over `stride` offsets
+    every call is faulted once)."""
+    if stride <= 0:
+        return []
+    return [(call, n) for call in SWEEP_CALLS for n in range(1 + offset % stride, calls[call] + 1, stride)]
+
+
 # the long form (`make reliability`) and the short form (tests/test_crash.py): per stage, kills
-# by time, kills by write count, disk faults, input faults, and where its turn of faults starts
-# (import's kills by time mostly land after its sub-second run has ended; seal's and ingest's fire)
+# by time, kills by write count, disk faults, input faults, where its turn of faults starts
+# (import's kills by time mostly land after its sub-second run has ended; seal's and ingest's
+# fire), kills at renames, and the stride of its sweep of EROFS and ENOSPC over opens and writes
+# (ingest's: one sweep case costs about 4 s on a 2-core machine, a run makes about 500 opens and
+# 50 writes, so every call with both errors is some 1,100 cases, over an hour; a stride of 16
+# is about 70 cases, and 16 runs cover every call)
+SWEEP_STRIDE = 16
 LONG = {"import": (40, 40, 40, 2, 0, 3), "seal": (40, 40, 34, 2, 1, 2),
-        "ingest": (30, 30, 15, 4, 0, 2), "derive": (10, 10, 12, 2, 1, 3),
+        "ingest": (30, 30, 15, 4, 0, 2, SWEEP_STRIDE), "derive": (10, 10, 12, 2, 1, 3),
         "render": (3, 3, 6, 1, 2, 4), "run": (8, 0, 0, 0)}
 SHORT = {"ingest": (1, 1, 1, 1, 0),    # a write fails with ENOSPC; the runs folder vanishes
          "seal": (1, 1, 1, 1, 1),      # an fsync fails with ENOSPC; the storage turns read-only
@@ -354,20 +386,24 @@ SHORT = {"ingest": (1, 1, 1, 1, 0),    # a write fails with ENOSPC; the runs fol
 
 
 def run(workdir: Path | None = None, *, plan: dict[str, tuple[int, ...]] = LONG, seed: int = 35,
-        workers: int = 1, progress: Callable[[str], None] = lambda _: None) -> list[StageResult]:
+        workers: int = 1, sweep_offset: int = 0,
+        progress: Callable[[str], None] = lambda _: None) -> list[StageResult]:
     """Every stage of `plan`, `workers` stages at a time (each in its own scratch folder, with its
-    own random draws, so the cases do not depend on the order); results in the plan's order."""
+    own random draws, so the cases do not depend on the order); results in the plan's order.
+    `sweep_offset`: where the sweeps start (sweep_counts)."""
     with tempfile.TemporaryDirectory(prefix="campaign-crash-") as tmp:
         work = Path(workdir or tmp)
 
         def one(name: str) -> StageResult:
             kt, kw, disk, inputs, *more = plan[name]
-            first, renames = (*more, 0, 0)[:2]
+            first, renames, stride = (*more, 0, 0, 0)[:3]
             progress(f"crash: {name}: {kt + kw + renames} kill instants, {disk} disk faults, "
-                     f"{inputs} input faults")
+                     f"{inputs} input faults" + (f", a sweep of EROFS and ENOSPC over every "
+                                                 f"{stride}th open and write from #{1 + sweep_offset % stride}"
+                                                 if stride else ""))
             result = stage(SCENARIOS[name], work, kills_time=kt, kills_write=kw, disk=disk,
                            inputs=inputs, rng=random.Random(f"{seed}-{name}"), first=first,
-                           renames=renames, progress=progress)
+                           renames=renames, stride=stride, offset=sweep_offset, progress=progress)
             remove(work / name)
             return result
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
@@ -381,6 +417,7 @@ def summary(results: list[StageResult]) -> dict[str, Any]:
     return {
         "cases": len(cases), "kill_instants": len(kills), "disk_faults": len(faults),
         "input_faults": sum(1 for c in cases if c.kind == "input" and c.fired),
+        "sweep_faults": sum(1 for c in cases if c.kind == "sweep" and c.fired),
         "outputs_checked": sum(c.outputs for c in cases),
         "not_whole": sum(len(c.not_whole) for c in cases),
         "runs_changed": sum(len(c.runs_changed) for c in cases),

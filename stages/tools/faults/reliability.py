@@ -210,29 +210,44 @@ def browse(site_dir: Path, pages: list[Path]) -> dict[str, int]:
     return {"pages": len(pages), "scripts": scripts}
 
 
-def crash_section(results: list[crash.StageResult]) -> list[str]:
+def next_sweep_offset(out_dir: Path) -> int:
+    """Where this run's sweep starts: one on from the last whole run's (its report.json), so that
+    crash.SWEEP_STRIDE runs in a row fault every open and write of ingest with both errors."""
+    try:
+        last = json.loads((out_dir / "report.json").read_text())["crash"]["sweep"]["offset"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+    return (int(last) + 1) % crash.SWEEP_STRIDE
+
+
+def crash_section(results: list[crash.StageResult], sweep_offset: int = 0) -> list[str]:
     """The report's section on crash and disk faults: per stage, then every case that did not hold."""
     cs = crash.summary(results)
     lines = ["## Crash and disk faults", "",
              "Each stage runs on a scratch project; its process group is killed (SIGKILL) at instants",
              "spread over its run, by time and at the N-th write or fsync, or one write, fsync or open",
-             "fails with ENOSPC or EIO (libfiu), or the runs folder vanishes or is read-only mid-stage.",
+             "fails with ENOSPC or EIO (libfiu), or the runs folder vanishes or is read-only mid-stage;",
+             f"ingest's sweep makes the storage read-only (EROFS) or full (ENOSPC) at every {crash.SWEEP_STRIDE}th open",
+             f"and write of its uninterrupted run from #{1 + sweep_offset} (the next run starts one later).",
              "Then every output is checked (old or new whole, run folders byte for byte, locks), and the",
              "stage runs again: its outputs must match an uninterrupted run's.", "",
-             "| stage | uninterrupted run (s) | kill instants | disk faults | input faults | not whole "
-             "| run folders changed | re-runs differing | wrong stops | slowest recovery (s) |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| stage | uninterrupted run (s) | opens, writes | kill instants | disk faults | input faults "
+             "| sweep faults | not whole | run folders changed | re-runs differing | wrong stops "
+             "| slowest recovery (s) |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in results:
         c = r.cases
         lines.append(
-            f"| {r.stage} | {r.seconds:.1f} | {sum(1 for x in c if x.kind.startswith('kill') and x.fired)} "
+            f"| {r.stage} | {r.seconds:.1f} | {r.calls.get('open', '-')}, {r.calls.get('write', '-')} "
+            f"| {sum(1 for x in c if x.kind.startswith('kill') and x.fired)} "
             f"| {sum(1 for x in c if x.kind == 'disk' and x.fired)} | {sum(1 for x in c if x.kind == 'input' and x.fired)} "
+            f"| {sum(1 for x in c if x.kind == 'sweep' and x.fired)} "
             f"| {sum(len(x.not_whole) for x in c)} | {sum(len(x.runs_changed) for x in c)} "
             f"| {sum(x.rerun_differs for x in c)} | {sum(bool(x.bad_stop) for x in c)} "
             f"| {max((x.recovery_s for x in c), default=0):.1f} |")
     lines += ["", f"- cases tried: {cs['cases']}, outputs checked: {cs['outputs_checked']}",
               f"- kill instants: **{cs['kill_instants']}**, disk faults: **{cs['disk_faults']}**, "
-              f"input faults: {cs['input_faults']}",
+              f"input faults: {cs['input_faults']}, sweep faults: {cs['sweep_faults']}",
               f"- outputs not whole: **{cs['not_whole']}**, run folders changed: **{cs['runs_changed']}**, "
               f"locks left held: **{cs['locks_held']}**, re-runs differing: **{cs['reruns_differing']}**, "
               f"stops without one clear line: **{cs['bad_stops']}**"]
@@ -257,7 +272,8 @@ def run(*, root: Path, out_dir: Path, progress=lambda s: None) -> Path:
         progress("hostile and careless inputs, through ingest, derive, render and Chromium")
         hostile_result = hostile.run(Path(tmp) / "hostile", browse=browse, progress=progress)
         progress("crash and disk faults: every stage killed and starved (two stages at a time)")
-        crashes = crash.run(Path(tmp) / "crash", workers=2, progress=progress)
+        sweep_offset = next_sweep_offset(out_dir)
+        crashes = crash.run(Path(tmp) / "crash", workers=2, sweep_offset=sweep_offset, progress=progress)
         progress("running the fault tests (the real engine is killed once: about a minute)")
         tests, examples = fault_tests(root, Path(tmp) / "junit.xml")
     lost = sum(c.rows_lost for c in cases)
@@ -294,7 +310,7 @@ def run(*, root: Path, out_dir: Path, progress=lambda s: None) -> Path:
               f"- scripts that ran in Chromium: **{h.scripts_run}** over {h.pages_browsed} pages",
               f"- run folders changed by the commands: **{len(h.runs_changed)}**",
               f"- {len(h.cases)} cases in {h.seconds:.0f} s, {sum(not c.ok for c in h.cases)} did not hold"]
-    lines += ["", *crash_section(crashes)]
+    lines += ["", *crash_section(crashes, sweep_offset)]
     lines += ["", "## Fault tests", "",
               f"{len(tests)} cases, {len(tests) - len(failed)} passed, {len(failed)} failed; "
               f"{sum(examples.values())} generated inputs across {len(examples)} property tests.", "",
@@ -311,7 +327,8 @@ def run(*, root: Path, out_dir: Path, progress=lambda s: None) -> Path:
               f"- fault tests: {len(tests)} cases, failed: **{len(failed)}**",
               f"- generated parser inputs: {sum(examples.values())}",
               f"- crash and disk faults: {cs['kill_instants']} kill instants, {cs['disk_faults']} "
-              f"disk faults; outputs not whole **{cs['not_whole']}**, run folders changed "
+              f"disk faults, {cs['sweep_faults']} sweep faults (from #{1 + sweep_offset}, every "
+              f"{crash.SWEEP_STRIDE}th); outputs not whole **{cs['not_whole']}**, run folders changed "
               f"**{cs['runs_changed']}**, re-runs differing **{cs['reruns_differing']}**"]
     report = out_dir / "report.md"
     report.write_text("\n".join(lines) + "\n")
@@ -322,7 +339,8 @@ def run(*, root: Path, out_dir: Path, progress=lambda s: None) -> Path:
                     "outside_published": h.outside_published,
                     "secrets_published": h.secrets_published, "scripts_run": h.scripts_run,
                     "pages_browsed": h.pages_browsed, "runs_changed": h.runs_changed},
-        "crash": {"summary": cs, "stages": [{"stage": r.stage, "seconds": r.seconds, "calls": r.calls,
+        "crash": {"summary": cs, "sweep": {"stride": crash.SWEEP_STRIDE, "offset": sweep_offset},
+                  "stages": [{"stage": r.stage, "seconds": r.seconds, "calls": r.calls,
                                              "cases": [c.__dict__ for c in r.cases]} for r in crashes]},
     }, indent=2))
     return report
