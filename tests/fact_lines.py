@@ -37,6 +37,33 @@ def holds(line: str, value) -> bool:
     return str(value) in line
 
 
+# Facts read from a flag (or variable) of a run's cmd.sh: the names that may give each. A fact
+# citing cmd.sh must be listed here, and its cited line must hold one of these names as well as
+# its value.
+FLAGS = {
+    "launch_seq_cap": ("--max-num-seqs", "--max-running-requests"),
+    "pareto_gpus": ("--gpus", "NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES",
+                    "--tensor-parallel-size", "-tp", "--tp-size", "--tp", "--data-parallel-size",
+                    "-dp", "--dp-size", "--dp", "--pipeline-parallel-size", "-pp", "--pp-size",
+                    "--prefill-context-parallel-size", "-pcp"),
+}
+# Facts that count what their line lists (the GPUs of a device list): the line holds the value,
+# or a list of that many items.
+COUNTED = {"pareto_gpus"}
+DEVICE_LIST = re.compile(r"(?<![\w.])\d+(?:,\d+)+(?![\w.])")
+
+
+def holds_flag(line: str, names: tuple[str, ...]) -> bool:
+    """The line names one of the flags (as a word of its own, `--flag value` or `--flag=value`)."""
+    return any(re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", line) for name in names)
+
+
+def holds_count(line: str, value) -> bool:
+    """The line lists `value` items (a comma-separated list of indices)."""
+    return isinstance(value, int) and any(
+        len(m.group(0).split(",")) == value for m in DEVICE_LIST.finditer(line))
+
+
 def raw_path(source_file: str, runs_dir: Path) -> Path | None:
     """Where a cited file lies under runs_dir: the part of its path after the folder that has
     runs_dir's name (data/runs/<run>/x -> runs_dir/<run>/x); None when it is not under it."""
@@ -60,6 +87,21 @@ def line_problems(facts_file: Path, runs_dir: Path) -> tuple[int, list[str]]:
         lines = path.read_text(errors="replace").splitlines()
         line_no = fact["source_line"]
         line = lines[line_no - 1] if 0 < line_no <= len(lines) else None
-        if line is None or not holds(line, fact["value"]):
-            problems.append(f"{fact['id']} = {fact['value']!r} cites {fact['source_file']}:{line_no}: {line!r}")
+        value, name = fact["value"], fact["name"]
+        if line is None or not (holds(line, value) or name in COUNTED and holds_count(line, value)):
+            problems.append(f"{fact['id']} = {value!r} cites {fact['source_file']}:{line_no}: {line!r}")
+        elif path.name == "cmd.sh" and not holds_flag(line, FLAGS.get(name, ())):
+            problems.append(f"{fact['id']} = {value!r} cites {fact['source_file']}:{line_no}, which "
+                            f"names none of its flags {FLAGS.get(name, '(none listed in FLAGS)')}: {line!r}")
     return checked, problems
+
+
+def cited_files(facts_file: Path) -> dict[str, int]:
+    """How many facts cite each kind of raw file (its name, a result file's suffix)."""
+    counts: dict[str, int] = {}
+    for fact in json.loads(Path(facts_file).read_text()):
+        if fact.get("source_file") and fact.get("value") is not None:
+            name = Path(fact["source_file"]).name
+            kind = name.rsplit(".", 1)[-1] if "/bench/" in fact["source_file"] else name
+            counts[kind] = counts.get(kind, 0) + 1
+    return counts

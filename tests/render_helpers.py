@@ -375,6 +375,14 @@ def add_later_columns(con) -> None:
             ("invalid_rows", "excludes_ttft", "boolean", "false"),
             ("invalid_rows", "excludes_tpot", "boolean", "false")):
         con.execute(f"alter table {table} add column if not exists {column} {kind} default {default}")
+    # each figure's own line in its result file: the record's line, the files being one line each
+    for table, column, line in (("bench_points", "concurrency_line", "source_line"),
+                                ("bench_points", "output_tok_s_line", "source_line"),
+                                ("pareto_points", "concurrency_line", "source_line"),
+                                ("point_energy", "output_tokens_line", "result_line"),
+                                ("point_energy", "bench_duration_line", "result_line")):
+        con.execute(f"alter table {table} add column if not exists {column} integer")
+        con.execute(f"update {table} set {column} = {line}")
     # bench_points.cached and the counts of requests left out, in derive's column order: the counts
     # as derive makes them from invalid_rows, cached as it judges it with rules.cached_mark_pct of 10
     con.execute("alter table bench_points add column if not exists cached boolean default false")

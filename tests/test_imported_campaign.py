@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -50,15 +51,40 @@ def node_project(root: Path, *, specs: bool = True, profile: str = "h200x8") -> 
 
 def stripped_copies(dest: Path) -> list[Path]:
     """The node campaign's folders as a team without this project has them: no meta.json, no
-    manifest, writable."""
+    manifest, writable; the engine command of cmd.sh written over several lines (`docker run ...
+    \\`, an option a line) and the result files pretty-printed (a figure a line)."""
     out = []
     for folder in sorted(NODE_RUNS.iterdir()):
         copy = dest / folder.name
         shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("meta.json", "MANIFEST.sha256"))
         for path in [copy, *copy.rglob("*")]:
             path.chmod(path.stat().st_mode | 0o200)
+        continued(copy / "cmd.sh")
+        for result in sorted((copy / "bench").glob("*.json")):
+            result.write_text(json.dumps(json.loads(result.read_text()), indent=4) + "\n")
         out.append(copy)
     return out
+
+
+def continued(cmd_sh: Path) -> None:
+    """cmd.sh's command lines split before each option, continued with a backslash."""
+    out = []
+    for line in cmd_sh.read_text().splitlines():
+        if line.startswith("#") or not line.strip():
+            out.append(line)
+            continue
+        groups: list[list[str]] = []
+        for word in shlex.split(line):
+            if word.startswith("-") or not groups:
+                groups.append([])
+            groups[-1].append(shlex.quote(word))
+        out.append(" \\\n    ".join(" ".join(g) for g in groups))
+    cmd_sh.write_text("\n".join(out) + "\n")
+
+
+def line_of(path: Path, text: str) -> int:
+    """The line of `path` that holds `text` (the first)."""
+    return next(n for n, line in enumerate(path.read_text().splitlines(), start=1) if text in line)
 
 
 def build(root: Path) -> dict:
@@ -127,12 +153,33 @@ def test_without_a_spec_every_run_is_named_by_its_setup_and_drawn(sites):
             assert any('__vllm"' in d for d in domains), spec_file.name
 
 
+@pytest.mark.parametrize("name", ["own", "imported", "no_spec"])
+def test_every_fact_read_from_one_raw_line_cites_a_line_that_holds_its_value(sites, name):
+    """Imported, the commands go on over lines (`docker run ... \\`, each option a line) and the
+    result files hold a figure a line: a flag's value cites the line that holds it and names the
+    flag, a result's figure its own line (not the command's first, nor the object's `{`)."""
+    from fact_lines import cited_files, line_problems
+    root = sites[name]["root"]
+    checked, problems = line_problems(root / "data" / "facts.json", root / "data" / "runs")
+    cited = cited_files(root / "data" / "facts.json")
+    assert checked > 200 and cited["cmd.sh"] >= 5 and cited["json"] > 80
+    assert problems == []
+    if name != "own":
+        seq_caps = [f for f in sites[name]["facts"].values() if f["name"] == "launch_seq_cap"]
+        assert seq_caps and all(f["source_line"] > 3 for f in seq_caps)
+        assert all(re.fullmatch(r"\s*--max-num-seqs \d+(?: \\)?", f["excerpt"]) for f in seq_caps)
+        figures = [f for f in sites[name]["facts"].values() if f["name"] == "point_output_tok_s"]
+        assert figures and all(f["excerpt"].strip().startswith('"output_throughput": ') for f in figures)
+
+
 def test_the_gpu_count_of_a_run_without_meta_json_is_marked_inferred_with_its_line(sites):
     facts = sites["no_spec"]["facts"]
     gpus = [f for f in facts.values() if f["name"] == "pareto_gpus" and GLM_READY in f["run_ids"]]
     assert gpus and all(f["value"] == 8 for f in gpus)
     fact = gpus[0]
-    assert fact["source_file"] == f"data/runs/{GLM_READY}/cmd.sh" and fact["source_line"] == 3
+    cmd_sh = sites["no_spec"]["root"] / "data" / "runs" / GLM_READY / "cmd.sh"
+    assert fact["source_file"] == f"data/runs/{GLM_READY}/cmd.sh"
+    assert fact["source_line"] == line_of(cmd_sh, "--gpus ") > 3       # the command goes on over lines
     assert fact["source_note"].startswith("The GPU count was inferred (the run has no meta.json): "
                                           "the device list of `docker run --gpus")
     audit = (sites["no_spec"]["root"] / "data" / "site" / "audit" / f"{GLM_READY}.html").read_text()
@@ -179,7 +226,8 @@ def test_trace_says_the_gpu_count_was_inferred_and_from_which_line(sites):
     fact = next(f for f in sites["no_spec"]["facts"].values()
                 if f["name"] == "pareto_gpus" and GLM_READY in f["run_ids"])
     out = campaign(root, "trace", fact["id"]).stdout
-    assert f"raw       data/runs/{GLM_READY}/cmd.sh:3" in out
+    gpus_line = line_of(root / "data" / "runs" / GLM_READY / "cmd.sh", "--gpus ")
+    assert f"raw       data/runs/{GLM_READY}/cmd.sh:{gpus_line}" in out
     assert "note      The GPU count was inferred (the run has no meta.json)" in out
     assert "image     vllm/vllm-openai:v0.31.0" in out and "engine vllm 0.31.0" in out
     assert "inferred  engine_version, gpu_count, gpus, image, max_model_len" in out

@@ -246,9 +246,14 @@ def test_arms_keep_their_labels_and_the_original_stays_beside_its_rescue(built):
 
 
 def test_every_fact_read_from_one_raw_line_cites_a_line_that_holds_its_value(built):
-    from fact_lines import line_problems
-    checked, problems = line_problems(built["root"] / "data" / "facts.json", built["root"] / "data" / "runs")
-    assert checked > 100
+    """And a fact read from a flag of cmd.sh cites a line naming the flag (fact_lines.FLAGS); the
+    same campaign imported, its commands continued over lines and its results pretty-printed:
+    tests/test_imported_campaign.py."""
+    from fact_lines import cited_files, line_problems
+    facts_file = built["root"] / "data" / "facts.json"
+    checked, problems = line_problems(facts_file, built["root"] / "data" / "runs")
+    cited = cited_files(facts_file)
+    assert checked > 200 and cited["cmd.sh"] >= 5 and cited["json"] > 80 and cited["server.log"] > 50
     assert problems == []
 
 

@@ -63,8 +63,8 @@ def build(speed: float | None = 90.0, prices: dict | None = None,
                 "concurrency integer, repeat integer, completed integer, output_tok_s double, "
                 "tpot_median_ms double, "
                 "decode_tok_s_per_user double, capacity_limited boolean, provisional boolean, "
-                "source_file varchar, source_line integer)")
-    con.executemany("insert into bench_points values (?, ?, ?, ?, 1, 1, ?, 1000.0 / ?, ?, false, false, ?, 1)",
+                "source_file varchar, source_line integer, concurrency_line integer)")
+    con.executemany("insert into bench_points values (?, ?, ?, ?, 1, 1, ?, 1000.0 / ?, ?, false, false, ?, 1, 1)",
                     [(r, p, w, c, out, dec, dec, f"data/runs/{r}/bench/{p}.json")
                      for r, p, w, c, out, dec in POINTS])
     create_cost_tables(con, PRICES if prices is None else prices,

@@ -46,10 +46,11 @@ def infer_run(command: cmd_parser.Command | None, cmd_source: str | None,
         out.append(Inferred("engine_version", version.value_text, "the version line of the engine's log",
                             log_source, version.line))
     if command is not None and cmd_source and command.max_model_len:
-        flag = next((name for _, name, _ in command.flags if name in ("--max-model-len", "--context-length")),
-                    "--max-model-len")
+        names = ("--max-model-len", "--context-length")
+        flag = next((name for _, name, _ in reversed(command.flags) if name in names), "--max-model-len")
         out.append(Inferred("max_model_len", str(command.max_model_len),
-                            f"{flag} on the engine command in cmd.sh", cmd_source, command.line))
+                            f"{flag} on the engine command in cmd.sh", cmd_source,
+                            command.flag_line(names)))
     out += _gpus(command, cmd_source, log_facts, log_source)
     return out
 
@@ -66,11 +67,12 @@ def _gpus(command: cmd_parser.Command | None, cmd_source: str | None,
           log_facts: list[lines.Fact], log_source: str | None) -> list[Inferred]:
     workers = _log_workers(log_facts)
     if command is not None and cmd_source:
-        for name, value in command.wrapper_options:
+        option_lines = command.wrapper_option_lines or [command.line] * len(command.wrapper_options)
+        for (name, value), line in zip(command.wrapper_options, option_lines):
             devices = _device_list(value) if name == "--gpus" else None
             if devices:
                 return _set(devices, f"the device list of `docker run --gpus {value}` in cmd.sh",
-                            cmd_source, command.line)
+                            cmd_source, line)
         for env_name in ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"):
             for name, value, line in command.env:
                 devices = _device_list(value) if name == env_name else None
@@ -82,7 +84,7 @@ def _gpus(command: cmd_parser.Command | None, cmd_source: str | None,
             seen = (f"; the log names {len(workers)} GPU workers ({_span(workers)})"
                     if workers else "")
             return [Inferred("gpu_count", str(count), f"{said} on the engine command in cmd.sh{seen}",
-                             cmd_source, command.line)]
+                             cmd_source, _sizes_line(command))]
     if workers and log_source:
         first_line = min(line for line, _ in workers.values())
         return [Inferred("gpu_count", str(len(workers)),
@@ -114,6 +116,15 @@ def _parallel_sizes(command: cmd_parser.Command) -> tuple[int, str] | None:
     if command.engine == "sglang" and command.dp and _dp_attention(command):
         said += " (data parallel attention inside the tensor group)"
     return count, said
+
+
+def _sizes_line(command: cmd_parser.Command) -> int:
+    """The line of the one parallel size flag the command gives, else the command's first line
+    (several sizes multiply: no one line holds their product)."""
+    given = [n for n, (_, name, _) in enumerate(command.flags)
+             if name in cmd_parser.PARALLEL_SIZE_FLAGS]
+    lines = {command.flag_lines[n] for n in given} if len(command.flag_lines) == len(command.flags) else set()
+    return lines.pop() if len(lines) == 1 and len(given) == 1 else command.line
 
 
 def _dp_attention(command: cmd_parser.Command) -> bool:

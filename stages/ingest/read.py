@@ -4,6 +4,7 @@ folder's manifest checked file by file (and against the one of its first ingest)
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Callable
 
@@ -12,7 +13,7 @@ import numpy as np
 from stages.core import rawfile
 from stages.core.provenance import IMPORT_RECORD, PROFILE_FOLDER, PROFILE_TABLE_SUFFIX
 from stages.ingest.parsers import bench_json, cmd as cmd_parser, gpu_samples, metrics, lines, run_files, turns
-from stages.ingest.parsers import metrics_series, profile_trace, tools as bench_tools
+from stages.ingest.parsers import metrics_series, profile_trace, tailed, tools as bench_tools
 from stages.ingest.parsers.tools.common import Siblings
 from stages.core.faults import is_storage_fault, storage_fault
 from stages.core.rawfile import Refused
@@ -185,8 +186,11 @@ def _read_cmd(folder: Path, name: str, rows: FolderRows, source: str) -> cmd_par
              max_model_len=command.max_model_len, max_num_seqs=command.max_num_seqs,
              kv_cache_dtype=command.kv_cache_dtype, prefix_caching=command.prefix_caching,
              command=command.command)
-    for position, flag, value in command.flags:
-        rows.add("raw_command_flags", source, command.line, position=position, flag=flag,
+    flag_lines = (command.flag_lines if len(command.flag_lines) == len(command.flags)
+                  else [command.line] * len(command.flags))
+    for (position, flag, value), line in zip(command.flags, flag_lines):
+        # a command continued over several lines: the line that holds the flag's value
+        rows.add("raw_command_flags", source, line, position=position, flag=flag,
                  value=REDACTED if value is not None and _secret_flag(flag) else value)
     offset = len(command.flags)
     for n, (env_name, value, line) in enumerate(command.env, start=1):
@@ -198,8 +202,10 @@ def _read_cmd(folder: Path, name: str, rows: FolderRows, source: str) -> cmd_par
 
 def _read_log(folder: Path, name: str, rows: FolderRows, source: str, engine: str,
               block_size: int | None) -> list[lines.Fact]:
-    with rawfile.open_raw(folder, name, rawfile.LOG_BYTES) as fh:
-        chunks = lines.read_chunks(fh)
+    with ExitStack() as opened:
+        def open_chunks():    # a log tailing several services' is read twice (parsers/tailed.py)
+            return lines.read_chunks(opened.enter_context(rawfile.open_raw(folder, name, rawfile.LOG_BYTES)))
+        chunks = tailed.engine_chunks(open_chunks, engine)
         if engine == "sglang":
             parsed = parse_sglang_log(chunks)
         else:

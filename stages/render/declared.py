@@ -51,11 +51,13 @@ class ColumnFact:
     no_line: str | None = None      # why no raw line holds the value, when none does
     no_line_when: tuple[str, tuple[tuple[str, str], ...]] | None = None  # (column, ((value, note),))
     note: str | None = None         # a column whose text, where not null, is said beside the line
+    line_at: str | None = None      # the column of the value's own line in <line>_file, where a
+                                    # record spans lines (a pretty-printed result file)
 
     def columns(self) -> set[str]:
         """The table's columns the query names."""
         named = {m for m in EXPRESSION_TOKEN.findall(self.value) if m} - EXPRESSION_FUNCTIONS
-        lines = {f"{self.line}_file", f"{self.line}_line"} if self.line else set()
+        lines = {f"{self.line}_file", self.line_at or f"{self.line}_line"} if self.line else set()
         when = {self.no_line_when[0]} if self.no_line_when else set()
         note = {self.note} if self.note else set()
         return named | set(self.keys) | {c for c, _ in self.where} | \
@@ -86,7 +88,7 @@ class ColumnFact:
             said = f"nullif(concat_ws(' ', {said}, {self.note}), '')" if said else self.note
         note = "" if said is None else f"        {said} as source_note,\n"
         source = (("cast(null as varchar)", "cast(null as integer)") if self.line is None
-                  else (f"{self.line}_file", f"{self.line}_line"))
+                  else (f"{self.line}_file", self.line_at or f"{self.line}_line"))
         return (
             f"        {self.value} as value,\n"
             f"{display}"

@@ -52,10 +52,10 @@ def _unit(path: Path, name: str, entry: dict) -> str | None:
 
 def _column_fact(path: Path, group: dict, name: str, entry: Any) -> ColumnFact:
     if not isinstance(entry, dict) or \
-            set(entry) - {"value", "unit", "line", "no_line", "no_line_when", "note", "display",
-                          "description"}:
-        raise FactError(f"{path.name}: {name}: an entry has value, unit, line, no_line, no_line_when, "
-                        "note, display and description only")
+            set(entry) - {"value", "unit", "line", "line_at", "no_line", "no_line_when", "note",
+                          "display", "description"}:
+        raise FactError(f"{path.name}: {name}: an entry has value, unit, line, line_at, no_line, "
+                        "no_line_when, note, display and description only")
     display = entry.get("display")
     if display is not None and display not in DISPLAYS:
         raise FactError(f"{path.name}: {name}: display is one of {', '.join(DISPLAYS)}")
@@ -72,6 +72,8 @@ def _column_fact(path: Path, group: dict, name: str, entry: Any) -> ColumnFact:
         description=_description(path, name, entry), order=group["order"], display=display,
         no_line=None if no_line is None else no_line.strip(),
         no_line_when=_no_line_when(path, name, entry.get("no_line_when"), no_line),
+        line_at=None if entry.get("line_at") is None or line == "none"
+        else _declared(path, name, entry["line_at"], IDENTIFIER, "line_at"),
         note=group.get("note") if entry.get("note") is None
         else _declared(path, name, entry["note"], IDENTIFIER, "note"))
 

@@ -105,16 +105,22 @@ def split_point_id(point_id: str) -> tuple[str | None, int | None, int | None]:
     return m.group("workload"), int(m.group("concurrency")), int(repeat) if repeat else None
 
 
-def point_of(obj: dict[str, Any], point_id: str, line: int, file_stem: str | None = None
-             ) -> tuple[dict[str, Any], list[str]]:
+def point_of(obj: dict[str, Any], point_id: str, line: int, file_stem: str | None = None,
+             key_lines: dict[str, int] | None = None) -> tuple[dict[str, Any], list[str]]:
     """One raw_bench_points row (without run_id / source_file) from a result object, and what
     in it is not a number where one belongs (the row is not to be used when there is any).
 
     workload and concurrency come from the --metadata keys, else from the file name
     (`<workload>__c<NN>`), else from max_concurrency. repeat (which run of a repeated point)
     comes from the `repeat` metadata key, else from the file name (`<workload>__c<NN>__r<R>`),
-    else is 1: a file written before points were repeated is the point's one run."""
+    else is 1: a file written before points were repeated is the point's one run.
+
+    `key_lines` ({key: line of its value}, of an object printed over several lines) gives
+    `value_lines`: the line of each column's value where it is not the object's first line
+    (JSON, {column: line}), so that a figure cites the line that holds it."""
     row: dict[str, Any] = {"point_id": point_id, "source_line": line}
+    key_lines = key_lines or {}
+    lines: dict[str, int] = {}
     extra: dict[str, Any] = {}
     problems: list[str] = []
     for key, value in obj.items():
@@ -132,6 +138,8 @@ def point_of(obj: dict[str, Any], point_id: str, line: int, file_stem: str | Non
         if isinstance(value, (list, dict)):
             continue
         if name in POINT_COLUMNS and name not in row:
+            if key_lines.get(key, line) != line:
+                lines[name] = key_lines[key]
             if name in _TEXT:
                 row[name] = None if value is None else str(value)
             elif name in _INTS:
@@ -150,6 +158,11 @@ def point_of(obj: dict[str, Any], point_id: str, line: int, file_stem: str | Non
     row["concurrency"] = (meta_concurrency if meta_concurrency is not None
                           else concurrency if concurrency is not None
                           else row.get("max_concurrency"))
+    given = ("concurrency" if meta_concurrency is not None
+             else None if concurrency is not None else "max_concurrency")
+    if given and key_lines.get(given, line) != line:
+        lines["concurrency"] = key_lines[given]
+    row["value_lines"] = json.dumps(lines, sort_keys=True) if lines else None
     meta_repeat = _int(extra.get("repeat"))
     row["repeat"] = (meta_repeat if meta_repeat is not None and meta_repeat > 0
                      else repeat if repeat else 1)
@@ -251,8 +264,68 @@ def requests_of(obj: dict[str, Any], point_id: str, line: int) -> tuple[list[dic
     return rows, []
 
 
+_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+def key_lines(text: str, start: int) -> dict[str, int]:
+    """{key: line of its value} of the top-level keys of the JSON object at text[start] (which
+    parses), for an object printed over several lines (`indent`): a figure on a line of its own
+    cites that line. A key given twice keeps its first line, as json.loads keeps the last value:
+    the caller compares lines only for keys it read."""
+    out: dict[str, int] = {}
+    line, counted = 1 + text.count("\n", 0, start), start
+    pos = _SPACE.match(text, start + 1).end()
+    while pos < len(text) and text[pos] == '"':
+        key, pos = json.decoder.scanstring(text, pos + 1)
+        pos = _SPACE.match(text, pos).end() + 1            # past the colon
+        pos = _SPACE.match(text, pos).end()
+        line, counted = line + text.count("\n", counted, pos), pos
+        out.setdefault(key, line)
+        _, pos = _DECODER.raw_decode(text, pos)
+        pos = _SPACE.match(text, pos).end()
+        if pos < len(text) and text[pos] == ",":
+            pos = _SPACE.match(text, pos + 1).end()
+    return out
+
+
+def _element_starts(text: str, start: int) -> list[int]:
+    """Where each element of the JSON array at text[start] (which parses) begins."""
+    starts = []
+    pos = _SPACE.match(text, start + 1).end()
+    while pos < len(text) and text[pos] != "]":
+        starts.append(pos)
+        _, pos = _DECODER.raw_decode(text, pos)
+        pos = _SPACE.match(text, pos).end()
+        if pos < len(text) and text[pos] == ",":
+            pos = _SPACE.match(text, pos + 1).end()
+    return starts
+
+
 def _objects(text: str) -> tuple[list[tuple[int, dict]], list[ParseError]]:
     """(line, object) for the file's one object or for each JSON line."""
+    objects, errors, _ = _objects_at(text)
+    return objects, errors
+
+
+def _objects_at(text: str) -> tuple[list[tuple[int, dict]], list[ParseError], list[dict[str, int] | None]]:
+    """_objects, with the key lines of each object printed over several lines (else None)."""
+    objects, errors = _objects_read(text)
+    if len(objects) != 1 and not (objects and objects[0][0] == objects[-1][0]):
+        return objects, errors, [None] * len(objects)      # JSON lines: one object a line
+    first = len(text) - len(text.lstrip())
+    starts = [first] if text[first:first + 1] == "{" else _element_starts(text, first)
+    spread = []
+    try:
+        for at in starts:
+            _, end = _DECODER.raw_decode(text, at)
+            spread.append(key_lines(text, at) if "\n" in text[at:end] else None)
+    except (ValueError, IndexError):     # not the one document read above: no line to move to
+        spread = []
+    return objects, errors, spread if len(spread) == len(objects) else [None] * len(objects)
+
+
+def _objects_read(text: str) -> tuple[list[tuple[int, dict]], list[ParseError]]:
     stripped = text.strip()
     if not stripped:
         return [], [ParseError(1, "empty benchmark result file")]
@@ -317,11 +390,11 @@ def recognise(data: bytes) -> bool:
 def parse_bench(data: bytes, point_id: str) -> BenchParse:
     """Points, per-request rows and errors of one result file named `point_id` (its stem)."""
     result = BenchParse()
-    objects, errors = _objects(decode(data))
+    objects, errors, spread = _objects_at(decode(data))
     result.errors.extend(errors)
-    for n, (line, obj) in enumerate(objects):
+    for n, ((line, obj), lines) in enumerate(zip(objects, spread)):
         pid = point_id if len(objects) == 1 else f"{point_id}#{n + 1}"
-        point, problems = point_of(obj, pid, line, point_id)
+        point, problems = point_of(obj, pid, line, point_id, lines)
         if problems:
             result.errors.append(ParseError(line, f"{pid}: {', '.join(problems)} where a number "
                                                   "belongs; the point is left out"))

@@ -37,6 +37,8 @@ _DCP = ("--decode-context-parallel-size", "-dcp")
 _PCP = ("--prefill-context-parallel-size", "-pcp")
 _MAX_LEN = ("--max-model-len", "--context-length")
 _MAX_SEQS = ("--max-num-seqs", "--max-running-requests")
+# the sizes whose product is the GPUs a command takes (stages.ingest.infer)
+PARALLEL_SIZE_FLAGS = _TP + _DP + _PP + _PCP
 _EP_SWITCH = ("--enable-expert-parallel", "-ep", "--enable-ep-moe", "--expert-parallel")
 _EP_SIZE = ("--ep-size", "--ep", "--expert-parallel-size")
 _MODEL = ("--model", "--model-path")
@@ -65,13 +67,34 @@ class Command:
     block_size: int | None = None
     # the wrapper's options with a value, as written (docker run's --gpus, --device, ...)
     wrapper_options: list[tuple[str, str]] = field(default_factory=list)
+    # the physical line of each flag's value (of the flag itself when bare), in the order of
+    # `flags`, and of each wrapper option's: a command continued over several lines cites the
+    # line that holds the value, not its first
+    flag_lines: list[int] = field(default_factory=list)
+    wrapper_option_lines: list[int] = field(default_factory=list)
+
+    def flag_line(self, names: tuple[str, ...] | str) -> int:
+        """The line of the last of these flags (the one that counts), else the command's."""
+        names = (names,) if isinstance(names, str) else names
+        found = [n for n, (_, name, _) in enumerate(self.flags) if name in names]
+        return self.flag_lines[found[-1]] if found and len(self.flag_lines) == len(self.flags) else self.line
 
 
 def logical_lines(text: str) -> list[tuple[int, str]]:
     """(first physical line, text) with backslash-newline continuations joined."""
-    out: list[tuple[int, str]] = []
-    buf: list[str] = []
+    return [(start, joined) for start, joined, _ in continued_lines(text)]
+
+
+def continued_lines(text: str) -> list[tuple[int, str, list[tuple[int, str]]]]:
+    """(first physical line, text, pieces) with backslash-newline continuations joined; pieces
+    are (physical line, its text without the continuation) of each line joined."""
+    out: list[tuple[int, str, list[tuple[int, str]]]] = []
+    buf: list[tuple[int, str]] = []
     start = 1
+
+    def joined() -> str:
+        return " ".join(part.strip() for _, part in buf if part.strip())
+
     for number, raw in enumerate(text.split("\n"), start=1):
         raw = raw.rstrip("\r")
         if not buf:
@@ -79,14 +102,35 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
         stripped = raw.rstrip()
         backslashes = len(stripped) - len(stripped.rstrip("\\"))
         if backslashes % 2 == 1:
-            buf.append(stripped[:-1])
+            buf.append((number, stripped[:-1]))
             continue
-        buf.append(raw)
-        out.append((start, " ".join(part.strip() for part in buf if part.strip())))
+        buf.append((number, raw))
+        out.append((start, joined(), buf))
         buf = []
     if buf:
-        out.append((start, " ".join(part.strip() for part in buf if part.strip())))
+        out.append((start, joined(), buf))
     return out
+
+
+def token_lines(tokens: list[str], pieces: list[tuple[int, str]], start: int) -> list[int]:
+    """The physical line of each token of a continued command: each piece split on its own gives
+    the same words as the whole line in the common case (no quote or comment across a
+    continuation), and then each word's line is its piece's; otherwise every word is said to be
+    on the command's first line."""
+    if len(pieces) > 1:
+        words: list[str] = []
+        lines: list[int] = []
+        for number, piece in pieces:
+            try:
+                split = shlex.split(piece, comments=True, posix=True)
+            except ValueError:
+                break
+            words += split
+            lines += [number] * len(split)
+        else:
+            if words == tokens:
+                return lines
+    return [start] * len(tokens)
 
 
 def _tokens(text: str, line: int, errors: list[ParseError]) -> list[str]:
@@ -142,11 +186,14 @@ def _engine_start(tokens: list[str]) -> tuple[int, int, str, bool] | None:
     return None
 
 
-def _docker_image(tokens: list[str], start: int, env: list[tuple[str, str | None, int]], line: int,
-                  options: list[tuple[str, str]] | None = None) -> int | None:
+def _docker_image(tokens: list[str], start: int, env: list[tuple[str, str | None, int]],
+                  lines: list[int], options: list[tuple[str, str]] | None = None,
+                  option_lines: list[int] | None = None) -> int | None:
     """Index of the image in `docker run ...` whose `run` is at tokens[start]; docker -e go to env,
-    every option with a value to `options` (name, value)."""
+    every option with a value to `options` (name, value); `lines`: each token's physical line,
+    the line of an option's value going to `option_lines`."""
     options = [] if options is None else options
+    option_lines = [] if option_lines is None else option_lines
     i = start + 1
     while i < len(tokens):
         tok = tokens[i]
@@ -157,15 +204,17 @@ def _docker_image(tokens: list[str], start: int, env: list[tuple[str, str | None
         name, eq, value = tok.partition("=")
         if tok in _DOCKER_BARE or _DOCKER_SHORT_BARE.match(tok) or (eq and name.startswith("--")):
             if eq and name in ("--env", "-e"):
-                _env_pair(value, env, line)
+                _env_pair(value, env, lines[i])
             elif eq:
                 options.append((name, value))
+                option_lines.append(lines[i])
             i += 1
             continue
         if i + 1 < len(tokens) and tok in ("-e", "--env"):
-            _env_pair(tokens[i + 1], env, line)
+            _env_pair(tokens[i + 1], env, lines[i + 1])
         elif i + 1 < len(tokens):
             options.append((tok, tokens[i + 1]))
+            option_lines.append(lines[i + 1])
         i += 2
     return None
 
@@ -180,7 +229,16 @@ def _env_pair(text: str, env: list[tuple[str, str | None, int]], line: int) -> N
 
 def parse_flags(args: list[str], *, has_serve: bool) -> tuple[str | None, list[tuple[int, str, str | None]]]:
     """(positional model, flags) of an engine's arguments; stops at a redirection or operator."""
+    model, flags, _ = _flags_at(args, has_serve=has_serve)
+    return model, flags
+
+
+def _flags_at(args: list[str], *, has_serve: bool
+              ) -> tuple[str | None, list[tuple[int, str, str | None]], list[int]]:
+    """parse_flags, with the index in `args` of each flag's value (its first word; the flag's own
+    index when bare)."""
     flags: list[list] = []
+    at: list[int] = []
     model = None
     i = 0
     while i < len(args):
@@ -191,22 +249,26 @@ def parse_flags(args: list[str], *, has_serve: bool) -> tuple[str | None, list[t
             if tok.startswith("--") and "=" in tok:
                 name, value = tok.split("=", 1)
                 flags.append([name, value])
+                at.append(i)
             elif (i + 1 < len(args) and not _is_flag(args[i + 1]) and not _is_stop(args[i + 1])
                   and not _BARE_FLAG.match(tok) and tok not in _BARE_SHORT):
                 flags.append([tok, args[i + 1]])
+                at.append(i + 1)
                 i += 1
             else:
                 flags.append([tok, None])
+                at.append(i)
         elif has_serve and model is None and not flags:
             model = tok
         elif flags and flags[-1][1] is not None:
             flags[-1][1] = f"{flags[-1][1]} {tok}"  # nargs="+" values
         elif flags:
             flags[-1][1] = tok
+            at[-1] = i
         elif model is None:
             model = tok
         i += 1
-    return model, [(n + 1, name, value) for n, (name, value) in enumerate(flags)]
+    return model, [(n + 1, name, value) for n, (name, value) in enumerate(flags)], at
 
 
 def _last(flags: list[tuple[int, str, str | None]], names: tuple[str, ...]) -> tuple[str, str | None] | None:
@@ -233,15 +295,15 @@ def _truth(value: str | None) -> bool:
 
 
 def _derive(cmd: Command, errors: list[ParseError]) -> None:
-    flags, line = cmd.flags, cmd.line
-    cmd.tp = _int_flag(flags, _TP, line, errors)
-    cmd.dp = _int_flag(flags, _DP, line, errors)
-    cmd.pp = _int_flag(flags, _PP, line, errors)
-    cmd.dcp = _int_flag(flags, _DCP, line, errors)
-    cmd.pcp = _int_flag(flags, _PCP, line, errors)
-    cmd.max_model_len = _int_flag(flags, _MAX_LEN, line, errors, human=True)
-    cmd.max_num_seqs = _int_flag(flags, _MAX_SEQS, line, errors)
-    cmd.block_size = _int_flag(flags, ("--block-size",), line, errors)
+    flags, line, at = cmd.flags, cmd.line, cmd.flag_line
+    cmd.tp = _int_flag(flags, _TP, at(_TP), errors)
+    cmd.dp = _int_flag(flags, _DP, at(_DP), errors)
+    cmd.pp = _int_flag(flags, _PP, at(_PP), errors)
+    cmd.dcp = _int_flag(flags, _DCP, at(_DCP), errors)
+    cmd.pcp = _int_flag(flags, _PCP, at(_PCP), errors)
+    cmd.max_model_len = _int_flag(flags, _MAX_LEN, at(_MAX_LEN), errors, human=True)
+    cmd.max_num_seqs = _int_flag(flags, _MAX_SEQS, at(_MAX_SEQS), errors)
+    cmd.block_size = _int_flag(flags, ("--block-size",), at("--block-size"), errors)
     kv = _last(flags, ("--kv-cache-dtype",))
     cmd.kv_cache_dtype = kv[1] if kv else None
     model = _last(flags, _MODEL)
@@ -256,7 +318,7 @@ def _derive(cmd: Command, errors: list[ParseError]) -> None:
             try:
                 cmd.expert_parallel = int(value or "1") > 1
             except ValueError:
-                errors.append(ParseError(line, f"cmd.sh: {name} {value!r} is not a whole number"))
+                errors.append(ParseError(at(name), f"cmd.sh: {name} {value!r} is not a whole number"))
         elif name == "--enable-prefix-caching":
             cmd.prefix_caching = _truth(value)
         elif name in ("--no-enable-prefix-caching", "--disable-radix-cache"):
@@ -274,15 +336,15 @@ def _wrapper(tokens: list[str], start: int) -> str:
     return "none"
 
 
-def _engine_in(tokens: list[str], env: list, line: int, options: list[tuple[str, str]]
-               ) -> tuple[int, int, str | None, bool, str | None] | None:
+def _engine_in(tokens: list[str], env: list, lines: list[int], options: list[tuple[str, str]],
+               option_lines: list[int]) -> tuple[int, int, str | None, bool, str | None] | None:
     """Where the engine command starts in one logical line, looking inside docker run (whose
-    options with a value go to `options`)."""
+    options with a value go to `options`, their lines to `option_lines`)."""
     for i, tok in enumerate(tokens):
         if _is_stop(tok):
             break
         if _basename(tok) in ("docker", "podman") and i + 1 < len(tokens) and tokens[i + 1] == "run":
-            image_at = _docker_image(tokens, i + 1, env, line, options)
+            image_at = _docker_image(tokens, i + 1, env, lines, options, option_lines)
             if image_at is None:
                 return None
             image = tokens[image_at]
@@ -306,41 +368,46 @@ def parse_cmd(text: str) -> tuple[Command | None, list[ParseError]]:
     errors: list[ParseError] = []
     env: list[tuple[str, str | None, int]] = []
     fallback: tuple[int, str, list[str]] | None = None
-    for line, logical in logical_lines(text.replace("\x00", "")):
+    for line, logical, pieces in continued_lines(text.replace("\x00", "")):
         body = logical.strip()
         if not body or body.startswith("#"):
             continue
         tokens = _tokens(body, line, errors)
         if not tokens:
             continue
+        lines = token_lines(tokens, pieces, line)
         if tokens[0] == "export" or all(_ASSIGN.match(t) for t in tokens):
-            for tok in tokens[1:] if tokens[0] == "export" else tokens:
-                _env_pair(tok, env, line)
+            skip = 1 if tokens[0] == "export" else 0
+            for tok, at in zip(tokens[skip:], lines[skip:]):
+                _env_pair(tok, env, at)
             continue
         if tokens[0] in _SHELL_WORDS:
             continue
         options: list[tuple[str, str]] = []
-        found = _engine_in(tokens, env, line, options)
+        option_lines: list[int] = []
+        found = _engine_in(tokens, env, lines, options, option_lines)
         if found is None:
             if any(t in _MODEL for t in tokens):
-                fallback = (line, body, tokens)
+                fallback = (line, body, tokens, lines)
             continue
         start, arg0, engine, serve, image = found
-        for tok in tokens[:start]:
+        for tok, at in zip(tokens[:start], lines):
             if _ASSIGN.match(tok):
-                _env_pair(tok, env, line)
+                _env_pair(tok, env, at)
         cmd = Command(command=" ".join(body.split()), line=line, engine=engine,
                       wrapper="docker" if image else _wrapper(tokens, start), image=image, env=env,
-                      wrapper_options=options)
-        cmd.model_path, cmd.flags = parse_flags(tokens[arg0:], has_serve=serve)
+                      wrapper_options=options, wrapper_option_lines=option_lines)
+        cmd.model_path, cmd.flags, at = _flags_at(tokens[arg0:], has_serve=serve)
+        cmd.flag_lines = [lines[arg0 + i] for i in at]
         _derive(cmd, errors)
         return cmd, errors
     if fallback is not None:
-        line, body, tokens = fallback
+        line, body, tokens, lines = fallback
         first_flag = next(i for i, t in enumerate(tokens) if _is_flag(t))
         cmd = Command(command=" ".join(body.split()), line=line, wrapper=_wrapper(tokens, first_flag),
                       env=env)
-        cmd.model_path, cmd.flags = parse_flags(tokens[first_flag:], has_serve=False)
+        cmd.model_path, cmd.flags, at = _flags_at(tokens[first_flag:], has_serve=False)
+        cmd.flag_lines = [lines[first_flag + i] for i in at]
         _derive(cmd, errors)
         return cmd, errors
     errors.append(ParseError(None, "cmd.sh: no engine command found"))

@@ -10,6 +10,7 @@ from typing import Iterable
 from stages.ingest.parsers.engine_log import line_fact, scan_log
 from stages.ingest.parsers.prefixes import Prefixed
 from stages.ingest.parsers.lines import BulkShape, Chunk, Fact, LogParse, ParseError, Stat
+from stages.ingest.parsers.tailed import engine_view
 
 # Startup facts are looked for only up to the ready line; stats and errors everywhere.
 STARTUP_ANCHORS = (
@@ -224,10 +225,13 @@ def stats_of_line(p: Prefixed, line: int) -> Stat | ParseError | None:
 def parse_vllm_log(data: bytes | Iterable[Chunk], *, block_size: int | None = None) -> LogParse:
     """Facts, stats and unreadable known lines of a vLLM server.log.
 
-    `data` is the whole file or an iterable of (first line number, bytes) chunks.
-    `block_size` (from the command line) turns `# GPU blocks` into tokens when the log
+    `data` is the whole file or an iterable of (first line number, bytes) chunks; of a whole
+    file that tails several services' logs, only vLLM's blocks are read (stages.ingest.parsers.
+    tailed; chunks are given already cut so). `block_size` (from the command line) turns `# GPU blocks` into tokens when the log
     does not state its block size.
     """
+    if isinstance(data, (bytes, bytearray)):
+        data = engine_view(bytes(data), "vllm")
     result = scan_log(data, startup=STARTUP_ANCHORS, ready=READY, steady=STEADY_ANCHORS,
                       facts_of=facts_of_line, stats_of=stats_of_line, stats_word="throughput",
                       bulk=BULK_SHAPES)

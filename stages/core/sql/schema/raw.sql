@@ -211,7 +211,9 @@ create table if not exists raw_bench_points (
     source_line          integer not null,
     tool                 varchar,          -- another tool's file (parsers/tools/): aiperf, guidellm, ...
     tool_version         varchar,
-    summary_paths        varchar           -- JSON {column: where in the file the tool's summary gives it}
+    summary_paths        varchar,          -- JSON {column: where in the file the tool's summary gives it}
+    value_lines          varchar           -- JSON {column: line}: of an object printed over several
+                                           -- lines, the line of each value not on its first line
 );
 
 -- Per-request rows of --save-detailed (arrays zipped by index).

@@ -51,7 +51,8 @@ final as (
         p.capacity_limited,
         p.provisional,
         p.source_file,
-        p.source_line
+        p.source_line,
+        p.concurrency_line
     from bench_points as p
     inner join runs_with_gpus as r on r.run_id = p.run_id
 )

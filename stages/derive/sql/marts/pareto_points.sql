@@ -58,6 +58,7 @@ final as (
         points.provisional,
         points.source_file,
         points.source_line,
+        points.concurrency_line,
         points.gpus_from,
         points.gpus_source_file,
         points.gpus_source_line,

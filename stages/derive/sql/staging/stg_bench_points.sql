@@ -41,7 +41,8 @@ final as (
         source_line::integer              as source_line,
         tool::varchar                     as tool,
         tool_version::varchar             as tool_version,
-        summary_paths::varchar            as summary_paths
+        summary_paths::varchar            as summary_paths,
+        value_lines::varchar              as value_lines
     from source
 )
 
