@@ -143,11 +143,13 @@ def test_the_part_shows_decode_speeds_a_frontier_and_joules_per_token_marked_by_
 
 
 def test_the_parts_charts_are_drawn_in_a_browser(built):
-    """Every chart of the Part (scaling, tails, timeline, Pareto) drawn by vega-embed in headless
-    Chromium, with marks, and no console error."""
+    """Every chart of the Part (scaling, tails, timeline, Pareto, the prefill rate at every
+    length, where the time went) drawn by vega-embed in headless Chromium, with marks, and no
+    console error."""
     with open_site_page(built["root"] / "data" / "site", f"{PART}.html") as (tab, _):
         assert tab.wait_for(charts_drawn())
         marks = tab.js("""[...document.querySelectorAll('div.vega-chart')]
             .map(c => [c.dataset.spec, c.querySelectorAll('svg.marks path').length])""")
-        assert len(marks) == 9 and all(n > 0 for _, n in marks), marks
+        assert len(marks) == 11 and all(n > 0 for _, n in marks), marks
+        assert sum("prefill-chart" in spec for spec, _ in marks) == 1
         assert not tab.console_errors()

@@ -117,3 +117,16 @@ def test_the_part_shows_the_million_token_points_and_the_echo_caveat(built):
     assert built["facts"][next(f for f in built["facts"] if f.startswith("run_invalid_requests"))]["value"] == 6
     assert "about as long as their own prompt" in text and "[S29]" in text
     assert (built["root"] / "data" / "site" / f"{PART}.html").is_file()
+
+
+def test_the_prefill_rate_is_drawn_from_1k_to_1m(built):
+    import csv
+    (path,) = (built["root"] / "data" / "site" / "assets" / "charts" / PART).glob("prefill_chart-*.csv")
+    drawn = {r["workload"]: float(r["prefill_tok_s"]) for r in csv.DictReader(path.open())}
+    assert set(drawn) == {"short-1k", "doc-256k", "doc-512k", "doc-1m", "decode-1m"}
+    for workload, rate in drawn.items():
+        fact = built["facts"][f"point_prefill_tok_s--1--{RUN}--{workload}"]
+        assert rate == pytest.approx(fact["value"], rel=1e-9), workload
+    # a million-token prompt read at about 160K tokens/s, slower than 256K's, as attention grows
+    assert 100_000 < drawn["doc-1m"] < drawn["doc-256k"]
+
