@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import duckdb
+import yaml
 
 FIXTURES = Path(__file__).parent / "fixtures" / "render"
 PROJECT = Path(__file__).resolve().parent.parent
@@ -344,8 +345,24 @@ def build_campaign(root: Path) -> Path:
                 " ttft_median_s, ttft_median_s, tpot_median_ms, tpot_median_ms, tpot_median_ms, output_tok_s,"
                 " output_tok_s, output_tok_s, completed, sent from bench_points")
     add_later_columns(con)
+    in_schema_order(con)
     con.close()
     return db
+
+
+def in_schema_order(con) -> None:
+    """Each stand-in table's columns in the order derive's schema declares them (columns added
+    later by add_later_columns land at the end; derive places some among the others)."""
+    schema = yaml.safe_load((PROJECT / "stages" / "derive" / "sql" / "marts" / "schema.yaml").read_text())
+    tables = {t for (t,) in con.execute("select table_name from information_schema.tables").fetchall()}
+    for table, spec in schema.items():
+        if table not in tables or not isinstance(spec, dict) or "columns" not in spec:
+            continue
+        have = [c for (c,) in con.execute("select column_name from information_schema.columns "
+                                          "where table_name = ? order by ordinal_position", [table]).fetchall()]
+        order = [c for c in spec["columns"] if c in have] + [c for c in have if c not in spec["columns"]]
+        if order != have:
+            con.execute(f"create or replace table {table} as select {', '.join(order)} from {table}")
 
 
 def add_later_columns(con) -> None:
