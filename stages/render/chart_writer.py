@@ -220,8 +220,8 @@ class ChartWriter:
         if self._run_series is None:
             _, rows = self.book.rows("series_domain", {})
             self._run_series = {r["run_id"]: redact_value(r["series"]) for r in rows}
-            self._domain = list(dict.fromkeys(r["series"] for r in sorted(rows, key=lambda r: r["slot"])))
-            self._domain = [redact_value(s) for s in self._domain]
+            self._domain = list(dict.fromkeys(redact_value(r["series"])
+                                              for r in sorted(rows, key=lambda r: r["slot"])))
         return self._run_series
 
     def domain(self) -> list[str]:

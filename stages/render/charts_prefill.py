@@ -50,7 +50,6 @@ def prefill_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = Non
     """Prefill rate (prompt tokens/s) against prompt length with one user, a line per run."""
     df = prefill_rows(points)
     colors = series_colors(color_domain, df)
-    colour = alt.Color("series:N", title="Setup", scale=color_scale(colors))
     lengths = sorted({int(v) for v in df["prompt_tokens"]})
     x = alt.X("prompt_tokens:Q", title="Prompt length (tokens, log scale)",
               scale=alt.Scale(type="log", padding=12),
@@ -65,17 +64,10 @@ def prefill_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = Non
         alt.Tooltip("kind:N", title="prompt"),
         alt.Tooltip("run_kind:N", title="gate"),
     ] + ([alt.Tooltip("requests:Q", title="requests")] if "requests" in df.columns else [])
-    dash = alt.StrokeDash("run_kind:N", title="Gate", legend=alt.Legend(),
-                          scale=alt.Scale(domain=charts.RUN_KINDS, range=[[1, 0], [5, 3]]))
-    base = alt.Chart(df).encode(x=x, y=y, tooltip=tooltip)
-    line = base.mark_line(strokeWidth=1.5).encode(
-        color=colour, strokeDash=dash, detail="run_id:N", order="prompt_tokens:Q")
     shape = alt.Shape("kind:N", title="Prompt", scale=alt.Scale(domain=POINT_KINDS, range=["circle", "diamond"]))
-    measured = (base.transform_filter("!datum.provisional")
-                .mark_point(filled=True, size=70, opacity=1).encode(color=colour, shape=shape))
-    provisional = (base.transform_filter("datum.provisional")
-                   .mark_point(filled=False, size=70, strokeWidth=1.6).encode(color=colour, shape=shape))
-    return charts.single_panel(alt.layer(line, measured, provisional), PREFILL_HEIGHT,
+    # a line per run and its markers, as the scaling charts draw them: hollow where provisional
+    layers = charts._layers(y, color_scale(colors), tooltip, shape=shape, x=x, capacity=False)
+    return charts.single_panel(alt.layer(*layers, data=df), PREFILL_HEIGHT,
                                "Prefill rate against prompt length, one user", PREFILL_NOTE)
 
 

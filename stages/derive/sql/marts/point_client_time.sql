@@ -16,8 +16,7 @@ per_step as (
     select
         run_id,
         step                                                        as point_id,
-        min(start_at)                                               as start_at,
-        max(end_at)                                                 as end_at,
+        (epoch_ms(max(end_at)) - epoch_ms(min(start_at))) / 1000.0  as step_s,
         sum(seconds) filter (where phase = 'client_prep')           as client_prep_s,
         sum(seconds) filter (where phase = 'requests')              as requests_s,
         sum(seconds) filter (where phase = 'tail')                  as tail_s,
@@ -29,6 +28,14 @@ per_step as (
     group by run_id, step
 ),
 
+shares as (
+    select
+        *,
+        step_s - requests_s                                         as client_s,
+        case when step_s > 0 then 100.0 * (1 - requests_s / step_s) end as client_share_pct
+    from per_step
+),
+
 final as (
     select
         points.run_id,
@@ -36,28 +43,20 @@ final as (
         points.workload,
         points.concurrency,
         points.repeat,
-        (epoch_ms(per_step.end_at) - epoch_ms(per_step.start_at)) / 1000.0      as step_s,
-        per_step.client_prep_s,
-        per_step.requests_s,
-        per_step.tail_s,
-        (epoch_ms(per_step.end_at) - epoch_ms(per_step.start_at)) / 1000.0
-            - per_step.requests_s                                               as client_s,
-        case when per_step.end_at > per_step.start_at and per_step.requests_s is not null
-             then 100.0 * (1 - per_step.requests_s
-                               / ((epoch_ms(per_step.end_at) - epoch_ms(per_step.start_at)) / 1000.0))
-        end                                                                     as client_share_pct,
-        per_step.prompts_waited_s,
-        case when per_step.end_at > per_step.start_at and per_step.requests_s is not null
-             then 100.0 * (1 - per_step.requests_s
-                               / ((epoch_ms(per_step.end_at) - epoch_ms(per_step.start_at)) / 1000.0))
-                  > $client_pace_max_pct::double
-        end                                                                     as client_paced,
-        $client_pace_max_pct::double                                            as client_pace_max_pct,
-        per_step.estimated,
-        per_step.source_file,
-        per_step.source_line
+        shares.step_s,
+        shares.client_prep_s,
+        shares.requests_s,
+        shares.tail_s,
+        shares.client_s,
+        shares.client_share_pct,
+        shares.prompts_waited_s,
+        shares.client_share_pct > $client_pace_max_pct::double      as client_paced,
+        $client_pace_max_pct::double                                as client_pace_max_pct,
+        shares.estimated,
+        shares.source_file,
+        shares.source_line
     from stg_bench_points as points
-    join per_step on per_step.run_id = points.run_id and per_step.point_id = points.point_id
+    join shares on shares.run_id = points.run_id and shares.point_id = points.point_id
     order by points.run_id, points.point_id
 )
 

@@ -30,15 +30,17 @@ runs as (
     select run_id, started_at, source_file, source_line from stg_runs
 ),
 
-engine_times as (
+-- the phases the run stage timed itself: engine_times (start, ready) and gate_times (start, end)
+logged as (
     select
         run_id,
-        try_cast(regexp_extract(launch_value, 'start=(\S+)', 1) as timestamptz) as start_at,
-        try_cast(regexp_extract(launch_value, 'ready=(\S+)', 1) as timestamptz) as end_at,
+        case launch_key when 'engine_times' then 'engine_start' else 'gate' end         as phase,
+        try_cast(regexp_extract(launch_value, 'start=(\S+)', 1) as timestamptz)          as start_at,
+        try_cast(regexp_extract(launch_value, '(?:ready|end)=(\S+)', 1) as timestamptz)  as end_at,
         source_file,
         source_line
     from lo
-    where launch_key = 'engine_times'
+    where launch_key in ('engine_times', 'gate_times')
 ),
 
 engine_estimated as (
@@ -52,18 +54,7 @@ engine_estimated as (
     join lo on lo.run_id = runs.run_id and lo.launch_key = 'ready_s'
     where runs.started_at is not null
       and try_cast(lo.launch_value as double) is not null
-      and runs.run_id not in (select run_id from engine_times)
-),
-
-gate_times as (
-    select
-        run_id,
-        try_cast(regexp_extract(launch_value, 'start=(\S+)', 1) as timestamptz) as start_at,
-        try_cast(regexp_extract(launch_value, 'end=(\S+)', 1) as timestamptz)   as end_at,
-        source_file,
-        source_line
-    from lo
-    where launch_key = 'gate_times'
+      and runs.run_id not in (select run_id from logged where phase = 'engine_start')
 ),
 
 step_times as (
@@ -117,15 +108,12 @@ finished as (
 ),
 
 phases as (
-    select run_id, 'engine_start' as phase, null::varchar as step, start_at, end_at,
+    select run_id, phase, null::varchar as step, start_at, end_at,
            null::double as prompts_waited_s, source_file, source_line, false as estimated
-    from engine_times
+    from logged
     union all
     select run_id, 'engine_start', null, start_at, end_at, null, source_file, source_line, true
     from engine_estimated
-    union all
-    select run_id, 'gate', null, start_at, end_at, null, source_file, source_line, false
-    from gate_times
     union all
     select run_id, 'client_prep', step, step_start, requests_start, prompts_waited_s, source_file,
            source_line, estimated
@@ -177,7 +165,7 @@ gaps as (
         ordered.run_id,
         case when ordered.before_phase = 'engine_start' and ordered.estimated
                   and exists (select 1 from stg_gates as g where g.run_id = ordered.run_id)
-                  and not exists (select 1 from gate_times as t where t.run_id = ordered.run_id)
+                  and not exists (select 1 from logged as t where t.run_id = ordered.run_id and t.phase = 'gate')
              then 'gate' else 'gap' end                     as phase,
         null::varchar                                       as step,
         ordered.before_end                                  as start_at,
