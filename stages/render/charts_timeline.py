@@ -29,8 +29,9 @@ PHASES = {
     "gap": "between phases",
     "end": "stopping",
 }
-PHASE_COLORS = ["#9e9e9e", "#8c6bb1", "#e6550d", "#3182bd", "#fdae6b", "#bdbdbd", "#d9d9d9", "#636363"]
+PHASE_COLORS = ["#72b7b2", "#8c6bb1", "#e6550d", "#3182bd", "#fdae6b", "#bdbdbd", "#d9d9d9", "#636363"]
 ROW_HEIGHT = 28
+RUN_LABEL_PX = 220      # the widest run label drawn whole (a setup and the run's time stamp)
 RUN_TIME_NOTE = [
     "One bar per run: its wall time split by phase, read from the lines its run stage wrote.",
     "Only the blue part served requests; the rest the GPUs held the run without serving a point.",
@@ -58,8 +59,9 @@ def run_time_chart(phases: pd.DataFrame, color_domain: Sequence[str] | None = No
                        scale=alt.Scale(domain=list(PHASES.values()), range=PHASE_COLORS),
                        sort=list(PHASES.values()))
     bars = alt.Chart(df).mark_bar(stroke="white", strokeWidth=0.5).encode(
-        x=alt.X("sum(minutes):Q", title="Wall time (minutes)", stack="zero"),
-        y=alt.Y("run_label:N", title=None, sort=runs, axis=alt.Axis(labelLimit=320)),
+        x=alt.X("sum(minutes):Q", title="Wall time (minutes)", stack="zero",
+                axis=alt.Axis(labelFlush=True)),      # the last label inside the plot, not cut
+        y=alt.Y("run_label:N", title=None, sort=runs, axis=alt.Axis(labelLimit=RUN_LABEL_PX)),
         color=colour,
         order=alt.Order("phase_rank:Q"),
         opacity=alt.condition("datum.estimated", alt.value(0.55), alt.value(1.0)),
@@ -72,7 +74,10 @@ def run_time_chart(phases: pd.DataFrame, color_domain: Sequence[str] | None = No
             alt.Tooltip("estimated:N", title="estimated"),
         ])
     height = max(ROW_HEIGHT * len(runs), 60)
-    return charts.single_panel(bars, height, "Where each run's time went", RUN_TIME_NOTE)
+    # the run labels are wider than a scaling chart's y axis: the bars give way so the chart
+    # keeps to the article column
+    return (charts.single_panel(bars, height, "Where each run's time went", RUN_TIME_NOTE)
+            .properties(width=charts.CHART_WIDTH - RUN_LABEL_PX - 20))
 
 
 # Registered with the charts of charts.py on import (chart_writer imports this module), drawn from
