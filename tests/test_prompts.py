@@ -90,6 +90,27 @@ def test_a_point_takes_its_requests_from_the_bank_and_the_dataset_step_is_put_ba
         assert serve.get_samples is original
 
 
+def test_points_from_the_bank_load_the_tokenizer_once(tmp_path):
+    import vllm.benchmarks.serve as serve
+
+    loads = []
+    load = serve.get_tokenizer
+    serve.get_tokenizer = lambda *a, **kw: loads.append((a, kw)) or object()
+    try:
+        with bench.samples_from(lambda: []):
+            first = serve.get_tokenizer(str(tmp_path), tokenizer_mode="auto")
+            assert serve.get_tokenizer(str(tmp_path), tokenizer_mode="auto") is first
+            assert serve.get_tokenizer(str(tmp_path), tokenizer_mode="slow") is not first
+        with bench.samples_from(lambda: []):
+            assert serve.get_tokenizer(str(tmp_path), tokenizer_mode="auto") is first
+        assert len(loads) == 2
+        with bench.samples_from(None):           # a point that builds its own prompts: as vLLM does
+            serve.get_tokenizer(str(tmp_path), tokenizer_mode="auto")
+        assert len(loads) == 3
+    finally:
+        serve.get_tokenizer = load
+
+
 def test_a_job_that_fails_raises_where_its_point_runs():
     with prompts.PromptBank([("p", prompts.gate_prompt, ("/no/such/tokenizer.json", 10, 0.5, "1", 1))],
                             workers=1) as bank:

@@ -51,6 +51,9 @@ QUERY = ("index", "timestamp", "power.draw", "utilization.gpu", "memory.used", "
 SMI = "nvidia-smi"
 STOP_GRACE_S = 5.0
 FIRST_SAMPLE_WAIT_S = 10.0
+POLL_S = 0.01               # how often start and stop look for the loop's next sample
+# the timestamp column as nvidia-smi prints it, in the TZ the loop runs under (UTC)
+SMI_TIME = "%Y/%m/%d %H:%M:%S.%f"
 
 
 def settings(cfg: dict | None) -> int | None:
@@ -90,6 +93,8 @@ class Sampler:
         self.proc: subprocess.Popen | None = None
         self.problem: str | None = None
         self.window: dict[str, str] = {}
+        self._ended: float | None = None        # mark_end's time, and the file's size then
+        self._end_offset = 0
 
     def start(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -111,22 +116,41 @@ class Sampler:
         self._wait_first_sample()
 
     def _wait_first_sample(self) -> None:
-        """Until the loop has printed its header and a first sample (or gave up), then one
-        interval more, so the samples begin before the point does."""
+        """Until the loop has printed its header and a first sample (or gave up): that sample was
+        taken before the point begins, and the GPUs wait no longer than it takes."""
         deadline = time.monotonic() + FIRST_SAMPLE_WAIT_S
         while time.monotonic() < deadline and self.proc.poll() is None:
             with self.path.open("rb") as f:
                 f.seek(self._header_bytes)
                 if f.read().count(b"\n") >= 2:
                     break
-            time.sleep(0.05)
-        time.sleep(self.interval_ms / 1000)
+            time.sleep(POLL_S)
 
     def mark_start(self) -> None:
         self.window["window_start"] = stamp(time.time())
 
     def mark_end(self) -> None:
-        self.window["window_end"] = stamp(time.time())
+        self._ended = time.time()
+        self._end_offset = self.path.stat().st_size
+        self.window["window_end"] = stamp(self._ended)
+
+    def _sampled_after_end(self) -> bool:
+        """Whether every GPU has a sample stamped after the point's end (mark_end) in the file."""
+        with self.path.open("rb") as f:
+            f.seek(self._end_offset)
+            text = f.read().decode("utf-8", "replace")
+        after = set()
+        for line in text.splitlines(keepends=True):
+            cells = line.split(",")
+            if not line.endswith("\n") or len(cells) < 2:
+                continue
+            try:
+                at = dt.datetime.strptime(cells[1].strip(), SMI_TIME).replace(tzinfo=dt.timezone.utc)
+            except ValueError:
+                continue
+            if at.timestamp() > self._ended:
+                after.add(cells[0].strip())
+        return len(after) >= len(self.gpus)
 
     def mark_requests(self, sent: float, ended: float) -> None:
         """The point's requests window (epoch seconds), as the benchmark client timed it."""
@@ -137,8 +161,12 @@ class Sampler:
         if not hasattr(self, "_err"):          # the file could not be made: nothing to close
             return
         if self.proc is not None:
-            if self.proc.poll() is None:
-                time.sleep(1.5 * self.interval_ms / 1000)
+            # one more sample of every GPU after the point, as soon as the loop prints it (at most
+            # an interval and a bit); a GPU that prints nothing ends the wait at its deadline
+            deadline = time.monotonic() + 2 * self.interval_ms / 1000 + POLL_S
+            while (self.proc.poll() is None and time.monotonic() < deadline
+                   and not (self._ended is not None and self._sampled_after_end())):
+                time.sleep(POLL_S)
             if self.proc.poll() is None:
                 self.proc.terminate()
                 try:
