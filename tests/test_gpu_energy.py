@@ -145,6 +145,20 @@ def test_sampler_file_brackets_the_point(tmp_path: Path, smi_env):
         assert min(times) <= start and max(times) >= end      # samples on both sides of the point
 
 
+def test_a_sampler_stopped_in_the_background_finishes_its_file_before_finish_returns(tmp_path: Path, smi_env):
+    smi_env(power="0=150")
+    with gpu_sampler.sampling(tmp_path, POINT, [0], {"interval_ms": 50}, smi=str(FAKE_SMI),
+                              background=True) as s:
+        time.sleep(0.3)
+        s.mark_requests(time.time() - 0.2, time.time())
+    assert gpu_sampler.finish() == [] and gpu_sampler.finish() == []
+    parsed = gpu_samples.parse_sampler_file(s.path.read_bytes())
+    settings = {k: v for k, v, _ in parsed.settings}
+    assert parsed.errors == [] and settings["sampler_exit"] == "stopped" and "requests_end" in settings
+    end = datetime.fromisoformat(settings["window_end"].replace("Z", "+00:00"))
+    assert max(x["sampled_at"] for x in parsed.samples) > end     # its sample after the point
+
+
 def test_a_sampler_that_cannot_start_says_so(tmp_path: Path):
     with gpu_sampler.sampling(tmp_path, POINT, [0], {"interval_ms": 50},
                               smi=str(tmp_path / "no-such-smi")) as s:

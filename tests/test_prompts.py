@@ -111,6 +111,32 @@ def test_points_from_the_bank_load_the_tokenizer_once(tmp_path):
         serve.get_tokenizer = load
 
 
+def test_the_client_is_warmed_with_the_tokenizer_the_points_ask_for(tmp_path):
+    import vllm.benchmarks.serve as serve
+
+    from stages.run.steps import point_argv
+
+    loads = []
+    load = serve.get_tokenizer
+    serve.get_tokenizer = lambda *a, **kw: loads.append((a, kw)) or object()
+    point = bench.Point(workload="w", concurrency=1, prompt_tokens=64, output_tokens=8, num_prompts=2, seed=1)
+    argv = point_argv(point, base_url="http://127.0.0.1:1", model=str(tmp_path), folder=tmp_path,
+                      run_id="r", engine="vllm")
+    try:
+        bench.warm_client(argv)
+        assert len(loads) == 1
+        # what the benchmark itself asks for (vllm bench serve's main): the one already loaded
+        parser = argparse.ArgumentParser()
+        serve.add_cli_args(parser)
+        args = parser.parse_args(argv)
+        with bench.samples_from(lambda: []):
+            serve.get_tokenizer(args.tokenizer, tokenizer_mode=args.tokenizer_mode,
+                                trust_remote_code=args.trust_remote_code)
+        assert len(loads) == 1
+    finally:
+        serve.get_tokenizer = load
+
+
 def test_a_job_that_fails_raises_where_its_point_runs():
     with prompts.PromptBank([("p", prompts.gate_prompt, ("/no/such/tokenizer.json", 10, 0.5, "1", 1))],
                             workers=1) as bank:

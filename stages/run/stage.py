@@ -27,9 +27,11 @@ from stages.run import gpu_sampler
 from stages.run import metrics_sampler
 from stages.run import needle
 from stages.run import profiler
+from stages.run import bench_client as bench
 from stages.core.config import CampaignError, Paths, profile as active_profile, profile_workloads
 from stages.core.names import SAFE_NAME, ctx_label, max_context
 from stages.core.config import spec as get_spec
+from stages.core.faults import storage_fault
 from stages.core.gate import Gate, gate_settings as gate_of
 from stages.core.multiturn_shapes import Workload, workload_from_params
 from stages.run.engine import Engine, EngineDied
@@ -256,6 +258,10 @@ def run(*, spec_name: str, params: dict, paths: Paths,
                                      folder=folder, run_id=run_id, engine=engine_name)),
                 workers=prof.get("client_workers")) as bank, \
                 Engine(launch, folder / "server.log") as eng:
+            first = sweep_points(sweeps)[:1]
+            if first:       # the client's imports and tokenizer, loaded while the engine starts
+                bench.warm_client(point_argv(first[0], base_url=eng.base_url, model=model_path,
+                                             folder=folder, run_id=run_id, engine=engine_name))
             try:
                 ready_s = eng.wait_ready(timeout_s=float(prof.get("ready_timeout_s", 600)), progress=say)
             except EngineDied as exc:
@@ -281,8 +287,10 @@ def run(*, spec_name: str, params: dict, paths: Paths,
                                profiled=profiled, note=lambda k, v: out.add(**{k: v}), prompts=bank)
                 benchmark(steps, eng, out, interrupts, client, engine_name, say, tally, prompts=bank,
                            sample=lambda name: sampling(
-                               gpu_sampler.sampling(folder, name, gpu_set, sampler),
+                               gpu_sampler.sampling(folder, name, gpu_set, sampler, background=True),
                                metrics_sampler.sampling(folder, name, eng.base_url, metrics_ms)))
+                for exc in gpu_sampler.finish():
+                    raise storage_fault(exc.filename or "gpu samples", exc)
             run_status = "engine_died" if tally.died else "complete"
             out.add(prefix_cache_resets=tally.resets)
     except KeyboardInterrupt:
@@ -290,6 +298,7 @@ def run(*, spec_name: str, params: dict, paths: Paths,
         say("interrupted: stopping the engine")
         raise
     finally:
+        gpu_sampler.finish()            # (an interrupted run's samplers, before the folder is sealed)
         out.add(points=tally.done, run_status=run_status, finished_at=iso(utc_now()))
         for scratch in writable:        # the profiler's scratch folder, empty unless a point failed
             profiler.tidy(scratch)
