@@ -16,6 +16,7 @@ from test_imported_campaign import build, campaign, node_project
 from test_node_part import plain
 
 FIXTURES = Path(__file__).parent / "fixtures"
+ROOT = Path(__file__).resolve().parent.parent
 TOOLS = FIXTURES / "bench_tools"
 GPU_RUN = next((FIXTURES / "gpu_h200x1").glob("llama-1b__*"))
 PART = "part-one-gpu"
@@ -64,6 +65,8 @@ def test_each_tool_s_points_are_facts_that_name_the_tool_file_and_path(site, too
         assert facts, f"no {name} of {tool} published"
         for fact in facts:
             assert f"a result file of {tool}" in (fact["source_note"] or ""), fact["source_note"]
+            reader = re.search(r"its reader: (\S+?/)\)", fact["source_note"]).group(1)
+            assert (ROOT / reader / "__init__.py").is_file(), reader       # the path it names is there
             paths = [r["path"] for r in fact["input_rows"]]
             assert paths and all(re.search(r"[A-Za-z_]", p) for p in paths), paths
             assert not any(p.startswith(("ttfts[", "median_ttft_ms", "(latencies[")) for p in paths), paths

@@ -224,7 +224,7 @@ final as (
         summary_paths,
         case when tool is not null then
             'Read from a result file of ' || tool || coalesce(' ' || tool_version, '')
-            || ' (stages/ingest/parsers/tools/' || tool || '.py)'
+            || ' (its reader: stages/ingest/parsers/tools/' || tool || '/)'
             || coalesce('; the figures its own summary gives are at ' || summary_paths, '') || '.'
         end                                                         as tool_note,
         cached,
