@@ -392,6 +392,16 @@ def add_later_columns(con) -> None:
             ("invalid_rows", "excludes_ttft", "boolean", "false"),
             ("invalid_rows", "excludes_tpot", "boolean", "false")):
         con.execute(f"alter table {table} add column if not exists {column} {kind} default {default}")
+    # what each request counts for and why not, as derive's bench_requests makes it from invalid_rows
+    same = ("i.run_id = bench_requests.run_id and i.point_id = bench_requests.point_id"
+            " and i.request_idx = bench_requests.request_idx")
+    for column, flag in (("counts_for_ttft", "excludes_ttft"), ("counts_for_tpot", "excludes_tpot")):
+        con.execute(f"alter table bench_requests add column if not exists {column} boolean")
+        con.execute(f"update bench_requests set {column} = ok and not exists"
+                    f" (select 1 from invalid_rows as i where {same} and i.{flag})")
+    con.execute("alter table bench_requests add column if not exists invalid_reasons varchar")
+    con.execute("update bench_requests set invalid_reasons = (select string_agg(i.reason, ', ' order by i.reason)"
+                f" from invalid_rows as i where {same})")
     # each figure's own line in its result file: the record's line, the files being one line each
     for table, column, line in (("bench_points", "concurrency_line", "source_line"),
                                 ("bench_points", "output_tok_s_line", "source_line"),

@@ -56,7 +56,7 @@ def add_requests(root: Path) -> None:
         result.update(ttfts=ttfts, latencies=latencies, output_lens=[output] * sent, input_lens=[prompt] * sent)
         f.write_text(json.dumps(result))
         con.executemany("insert into bench_requests values (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, null, ?, ?, null, true, true,"
-                        " '', ?, 1, 'latencies', 'latencies', null, null)",
+                        " true, true, null, '', ?, 1, 'latencies', 'latencies', null, null)",
                         [(run_id, point_id, workload, conc, i, prompt, output, t, lat, q, prompt / t, source)
                          for i, (t, lat, q) in enumerate(zip(ttfts, latencies, tpots))])
     for run_id, ttft, p90, tpot, source in con.execute(

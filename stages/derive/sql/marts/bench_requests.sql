@@ -1,10 +1,22 @@
 -- One row per benchmark request. valid is false when the request is listed in invalid_rows.
+-- counts_for_ttft / counts_for_tpot: the rule every statistic of the campaign applies (bench_points
+-- here, render's facts and charts): a request counts for the first-token figures (time to first
+-- token, prefill rate) when it was answered and no invalid_rows reason of it excludes_ttft, and
+-- for the per-token figures when answered and no reason excludes_tpot; invalid_reasons says why not.
 with requests as (
     select * from int_requests
 ),
 
 flagged as (
-    select distinct run_id, point_id, request_idx from invalid_rows
+    select
+        run_id,
+        point_id,
+        request_idx,
+        string_agg(reason, ', ' order by reason)    as reasons,
+        bool_or(excludes_ttft)                      as no_ttft,
+        bool_or(excludes_tpot)                      as no_tpot
+    from invalid_rows
+    group by run_id, point_id, request_idx
 ),
 
 final as (
@@ -25,6 +37,9 @@ final as (
         requests.error,
         requests.ok,
         flagged.request_idx is null     as valid,
+        requests.ok and not coalesce(flagged.no_ttft, false) as counts_for_ttft,
+        requests.ok and not coalesce(flagged.no_tpot, false) as counts_for_tpot,
+        flagged.reasons                 as invalid_reasons,
         requests.generated_text,
         requests.source_file,
         requests.source_line,

@@ -1,15 +1,11 @@
 -- Prefill rate of a benchmark point: the median, over the requests its time to first token is
--- computed from (answered, kept by no invalid_rows reason that excludes_ttft), of prompt tokens
+-- computed from (bench_requests.counts_for_ttft), of prompt tokens
 -- over time to first token.
 with kept as (
     select r.run_id, r.prefill_tok_s
     from bench_requests as r
     where r.run_id = $run_id and r.workload = $workload and r.concurrency = $concurrency
-      and r.ok
-      and not exists (
-          select 1 from invalid_rows as i
-          where i.run_id = r.run_id and i.point_id = r.point_id and i.request_idx = r.request_idx
-            and i.excludes_ttft)
+      and r.counts_for_ttft
 ),
 
 final as (

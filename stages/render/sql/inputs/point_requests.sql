@@ -1,12 +1,12 @@
 -- The requests of a benchmark point, each with the three figures the point's statistics take
 -- from it, where its result file holds them (the JSON path of the value), and whether the
 -- statistic used it: time to first token (ttfts[i]) and prefill rate (input_lens[i] / ttfts[i],
--- tokens per second), used unless an invalid_rows reason of it excludes_ttft (failed, served from
--- the prefix cache, a text its tokens cannot spell); time
+-- tokens per second), used where it counts for the first token (bench_requests.counts_for_ttft:
+-- not failed, served from the prefix cache, or a text its tokens cannot spell); time
 -- per output token in milliseconds ((latencies[i] - ttfts[i]) / (output_lens[i] - 1), or
 -- sum(itls[i]) / (output_lens[i] - 1) for a file without latencies: bench_requests.tpot_from), used
--- unless a reason of it excludes_tpot (failed, output in one burst, more tokens than asked).
--- `reason`: its invalid_rows reasons.
+-- where it counts per token (counts_for_tpot: not failed, output in one burst, more tokens than
+-- asked). `reason`: its invalid_rows reasons (bench_requests.invalid_reasons).
 -- ttft90 and ttft99 are the time to first token again, for the p90 and p99; tpot90 and tpot99 the
 -- time per output token again. A point whose figures are the benchmark
 -- tool's own summary (bench_points.figures_from) lists that summary as its one input instead:
@@ -26,7 +26,8 @@ with summary as (
 ),
 
 requests as (
-    select point_id, request_idx as i, ttft_s, prefill_tok_s, tpot_ms, ok, source_file,
+    select point_id, request_idx as i, ttft_s, prefill_tok_s, tpot_ms, counts_for_ttft, counts_for_tpot,
+           invalid_reasons as reason, source_file,
            case when field_paths is not null
                 then coalesce(record_path || '.', printf('line %d: ', source_line)) end as record_at,
            case when field_paths is not null
@@ -52,49 +53,36 @@ requests as (
     where run_id = $run_id and workload = $workload and concurrency = $concurrency
 ),
 
-reasons as (
-    select
-        point_id,
-        request_idx                                       as i,
-        string_agg(reason, ', ' order by reason)          as reason,
-        bool_or(excludes_ttft)                            as no_ttft,
-        bool_or(excludes_tpot)                            as no_tpot
-    from invalid_rows
-    where run_id = $run_id and workload = $workload and concurrency = $concurrency
-    group by point_id, request_idx
-),
-
 request_inputs as (
     select
         r.i,
         r.source_file,
         r.ttft_s                                                     as ttft_value,
         r.ttft_at                                                    as ttft_path,
-        r.ok and not coalesce(x.no_ttft, false)                      as ttft_used,
+        r.counts_for_ttft                                            as ttft_used,
         r.ttft_s                                                     as ttft90_value,
         r.ttft_at                                                    as ttft90_path,
-        r.ok and not coalesce(x.no_ttft, false)                      as ttft90_used,
+        r.counts_for_ttft                                            as ttft90_used,
         r.ttft_s                                                     as ttft99_value,
         r.ttft_at                                                    as ttft99_path,
-        r.ok and not coalesce(x.no_ttft, false)                      as ttft99_used,
+        r.counts_for_ttft                                            as ttft99_used,
         r.prefill_tok_s                                              as prefill_value,
         r.prefill_at                                                 as prefill_path,
-        r.ok and not coalesce(x.no_ttft, false)                      as prefill_used,
+        r.counts_for_ttft                                            as prefill_used,
         r.tpot_ms                                                    as tpot_value,
         r.tpot_expr                                                  as tpot_path,
-        r.ok and not coalesce(x.no_tpot, false)
+        r.counts_for_tpot
             and not exists (select 1 from summary)              as tpot_used,
         r.tpot_ms                                                    as tpot90_value,
         r.tpot_expr                                                  as tpot90_path,
-        r.ok and not coalesce(x.no_tpot, false)
+        r.counts_for_tpot
             and not exists (select 1 from summary)              as tpot90_used,
         r.tpot_ms                                                    as tpot99_value,
         r.tpot_expr                                                  as tpot99_path,
-        r.ok and not coalesce(x.no_tpot, false)
+        r.counts_for_tpot
             and not exists (select 1 from summary)              as tpot99_used,
-        x.reason
+        r.reason
     from requests as r
-    left join reasons as x using (point_id, i)
     where not exists (select 1 from summary where whole)
 ),
 

@@ -1,6 +1,6 @@
 -- The requests of the points of one model in a Part (section_points: each point's first repeat)
--- that its latency figures are computed from: answered and not served from the prefix cache
--- (invalid_rows reasons failed and prefix_cache), labelled by spec for colour. The rows of the
+-- that its latency figures are computed from (bench_requests.counts_for_ttft: answered, and not
+-- left out by an invalid_rows reason such as prefix_cache), labelled by spec for colour. The rows of the
 -- latency CDF chart.
 with points as (
     select run_id, point_id, spec, workload, concurrency, provisional
@@ -19,11 +19,7 @@ final as (
         r.tpot_ms
     from points as p
     inner join bench_requests as r on r.run_id = p.run_id and r.point_id = p.point_id
-    where r.ok and r.ttft_s is not null
-      and not exists (
-          select 1 from invalid_rows as i
-          where i.run_id = r.run_id and i.point_id = r.point_id and i.request_idx = r.request_idx
-            and i.excludes_ttft)
+    where r.counts_for_ttft and r.ttft_s is not null
     order by p.spec, p.workload, p.concurrency, r.ttft_s
 )
 

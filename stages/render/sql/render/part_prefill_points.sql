@@ -1,8 +1,8 @@
 -- One request at a time, every model of a Part: each one-user point of the reported attempts
 -- (runs.is_current) among $run_ids with its prompt length and its prefill rate, the median over
--- its requests (every repeat) of prompt tokens over time to first token, leaving out the
--- requests invalid_rows keeps out of the first token (excludes_ttft), as the fact
--- point_prefill_tok_s does. For the chart of prefill rate against prompt length.
+-- its requests (every repeat) of prompt tokens over time to first token, over the requests that
+-- count for the first token (bench_requests.counts_for_ttft), as the fact point_prefill_tok_s
+-- does. For the chart of prefill rate against prompt length.
 with points as (
     select
         p.run_id, p.point_id, p.workload, p.concurrency, p.prompt_tokens, p.provisional,
@@ -15,12 +15,8 @@ with points as (
 rates as (
     select q.run_id, q.workload, median(q.prefill_tok_s) as prefill_tok_s, count(*) as requests
     from bench_requests as q
-    where list_contains($run_ids::varchar[], q.run_id) and q.concurrency = 1 and q.ok
+    where list_contains($run_ids::varchar[], q.run_id) and q.concurrency = 1 and q.counts_for_ttft
       and q.prefill_tok_s is not null
-      and not exists (
-          select 1 from invalid_rows as i
-          where i.run_id = q.run_id and i.point_id = q.point_id and i.request_idx = q.request_idx
-            and i.excludes_ttft)
     group by q.run_id, q.workload
 ),
 
