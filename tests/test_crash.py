@@ -6,6 +6,8 @@ that ends where an uninterrupted run does. Each fault stops its command with one
 from __future__ import annotations
 
 import errno
+import os
+import threading
 
 import pytest
 
@@ -171,3 +173,53 @@ def test_a_site_build_on_a_full_disk_stops_with_one_line_naming_the_site_folder(
     with pytest.raises(StorageFault) as stopped:
         site_memo.build(config, site_memo.SiteMemo(None), "key", None)
     assert str(stopped.value) == f"{tmp_path / 'site'}: No space left on device"
+
+
+def _full_disk(path):
+    """`path` made a link to /dev/full: it opens, and every write to it fails with ENOSPC, which
+    Python raises naming no file (a disk that fills up after the file was opened)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to("/dev/full")
+    return path
+
+
+def _write_redacted_csv(tmp_path):
+    from stages.render.stage import redact_csv
+
+    (tmp_path / "runs.csv").write_text("run_id,notes\nr1,plain\n")
+    return redact_csv, (tmp_path / "runs.csv",), tmp_path / ".runs.csv.redacted"
+
+
+def _write_page(tmp_path):
+    from stages.render.incremental import DocsWriter
+
+    out = DocsWriter(tmp_path / "new", tmp_path / "old", None)
+    return out.put_content, ("part-1.md", "# A page\n"), tmp_path / "new" / "part-1.md"
+
+
+def _mark_site(tmp_path):
+    from stages.render.site_build import MARKER, mark
+
+    return mark, (tmp_path,), tmp_path / MARKER
+
+
+def _write_whole(tmp_path):
+    from stages.core.files import write_atomic
+
+    # its temporary file, named after the process and thread
+    temporary = tmp_path / f".facts.json.{os.getpid()}-{threading.get_ident()}.tmp"
+    return write_atomic, (tmp_path / "facts.json", "{}"), temporary
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+@pytest.mark.parametrize("writer", [_write_redacted_csv, _write_page, _mark_site, _write_whole])
+def test_a_write_on_a_full_disk_names_the_file_being_written(tmp_path, writer):
+    """A render's files (the redacted CSV downloads, the pages, the site folder's mark, a file
+    written whole) stop on a full disk with one line naming the file, not just the error: make
+    reliability's render, given ENOSPC at a write of a CSV download, said only `No space left on
+    device`."""
+    write, args, written = writer(tmp_path)
+    _full_disk(written)
+    with pytest.raises(OSError) as stopped:
+        write(*args)
+    assert faults.one_line(stopped.value) == f"{written}: No space left on device"

@@ -5,7 +5,9 @@ as data: a bad file is a row of `ingest_errors`, a bad disk is not.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
+from typing import Iterator
 
 from stages.core.config import CampaignError
 
@@ -20,6 +22,19 @@ class StorageFault(CampaignError):
 
 def storage_fault(path: object, exc: OSError) -> StorageFault:
     return StorageFault(f"{path}: {exc.strerror or exc}")
+
+
+@contextlib.contextmanager
+def naming(path: object) -> Iterator[None]:
+    """Within the block, an OSError that names no file is given `path`. Python names the file of a
+    failed open, not that of a failed write or close of a file already open: a disk that fills up
+    while a file is written would otherwise stop a stage with an error and no path."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(path)
+        raise
 
 
 def is_storage_fault(exc: BaseException) -> bool:

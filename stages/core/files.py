@@ -11,6 +11,8 @@ import threading
 from pathlib import Path
 from typing import Iterator
 
+from stages.core.faults import naming
+
 
 def file_stats(folder: Path | str, *, follow_symlinks: bool = True) -> Iterator[tuple[str, int, int]]:
     """(path, size, modification time in ns) of every file under `folder`, in a stable order
@@ -27,13 +29,19 @@ def file_stats(folder: Path | str, *, follow_symlinks: bool = True) -> Iterator[
             yield path, st.st_size, st.st_mtime_ns
 
 
+def write_file(path: Path, data: str | bytes) -> None:
+    """Write `data` (text as UTF-8) to `path`; a write the disk refuses names `path` (naming)."""
+    with naming(path):
+        Path(path).write_bytes(data.encode() if isinstance(data, str) else data)
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Write `data` (text as UTF-8) to `path`, making its folder if needed."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     try:
-        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+        write_file(tmp, data)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -38,7 +38,7 @@ from stages.core.config import CampaignError
 from stages.core.params_check import SHARED_RULES
 from stages.derive.params_tables import (create_param_tables, energy_values, engine_default_rows, param_rows,
                                          rule_values, slo_rows)
-from stages.core.files import process_alive, replace_folder
+from stages.core.files import process_alive, replace_folder, write_file
 
 SQL_DIR = tables.SQL_DIR      # staging, intermediate, marts (a test may point it elsewhere)
 
@@ -179,7 +179,7 @@ def partial(path: Path, pid: int | None = None) -> Path:
 def write_json(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     building = partial(path)
-    building.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    write_file(building, json.dumps(data, indent=2, sort_keys=True) + "\n")
     os.replace(building, path)
 
 

@@ -29,7 +29,8 @@ from stages.render.facts import FactBook
 from stages.render.queries import sql_params
 from stages.render.timing import Phases
 from stages.core.params_check import STATIC_IMAGES as STATIC
-from stages.core.files import write_atomic
+from stages.core.faults import naming
+from stages.core.files import write_atomic, write_file
 from stages.core.secrets import redact_value
 
 PNG_SCALE = 2  # pixels per chart unit: sharp on high-density screens and in slides
@@ -204,7 +205,7 @@ class ChartWriter:
     def _draw(spec: dict[str, Any], targets: dict[str, Path], entry: dict[str, Path] | None) -> None:
         for kind in targets:
             data = draw(spec, kind)
-            targets[kind].write_bytes(data)
+            write_file(targets[kind], data)
             if entry is not None:
                 write_atomic(entry[kind], data)
 
@@ -306,7 +307,7 @@ class ChartWriter:
                 return None
             for r, data in files.items():
                 (self.docs_dir / r).parent.mkdir(parents=True, exist_ok=True)
-                (self.docs_dir / r).write_bytes(data)
+                write_file(self.docs_dir / r, data)
             self.written.append(rel)
             self.specs_reused += 1
             self.reused += 1 if self.static else 0
@@ -344,11 +345,12 @@ class ChartWriter:
         out = self.docs_dir / rel
         out.parent.mkdir(parents=True, exist_ok=True)
         drawn = list((spec.get("datasets") or {}).values())   # the rows as the chart draws them
-        (pd.DataFrame(drawn[0]) if len(drawn) == 1 else df).to_csv(out.parent / f"{out.name}.csv",
-                                                                   index=False)
+        rows_file = out.parent / f"{out.name}.csv"
+        with naming(rows_file):
+            (pd.DataFrame(drawn[0]) if len(drawn) == 1 else df).to_csv(rows_file, index=False)
         spec = without_unused_columns(spec)
         spec_json = json.dumps(spec, separators=(",", ":"), default=str)
-        (out.parent / f"{out.name}.vl.json").write_text(spec_json)
+        write_file(out.parent / f"{out.name}.vl.json", spec_json)
         if self.static:
             self.static_images(spec, spec_json, out)
         self.written.append(rel)

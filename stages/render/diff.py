@@ -29,6 +29,7 @@ from pathlib import Path
 import duckdb
 
 from stages.core.config import CampaignError, Paths
+from stages.core.files import write_file
 from stages.render import diff_stats
 from stages.render import run_sets as run_set_lib
 
@@ -90,7 +91,7 @@ def tables_at_rev(root: Path, paths: Paths, rev: str) -> duckdb.DuckDBPyConnecti
                 raise CampaignError(f"revision {rev}: cannot read {derived}/{table}.csv through "
                                     f"DVC ({type(exc).__name__}); was dvc.lock committed there?") from None
             csv_file = Path(tmp) / f"{table}.csv"
-            csv_file.write_text(text)
+            write_file(csv_file, text)
             # table names come from the fixed TABLES list; a line may be as long as the file (a
             # request's generated text of millions of characters: DuckDB stops at 2 MB unless told)
             db.execute(f"create table {table} as select * from read_csv($f, header = true, "

@@ -25,7 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from stages.core.files import file_stats, write_atomic
+from stages.core.files import file_stats, write_atomic, write_file
 from stages.render.fact_record import Fact
 from stages.render.pages import PageSpec, RenderedPage
 
@@ -235,7 +235,7 @@ class DocsWriter:
                 pass
         data = make()
         data = data.encode() if isinstance(data, str) else data
-        target.write_bytes(data)
+        write_file(target, data)
         self.after[rel] = [key, len(data)]
         self.written += 1
 

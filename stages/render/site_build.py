@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from stages.core.config import CampaignError
-from stages.core.files import replace_folder
+from stages.core.files import replace_folder, write_file
 from stages.render import blog, site_memo
 from stages.render.incremental import code_version, digest, file_digest
 
@@ -72,7 +72,7 @@ def fresh_dir(target: Path) -> Path:
 
 
 def mark(folder: Path) -> None:
-    (folder / MARKER).write_text("Written by `campaign render`, which replaces this folder whole.\n")
+    write_file(folder / MARKER, "Written by `campaign render`, which replaces this folder whole.\n")
 
 
 def swap_in(new: Path, target: Path) -> None:
@@ -123,7 +123,7 @@ def relative_error_page(site_dir: Path) -> None:
         config["search"] = config["search"][len(base):]
     text = text[:found.start(2)] + json.dumps(config).replace("<", "\\u003c") + text[found.end(2):]
     root_url = re.compile(r"""(\s(?:href|src)=["'])""" + re.escape(base) + "(?!/)")
-    page.write_text(root_url.sub(r"\1./", text))
+    write_file(page, root_url.sub(r"\1./", text))
 
 
 def site_nav(pages: list[str], config: Path) -> list[str] | None:
@@ -160,7 +160,7 @@ def build_site(config: Path, docs_dir: Path, site_dir: Path, nav: list[str] | No
         if isinstance(hooks, list):   # relative to the config they are named in, not to this one
             hook_files = [(config.parent / h).resolve() for h in hooks]
             settings["hooks"] = [str(h) for h in hook_files]
-        cfg.write_text(yaml.safe_dump(settings))
+        write_file(cfg, yaml.safe_dump(settings))
         memo = memo or site_memo.SiteMemo(cache_dir)
         key = digest(code_version(), file_digest(config), nav, [file_digest(h) for h in hook_files])
         problems = site_memo.build(cfg, memo, key, old_site if old_site and old_site.is_dir() else None)

@@ -54,7 +54,8 @@ from stages.render.site_build import build_site, check_ours, fresh_dir, mark, si
 from stages.render.timing import Phases
 from stages.render.sources import load_sources, sources_page
 from stages.core.secrets import may_hold_secret, redact_text
-from stages.core.files import write_atomic
+from stages.core.faults import naming
+from stages.core.files import write_atomic, write_file
 from stages.core.provenance import git_sha
 
 ASSET_FILES = {"charts.js": "assets/javascripts/charts.js",
@@ -100,7 +101,7 @@ def redact_csv(path: Path) -> None:
     a large field is read once and held once; the file is replaced only when a cell changed."""
     partial = path.with_name(f".{path.name}.redacted")
     changed = False
-    with csv_fields_up_to(path.stat().st_size + 1), path.open(newline="") as fh, \
+    with csv_fields_up_to(path.stat().st_size + 1), path.open(newline="") as fh, naming(partial), \
             partial.open("w", newline="") as out:
         writer = csv.writer(out, lineterminator="\n")
         for row in csv.reader(fh):
@@ -341,7 +342,7 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
             kept_pages=getattr(memo, "pages", None))
         nav = site_nav([p.name for p in rendered] + ["SOURCES.md", warehouse_page.PAGE_NAME], mkdocs_config)
         # The Parts are the blog's posts (written under posts/); the plugin reads their authors here.
-        (docs_tmp / blog.AUTHORS_FILE).write_text(blog.authors_file(authors))
+        write_file(docs_tmp / blog.AUTHORS_FILE, blog.authors_file(authors))
         if build:
             site_tmp = fresh_dir(site_dir)
             with phases("mkdocs"):
