@@ -73,20 +73,23 @@ def publish(root: str) -> None:
 @click.option("--scale", default=1.0, show_default=True,
               help="Campaign size: 1.0 is about 300 runs and 5 GB of logs.")
 @click.option("--keep-data", is_flag=True, help="Keep the generated campaign after measuring.")
-@click.option("--only", type=click.Choice(["ingest", "render"]),
-              help="Measure one section only (default: both).")
+@click.option("--only", type=click.Choice(["ingest", "render", "client"]),
+              help="Measure one section only (default: all).")
 @root_option
 @user_errors
 def bench(scale: float, keep_data: bool, only: str | None, root: str) -> None:
-    """Measure ingest and render on generated campaigns and write data/bench/report.md.
+    """Measure ingest and render on generated campaigns, and the benchmark client's own time per
+    point, and write data/bench/report.md.
 
     Example: campaign bench --scale 0.1   (the full size takes about 15 minutes)
     """
     from stages.tools.bench import benchmark
 
-    _, paths = load_project(root)
+    params, paths = load_project(root)
+    first = params["specs"][params["run_specs"][0]]          # the client's tokenizer: the first spec's model
     report = benchmark.run(out_dir=paths.bench, scale=scale, keep_data=keep_data,
-                           sections=(only,) if only else ("ingest", "render"), progress=progress)
+                           sections=(only,) if only else ("ingest", "render", "client"),
+                           client_model=params["models"][first["model"]], progress=progress)
     click.echo(f"report: {report}")
 
 

@@ -12,6 +12,8 @@ Measured:
   - a no-op re-ingest (nothing changed), repeated;
   - ingest at several campaign sizes, for growth with bytes. Sizes above 1x reuse the 1x files
     through hard links under new run ids (no extra disk; the same bytes are read again);
+  - the client section (stages/tools/bench/benchmark_client.py): the benchmark client's own time
+    before a point's first request and after its last answer, against a stand-in server;
   - the render section (stages/tools/bench/benchmark_render.py): the node campaign at 30, 300 and 1,000
     runs (times `scale`) ingested, derived, rendered from scratch and after a one-template change.
 
@@ -30,7 +32,7 @@ from typing import Any
 from stages.tools.bench.benchmark_campaign import (BYTES_AT_1X, RUNS_AT_1X, Progress, campaign_params,
                                              ensure_campaign, link_campaign, tree_bytes)
 from stages.tools.bench.benchmark_measure import GREP_PATTERN, measure_ingest, remove_warehouse, time_grep
-from stages.tools.bench import benchmark_render
+from stages.tools.bench import benchmark_client, benchmark_render
 from stages.tools.bench.benchmark_report import build_report, render_markdown
 
 SCALE_POINTS = (0.1, 1.0, 10.0)
@@ -42,6 +44,7 @@ def run(*, out_dir: Path, scale: float = 1.0, seed: int = 1, repeats: int = 3,
         scale_points: tuple[float, ...] = SCALE_POINTS, keep_data: bool = True,
         runs_at_1x: int = RUNS_AT_1X, bytes_at_1x: int = BYTES_AT_1X,
         sections: tuple[str, ...] = ("ingest", "render"), render_sizes: tuple[int, ...] | None = None,
+        client_model: dict[str, Any] | None = None,
         progress: Progress | None = None) -> dict[str, Any]:
     """Measure the sections asked for; write report.md and report.json under out_dir.
 
@@ -65,6 +68,9 @@ def run(*, out_dir: Path, scale: float = 1.0, seed: int = 1, repeats: int = 3,
         report["render"] = benchmark_render.run(
             out_dir=out_dir, sizes=render_sizes or benchmark_render.sizes_for(scale), progress=say)
         markdown.append(benchmark_render.render_markdown(report["render"]))
+    if "client" in sections and client_model is not None:
+        report["client"] = benchmark_client.run(model=client_model, progress=say)
+        markdown.append(benchmark_client.render_markdown(report["client"]))
     (out_dir / "report.json").write_text(json.dumps(report, indent=1) + "\n")
     (out_dir / "report.md").write_text("\n".join(markdown))
     say(f"bench: wrote {out_dir / 'report.md'}")
