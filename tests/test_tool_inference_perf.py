@@ -171,7 +171,10 @@ def test_the_summary_across_stages_is_no_point():
 @pytest.mark.parametrize("name", sorted(REQUESTS))
 def test_each_per_request_report_gives_its_rows_and_their_paths(name):
     parsed = ip.parse(f"bench/{name}", read(name), frozenset())
-    assert parsed.points == []
+    # alone in its bench/ (no stage report beside it): its point made from its records
+    # (tests/test_tool_requests_alone.py follows one through derive)
+    assert [(p["point_id"], json.loads(p["metadata_json"])["figures_from"]) for p in parsed.points] == [
+        (name.split(".")[0] + "__i1", "requests")]
     rows = parsed.requests
     want = REQUESTS[name]
     assert [r["request_idx"] for r in rows] == list(range(len(want)))

@@ -1,7 +1,8 @@
 """A per-request file kept alone in a run's bench/ (no summary of its tool beside it, as people
 often keep only that file) gives its point, made from its records (common.point_from_requests):
 AIPerf's profile_export.jsonl (its early shape, `timestamp_ns` and `credit_phase`), LLMPerf's
-`*_individual_responses.json` and perf_analyzer's export read by GenAI-Perf's reader. Its counts
+`*_individual_responses.json`, perf_analyzer's export read by GenAI-Perf's reader and
+inference-perf's `per_request_lifecycle_metrics.json` without its stage report. Its counts
 are its records, its concurrency the one the records or the names state (else unknown, and said
 so), every figure marked as computed from requests; through ingest and derive its median time to
 first token and time per output token are those of its successful records, recomputed here by
@@ -19,13 +20,14 @@ import pytest
 
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
-from stages.ingest.parsers.tools import aiperf, genai_perf, llmperf
+from stages.ingest.parsers.tools import aiperf, genai_perf, inference_perf, llmperf
 
 TOOLS = Path(__file__).parent / "fixtures" / "bench_tools"
 AIPERF_EARLY = TOOLS / "aiperf" / "aiperf_0.1.x_records" / "tiny_reasoner-0.5b-openai-chat-concurrency4"
 LLMPERF_V2 = TOOLS / "llmperf" / "v2" / "acme-tiny-chat-1-5_550_150_individual_responses.json"
 LLMPERF_FORK = TOOLS / "llmperf" / "fork-2025-10-14" / "acme-tiny-chat-1-5_400_100_individual_responses.json"
 GENAI_EXPORT = TOOLS / "genai_perf" / "0.0.15_streaming" / "short_chat__c02.json"
+INFERENCE_PERF = TOOLS / "inference_perf" / "v061_per_request_lifecycle_metrics.json"
 RULES = {"prefix_cache_tok_s": 10 ** 9, "gate_min_score": 1.0, "cached_share_max_pct": 20,
          "default_max_num_seqs": 256, "burst_tpot_ms": 0.5, "cached_mark_pct": 10}
 
@@ -58,6 +60,17 @@ def _expected() -> dict[str, tuple]:
                       len(rows), len(good), len(rows) - len(good),
                       statistics.median(r["ttft_s"] for r in good),
                       statistics.median(r[tpot] * 1000 for r in good))
+    # inference-perf: the first token at output_token_times[0]; the per-token time, as for vLLM's
+    # files, the request's time after its first token over its tokens after the first
+    # (bench_requests.tpot_from 'latencies'); the failed record (an HTTP 503, no times) does not count
+    rows = json.loads(INFERENCE_PERF.read_text())
+    good = [r for r in rows if r["error"] is None]
+    first = [r["info"]["response_metrics"]["output_token_times"][0] - r["start_time"] for r in good]
+    out["inference-perf, alone"] = (
+        INFERENCE_PERF.name, INFERENCE_PERF, "v061_per_request_lifecycle_metrics__i1", None,
+        len(rows), len(good), len(rows) - len(good), statistics.median(first),
+        statistics.median((r["end_time"] - r["start_time"] - t) / (r["info"]["response_metrics"]["output_tokens"] - 1)
+                          * 1000 for r, t in zip(good, first)))
     return out
 
 
@@ -157,6 +170,18 @@ def test_genai_perf_export_alone_takes_its_concurrency_from_the_experiment():
     assert genai_perf.parse(f"bench/{GENAI_EXPORT.name}", GENAI_EXPORT.read_bytes(), beside).points == []
 
 
+def test_inference_perf_requests_alone_give_their_point_beside_a_stage_report_none():
+    data = INFERENCE_PERF.read_bytes()
+    parsed = inference_perf.parse(f"bench/{INFERENCE_PERF.name}", data, frozenset())
+    assert parsed.errors == [] and len(parsed.requests) == 4
+    [point] = parsed.points
+    assert (point["point_id"], point["concurrency"], point["num_prompts"], point["completed"],
+            point["failed"]) == ("v061_per_request_lifecycle_metrics__i1", None, 4, 3, 1)
+    meta = _meta(point)
+    assert meta["figures_from"] == "requests" and meta["concurrency"].startswith("unknown")
+    assert "no stage report" in meta["point_from"]
+
+
 @pytest.fixture(scope="module")
 def derived(tmp_path_factory) -> duckdb.DuckDBPyConnection:
     """One run folder per file, the file alone in its bench/, ingested and derived together."""
@@ -186,7 +211,8 @@ def test_through_derive_the_medians_are_those_of_the_successful_records(derived,
     [row] = [dict(zip(names, r)) for r in cur.fetchall()]
     assert (row["concurrency"], row["sent"], row["completed"], row["failed"]) == (
         concurrency, sent, completed, failed)
-    assert row["figures_from"] == "requests" and row["tpot_from"] == "tool request"
+    assert row["figures_from"] == "requests"
+    assert row["tpot_from"] == ("latencies" if label.startswith("inference-perf") else "tool request")
     assert row["ttft_requests"] == completed
     assert row["ttft_median_s"] == pytest.approx(ttft_s, rel=1e-12)
     assert row["tpot_median_ms"] == pytest.approx(tpot_ms, rel=1e-12)

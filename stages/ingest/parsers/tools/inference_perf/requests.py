@@ -12,7 +12,7 @@ from stages.ingest.parsers.lines import decode
 from stages.ingest.parsers.tools import common
 from stages.ingest.parsers.tools.common import BenchParse, ParseError
 from stages.ingest.parsers.tools.inference_perf.lifecycle import (
-    ADAPTER_STAGE_NAME, STAGE_NAME, read_report, what_is)
+    ADAPTER_STAGE_NAME, STAGE_NAME, TOOL, read_report, what_is)
 
 
 _WS = re.compile(r"[ \t\n\r]*")
@@ -38,7 +38,7 @@ def read_requests(name: str, text: str, line: int, siblings: frozenset[str]) -> 
     if not records:
         return BenchParse()
     result = BenchParse()
-    point_id = _requests_point(name, line, siblings, result.errors)
+    point_id, alone = _requests_point(name, line, siblings, result.errors)
     for idx, (rec_line, rec) in enumerate(records):
         if not isinstance(rec, dict) or not _RECORD_KEYS <= rec.keys():
             result.errors.append(ParseError(rec_line, f"per-request record [{idx}] is not an inference-perf "
@@ -50,31 +50,41 @@ def read_requests(name: str, text: str, line: int, siblings: frozenset[str]) -> 
         row.update({"point_id": point_id, "request_idx": idx, "record_path": common.path(idx),
                     "source_line": rec_line})
         result.requests.append(row)
+    if alone and result.requests and not result.errors:
+        # kept without its stage report (people often keep only this file): the point from its
+        # records; inference-perf's records hold neither the concurrency nor the request rate
+        result.points.append(common.point_from_requests(
+            point_id, result.requests, tool=TOOL, line=result.requests[0]["source_line"],
+            concurrency=None, concurrency_from=None,
+            settings={"point_from": f"{PurePosixPath(name).name} alone: no stage report of the run beside it"}))
     return result
 
 
-def _requests_point(name: str, line: int, siblings: frozenset[str], errors: list[ParseError]) -> str:
-    """The point the requests belong to: the one the file's name names, else that of the one
-    stage report beside them (read through common.Siblings), else one of their own (with an
-    error: the records cannot be tied to a stage)."""
-    stem = PurePosixPath(name).name.split(".", 1)[0]
-    if common.split_point_id(stem)[0] is not None:
-        return stem
-    point_id = common.point_id(name, None, 1)
+def _requests_point(name: str, line: int, siblings: frozenset[str], errors: list[ParseError]) -> tuple[str, bool]:
+    """The point the requests belong to, and whether they are alone (no stage report beside
+    them: their point is made from them): the one the file's name names, else that of the one
+    stage report beside them (read through common.Siblings), else, beside several, one of their
+    own (with an error: the records cannot be tied to a stage)."""
     stages = sorted(s for s in siblings if STAGE_NAME.search(PurePosixPath(s).name)
                     and not ADAPTER_STAGE_NAME.search(PurePosixPath(s).name))
+    stem = PurePosixPath(name).name.split(".", 1)[0]
+    if common.split_point_id(stem)[0] is not None:
+        return stem, not stages
+    point_id = common.point_id(name, None, 1)
+    if not stages:
+        return point_id, True
     read = getattr(siblings, "read", None)
     if len(stages) == 1 and read is not None:      # the one stage beside them: its point
         data = read(stages[0])
         points = read_report(stages[0], decode(data)).points if data is not None else []
         if len(points) == 1:
-            return points[0]["point_id"]
+            return points[0]["point_id"], False
     where = (f"; they all belong to {PurePosixPath(stages[0]).name}, the only stage report beside it"
              if len(stages) == 1 else "")
     errors.append(ParseError(line, f"{point_id}: inference-perf's per-request records name no stage, and the "
                                    f"file's name names no point (<workload>__cNN), so its requests are kept "
                                    f"under {point_id}, which no stage report's point meets{where}"))
-    return point_id
+    return point_id, False
 
 
 def _array(text: str) -> tuple[list[tuple[int, Any]], list[ParseError]]:
