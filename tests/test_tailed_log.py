@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from shared_folder import REAL_LOGS
-from stages.ingest.parsers import tailed
+from stages.core import tailed
 from stages.ingest.parsers.lines import read_chunks
 from stages.ingest.parsers.sglang_log import parse_sglang_log
 from stages.ingest.parsers.vllm_log import parse_vllm_log
@@ -206,3 +206,33 @@ def test_sglang_is_read_from_its_own_blocks():
         assert [(f.fact, f.line, f.value_num) for f in parsed.facts] == \
             [(f.fact, at[f.line], f.value_num) for f in alone.facts]
         assert [s.line for s in parsed.stats] == [at[s.line] for s in alone.stats]
+
+
+# A retriever serving its own small embedding model prints lines of the same shape as the
+# engine's, before the engine does.
+EMBEDDER = [
+    "INFO 12-20 18:31:40 [gpu_model_runner.py:3338] Model loading took 0.6 GiB and 4.1 seconds",
+    "INFO 12-20 18:31:41 [kv_cache_utils.py:1229] Maximum concurrency for 512 tokens per request: 900.00x",
+]
+
+
+def test_the_launch_quote_keeps_to_the_engine_s_blocks():
+    from stages.render import quotes
+
+    data = job_log("vllm_07_v1_ready_stats_oserror_in_warning.log", [60, 110, 150],
+                   [("router", ROUTER_START), ("retriever", EMBEDDER), ("frontend", FRONTEND_START),
+                    ("worker", WORKER)])[0]
+    text, rules = data.decode(), quotes.load_quotes()
+    name, spans = tailed.engine_lines(data, "vllm")
+    assert name == "logs/vllm.out" and len(spans) == 4
+    lines = text.split("\n")
+    theirs = {i + 1 for i, line in enumerate(lines) if line in EMBEDDER}
+    # read whole, the quote takes the embedder's weights and concurrency for the engine's
+    whole = quotes.pick(text, "ready", None, rules)
+    assert theirs <= {q.line for q in whole.quoted}
+    kept = quotes.pick(text, "ready", None, rules, spans)
+    assert not theirs & {q.line for q in kept.quoted} and not theirs & {c for q in kept.quoted for c in q.copies}
+    assert all(any(a <= q.line <= b for a, b in spans) for q in kept.quoted)
+    assert any("Maximum concurrency" in q.text for q in kept.quoted)     # the engine's own
+    block = quotes.quote_block(text, "ready", None, "server.log", rules, tailed=(name, spans))
+    assert "only the engine&#x27;s lines, under ==&gt; logs/vllm.out &lt;==" in block     # HTML-escaped

@@ -204,7 +204,7 @@ class PageMacros:
         self.uses(sql)
         row = rows[0] if rows else {}
         return self.hold(render_quote(run_id, row.get("status"), row.get("error_line"),
-                                      runs_dir=self.runs_dir, root=self.root))
+                                      runs_dir=self.runs_dir, root=self.root, engine=row.get("engine")))
 
     def node_evidence(self, command: str, node_id: str, file: str, pattern: str | None = None,
                       lines: int | None = None, cut: int | None = None) -> Markup:

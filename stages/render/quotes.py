@@ -5,7 +5,9 @@ failed one at its first error line and, by the first `errors` rule whose `match`
 at the last line before it matching each `explain` pattern. Copies of a quoted line from other
 ranks (the same message once the process tag, level, time and numbers are set aside) are folded
 into one line and a count. The block's `$ grep` command, run on the raw file, prints every line
-the block shows (and the copies it folds)."""
+the block shows (and the copies it folds). In a log that tails several services' logs
+(stages/core/tailed.py) only the engine's own blocks are quoted: another service's "Application
+startup complete" or error is not the engine's, and the block says whose lines it kept."""
 from __future__ import annotations
 
 import re
@@ -17,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from stages.core.config import SAFE_LOADER
+from stages.core.tailed import engine_lines
 from stages.core.secrets import redact_text
 from stages.render.errors import FactError
 from stages.render.evidence import RAW_MAX, RawFileRefused, _shown, evidence_block, read_raw
@@ -91,12 +94,18 @@ def fold_key(line: str) -> str:
     return NUMBER.sub("#", message(line))
 
 
-def _first(rx: re.Pattern, lines: list[str], before: int) -> int | None:
-    return next((i for i in range(before) if rx.search(lines[i])), None)
+def _first(rx: re.Pattern, lines: list[str], before: int, kept=None) -> int | None:
+    return next((i for i in range(before) if _kept(i, kept) and rx.search(lines[i])), None)
 
 
-def _last(rx: re.Pattern, lines: list[str], before: int) -> int | None:
-    return next((i for i in reversed(range(before)) if rx.search(lines[i])), None)
+def _last(rx: re.Pattern, lines: list[str], before: int, kept=None) -> int | None:
+    return next((i for i in reversed(range(before)) if _kept(i, kept) and rx.search(lines[i])), None)
+
+
+def _kept(i: int, kept: list[tuple[int, int]] | None) -> bool:
+    """Whether line index `i` (0-based) is in one of the `kept` (first, last) 1-based line spans;
+    every line where there are none."""
+    return kept is None or any(first <= i + 1 <= last for first, last in kept)
 
 
 @dataclass
@@ -107,23 +116,25 @@ class Quote:
     note: str | None = None
 
 
-def pick(text: str, status: str | None, error_line: int | None, quotes: Quotes) -> Quote:
+def pick(text: str, status: str | None, error_line: int | None, quotes: Quotes,
+         kept: list[tuple[int, int]] | None = None) -> Quote:
     """What to quote of a whole log `text`, for a launch of `status` whose first error is at
-    `error_line` (1-based; None when its log records none)."""
+    `error_line` (1-based; None when its log records none); `kept`: the (first, last) line spans
+    that are the engine's own (a log tailing several services), None for all."""
     lines = text.split("\n")
     failed = status != "ready" and error_line and 0 < error_line <= len(lines)
     if not failed:
         quote = Quote([], list(quotes.ready), len(lines))
-        chosen = [_first(re.compile(p), lines, len(lines)) for p in quote.patterns]
+        chosen = [_first(re.compile(p), lines, len(lines), kept) for p in quote.patterns]
     else:
         err = error_line - 1
         rule = next((r for r in quotes.errors if re.search(r.match, lines[err])), None)
         quote = Quote([], list(rule.explain) if rule else [], error_line, rule.note if rule else None)
-        chosen = [_last(re.compile(p), lines, err) for p in quote.patterns] + [err]
+        chosen = [_last(re.compile(p), lines, err, kept) for p in quote.patterns] + [err]
         quote.patterns.append(rule.match if rule else _literal(message(lines[err]) or lines[err]))
     grepped = re.compile("|".join(quote.patterns))
     keys = {j: fold_key(lines[j]) for j in range(quote.end)
-            if grepped.search(lines[j]) and not (failed and j == err)}
+            if _kept(j, kept) and grepped.search(lines[j]) and not (failed and j == err)}
     taken: set[int] = set()
     for i in sorted({i for i in chosen if i is not None}):
         if i in taken:
@@ -170,7 +181,7 @@ def quote_lines(quoted: list[Quoted], note: str | None = None) -> list[str]:
 
 
 def render_quote(run_id: str, status: str | None, error_line: int | None, *, runs_dir: Path,
-                 root: Path, quotes_file: Path = QUOTES_FILE) -> str:
+                 root: Path, quotes_file: Path = QUOTES_FILE, engine: str | None = None) -> str:
     """The evidence block quoting run_id's server.log (see the module's docstring), HTML-escaped."""
     if "/" in str(run_id) or str(run_id) in ("", ".", ".."):
         raise FactError(f"launch_quote: bad run id {run_id!r}")
@@ -185,13 +196,15 @@ def render_quote(run_id: str, status: str | None, error_line: int | None, *, run
         reason = str(exc).split(": ", 1)[-1] if isinstance(exc, RawFileRefused) else exc.strerror
         return evidence_block(f"ls {shown}", [f"(not shown: {_shown(path, root)}: {reason})"])
     return quote_block(data.decode("utf-8", errors="replace"), status, error_line, _shown(path, root),
-                       quotes, more)
+                       quotes, more, tailed=engine_lines(data, engine or "vllm"))
 
 
 def quote_block(text: str, status: str | None, error_line: int | None, shown: str,
-                quotes: Quotes, more: bool = False) -> str:
-    """The evidence block for a log's `text`, its command naming the file as `shown`."""
-    quote = pick(text, status, error_line, quotes)
+                quotes: Quotes, more: bool = False,
+                tailed: tuple[str, list[tuple[int, int]]] | None = None) -> str:
+    """The evidence block for a log's `text`, its command naming the file as `shown`; `tailed`:
+    the engine's header name and line spans in a log tailing several services (engine_lines)."""
+    quote = pick(text, status, error_line, quotes, tailed[1] if tailed else None)
     grep = f"grep -a -n -E {shlex.quote('|'.join(quote.patterns))}"
     shown = shlex.quote(shown)
     whole = quote.end >= len(text.split("\n"))
@@ -201,6 +214,8 @@ def quote_block(text: str, status: str | None, error_line: int | None, shown: st
     out = quote_lines(quote.quoted, quote.note)
     if not quote.quoted:
         out = ["(no line of server.log matches these patterns)"]
+    if tailed:
+        out.append(f"# only the engine's lines, under ==> {tailed[0]} <==: this log tails several services' logs")
     if more:
         out.append(f"(read up to {RAW_MAX:,} bytes)")
     return evidence_block(command, out)

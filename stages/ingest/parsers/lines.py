@@ -11,13 +11,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Iterable, Iterator, Sequence
 
+from stages.core.tailed import Chunk, as_chunks  # noqa: F401 - declared with the tail reader
+
 
 # A line longer than this is cut before decoding (the anchor must fall inside the kept part).
 MAX_LINE_BYTES = 64 * 1024
 EXCERPT_CHARS = 500
 CHUNK_BYTES = 4 * 1024 * 1024
 
-Chunk = tuple[int, bytes]  # (1-based number of the chunk's first line, bytes ending at a newline)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,12 +181,6 @@ def json_file_object(data: bytes, name: str) -> dict[str, Any] | ParseError:
 def excerpt(text: str) -> str:
     text = text.rstrip("\r\n")
     return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
-
-
-def as_chunks(data: bytes | Iterable[Chunk]) -> Iterable[Chunk]:
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        return [(1, bytes(data))]
-    return data
 
 
 def read_chunks(fh: BinaryIO, size: int = CHUNK_BYTES) -> Iterator[Chunk]:

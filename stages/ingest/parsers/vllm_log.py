@@ -10,7 +10,7 @@ from typing import Iterable
 from stages.ingest.parsers.engine_log import line_fact, scan_log
 from stages.ingest.parsers.prefixes import Prefixed
 from stages.ingest.parsers.lines import BulkShape, Chunk, Fact, LogParse, ParseError, Stat
-from stages.ingest.parsers.tailed import engine_view
+from stages.core.tailed import engine_view
 
 # Startup facts are looked for only up to the ready line; stats and errors everywhere.
 STARTUP_ANCHORS = (

@@ -9,7 +9,8 @@ name whose blocks hold the most of the engine's own marks (its name, its KV pool
 lines). A log without such headers in its first chunk (4 MB), or whose blocks hold none of the
 engine's marks, is read whole as before, in one pass; a tailed one is read twice (once to find
 the engine's blocks). Line numbers stay those of the raw file: each block is handed to the parser as a chunk
-that starts at its own line.
+that starts at its own line. Ingest's engine parsers read a log through engine_view/engine_chunks;
+render's launch quotes keep to engine_lines.
 """
 from __future__ import annotations
 
@@ -17,7 +18,13 @@ import re
 from itertools import chain
 from typing import Callable, Iterable, Iterator
 
-from stages.ingest.parsers.lines import Chunk, as_chunks
+Chunk = tuple[int, bytes]  # (1-based number of the chunk's first line, bytes ending at a newline)
+
+
+def as_chunks(data: bytes | Iterable[Chunk]) -> Iterable[Chunk]:
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return [(1, bytes(data))]
+    return data
 
 # tail's header: `==> NAME <==` alone on its line (tail -f, tail -n +1, head of several files)
 HEADER = re.compile(rb"^==> (.+?) <==[ \t]*\r?$", re.M)
@@ -109,3 +116,15 @@ def engine_chunks(open_chunks: Callable[[], Iterator[Chunk]], engine: str) -> It
     name = survey(chain([first], chunks), engine)
     again = open_chunks()
     yield from again if name is None else engine_blocks(again, name)
+
+
+def engine_lines(data: bytes, engine: str) -> tuple[str, list[tuple[int, int]]] | None:
+    """For a tailed log, the header name of the engine's blocks and the (first, last) raw line
+    numbers of each; None for a log read whole."""
+    if _HEADER_START not in data:
+        return None
+    name = survey([(1, data)], engine)
+    if name is None:
+        return None
+    return name, [(first, first + chunk.count(b"\n", 0, len(chunk.rstrip(b"\n"))))
+                  for first, chunk in engine_blocks([(1, data)], name)]
