@@ -38,7 +38,7 @@ def in_process(argv: list[str]) -> list:
     parser = argparse.ArgumentParser()
     add_cli_args(parser)
     args = parser.parse_args(argv)
-    return get_samples(args, prompts._tokenizer(args))
+    return get_samples(args, prompts.tokenizer(args))
 
 
 def test_the_bank_builds_the_requests_each_point_would_build_itself(tiny, tmp_path):

@@ -26,6 +26,7 @@ def as_chunks(data: bytes | Iterable[Chunk]) -> Iterable[Chunk]:
         return [(1, bytes(data))]
     return data
 
+
 # tail's header: `==> NAME <==` alone on its line (tail -f, tail -n +1, head of several files)
 HEADER = re.compile(rb"^==> (.+?) <==[ \t]*\r?$", re.M)
 _HEADER_START = b"==> "

@@ -94,18 +94,13 @@ def fold_key(line: str) -> str:
     return NUMBER.sub("#", message(line))
 
 
-def _first(rx: re.Pattern, lines: list[str], before: int, kept=None) -> int | None:
-    return next((i for i in range(before) if _kept(i, kept) and rx.search(lines[i])), None)
+def _first(rx: re.Pattern, lines: list[str], before: int, kept: set[int] | None = None) -> int | None:
+    return next((i for i in range(before) if (kept is None or i in kept) and rx.search(lines[i])), None)
 
 
-def _last(rx: re.Pattern, lines: list[str], before: int, kept=None) -> int | None:
-    return next((i for i in reversed(range(before)) if _kept(i, kept) and rx.search(lines[i])), None)
-
-
-def _kept(i: int, kept: list[tuple[int, int]] | None) -> bool:
-    """Whether line index `i` (0-based) is in one of the `kept` (first, last) 1-based line spans;
-    every line where there are none."""
-    return kept is None or any(first <= i + 1 <= last for first, last in kept)
+def _last(rx: re.Pattern, lines: list[str], before: int, kept: set[int] | None = None) -> int | None:
+    return next((i for i in reversed(range(before))
+                 if (kept is None or i in kept) and rx.search(lines[i])), None)
 
 
 @dataclass
@@ -117,11 +112,12 @@ class Quote:
 
 
 def pick(text: str, status: str | None, error_line: int | None, quotes: Quotes,
-         kept: list[tuple[int, int]] | None = None) -> Quote:
+         spans: list[tuple[int, int]] | None = None) -> Quote:
     """What to quote of a whole log `text`, for a launch of `status` whose first error is at
-    `error_line` (1-based; None when its log records none); `kept`: the (first, last) line spans
+    `error_line` (1-based; None when its log records none); `spans`: the (first, last) line spans
     that are the engine's own (a log tailing several services), None for all."""
     lines = text.split("\n")
+    kept = None if spans is None else {i - 1 for first, last in spans for i in range(first, last + 1)}
     failed = status != "ready" and error_line and 0 < error_line <= len(lines)
     if not failed:
         quote = Quote([], list(quotes.ready), len(lines))
@@ -134,7 +130,7 @@ def pick(text: str, status: str | None, error_line: int | None, quotes: Quotes,
         quote.patterns.append(rule.match if rule else _literal(message(lines[err]) or lines[err]))
     grepped = re.compile("|".join(quote.patterns))
     keys = {j: fold_key(lines[j]) for j in range(quote.end)
-            if _kept(j, kept) and grepped.search(lines[j]) and not (failed and j == err)}
+            if (kept is None or j in kept) and grepped.search(lines[j]) and not (failed and j == err)}
     taken: set[int] = set()
     for i in sorted({i for i in chosen if i is not None}):
         if i in taken:

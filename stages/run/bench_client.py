@@ -12,7 +12,6 @@ energy of the requests alone.
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import gc
@@ -262,12 +261,10 @@ def warm_client(argv: list[str]) -> None:
     about 0.5 s for them, a twentieth of a 10 s point)."""
     import vllm.benchmarks.serve as serve
 
-    parser = argparse.ArgumentParser(prog="vllm bench serve")
-    serve.add_cli_args(parser)
-    args = parser.parse_args(argv)
+    from stages.run.prompts import bench_args, tokenizer
+
     with samples_from(lambda: []):
-        serve.get_tokenizer(args.tokenizer or args.model, tokenizer_mode=args.tokenizer_mode,
-                            trust_remote_code=args.trust_remote_code)
+        tokenizer(bench_args(argv), serve.get_tokenizer)     # as the benchmark asks for it
     # vllm bench serve collects and freezes the process's heap before each benchmark (so that the
     # collector does not pause its requests); done now, the first point's collection finds only
     # what was made since (about 0.3 s of the first point's set-up here)
@@ -282,17 +279,15 @@ def run_point(point: Point, *, base_url: str, model: str, tokenizer: str, bench_
     `window(sent, ended)` is told the point's requests window (wall-clock epoch seconds) once the
     benchmark has ended, where its requests could be timed. `prompts`: a PromptBank
     (stages/run/prompts.py) that built the point's requests ahead, with the same arguments."""
-    from vllm.benchmarks.serve import add_cli_args, main
+    from vllm.benchmarks.serve import main
 
-    from stages.run.prompts import quiet_long_prompts
+    from stages.run.prompts import bench_args, quiet_long_prompts
 
     argv = bench_argv(point, base_url=base_url, model=model, tokenizer=tokenizer,
                       result_dir=bench_dir, run_id=run_id, engine=engine)
     (bench_dir / f"{point.point_id}.cmd").open("x").write(
         "vllm bench serve " + " ".join(shlex.quote(a) for a in argv) + "\n")
-    parser = argparse.ArgumentParser(prog="vllm bench serve")
-    add_cli_args(parser)
-    args = parser.parse_args(argv)
+    args = bench_args(argv)
     scrape_metrics(client, base_url, bench_dir / f"{point.point_id}.metrics.before.txt")
     quiet_long_prompts()
     ready = (lambda: prompts.take(point.point_id)) \

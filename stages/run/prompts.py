@@ -37,26 +37,34 @@ def quiet_long_prompts() -> None:
 def bench_requests(argv: list[str]) -> list[Any]:
     """The requests `vllm bench serve` with `argv` would send (its own dataset code, tokenizer and
     seed): run in a worker process."""
-    import argparse
-
     from vllm.benchmarks.datasets import get_samples
-    from vllm.benchmarks.serve import add_cli_args
 
     quiet_long_prompts()
+    args = bench_args(argv)
+    return get_samples(args, tokenizer(args))
+
+
+def bench_args(argv: list[str]) -> Any:
+    """`vllm bench serve`'s arguments for `argv`, parsed by its own parser."""
+    import argparse
+
+    from vllm.benchmarks.serve import add_cli_args
+
     parser = argparse.ArgumentParser(prog="vllm bench serve")
     add_cli_args(parser)
-    args = parser.parse_args(argv)
-    return get_samples(args, _tokenizer(args))
+    return parser.parse_args(argv)
 
 
-def _tokenizer(args: Any) -> Any:
-    """The tokenizer `vllm bench serve` makes from its arguments."""
-    try:
-        from vllm.tokenizers import get_tokenizer
-    except ImportError:         # vLLM before the tokenizers package
-        from vllm.transformers_utils.tokenizer import get_tokenizer
-    return get_tokenizer(args.tokenizer or args.model, tokenizer_mode=args.tokenizer_mode,
-                         trust_remote_code=args.trust_remote_code)
+def tokenizer(args: Any, load: Callable[..., Any] | None = None) -> Any:
+    """The tokenizer `vllm bench serve` makes from its arguments; `load`: the loader to call
+    (vLLM's get_tokenizer by default)."""
+    if load is None:
+        try:
+            from vllm.tokenizers import get_tokenizer as load
+        except ImportError:         # vLLM before the tokenizers package
+            from vllm.transformers_utils.tokenizer import get_tokenizer as load
+    return load(args.tokenizer or args.model, tokenizer_mode=args.tokenizer_mode,
+                trust_remote_code=args.trust_remote_code)
 
 
 def gate_prompt(tokenizer_file: str, target_tokens: int, depth: float, code: str, seed: int

@@ -289,8 +289,9 @@ def run(*, spec_name: str, params: dict, paths: Paths,
                            sample=lambda name: sampling(
                                gpu_sampler.sampling(folder, name, gpu_set, sampler, background=True),
                                metrics_sampler.sampling(folder, name, eng.base_url, metrics_ms)))
-                for exc in gpu_sampler.finish():
-                    raise storage_fault(exc.filename or "gpu samples", exc)
+                unfinished = gpu_sampler.finish()
+                if unfinished:
+                    raise storage_fault(unfinished[0].filename or "gpu samples", unfinished[0])
             run_status = "engine_died" if tally.died else "complete"
             out.add(prefix_cache_resets=tally.resets)
     except KeyboardInterrupt:
