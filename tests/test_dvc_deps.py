@@ -26,6 +26,7 @@ STAGE_ENTRIES: dict[str, tuple[str, ...]] = {
     "ingest": ("stages.ingest.stage", "stages.ingest.nodes"),
     "probe": ("stages.probe.node_probe",),
     "derive": ("stages.derive.stage",),
+    "plan": ("stages.plan.stage", "stages.plan.report"),
     "render": ("stages.render.stage",),
 }
 

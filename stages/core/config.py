@@ -75,12 +75,13 @@ class Paths:
     bench: Path | None = None
     reliability: Path | None = None
     chart_cache: Path | None = None   # render's chart images, kept between renders
+    plan: Path | None = None          # the plan stage's outputs (stages/plan)
 
     @classmethod
     def from_params(cls, params: dict[str, Any], root: Path | str = ".") -> "Paths":
         root = Path(root)
         p = params.get("paths") or {}
-        missing = [k for k in cls.__dataclass_fields__ if k != "root" and k not in p]
+        missing = [k for k in cls.__dataclass_fields__ if k not in ("root", "plan") and k not in p]
         if missing:
             raise CampaignError(f"params.yaml: paths is missing {', '.join(missing)}")
         paths = {k: root / v for k, v in p.items() if k in cls.__dataclass_fields__}

@@ -12,6 +12,8 @@ import json
 import random
 from pathlib import Path
 
+from stages.core.generated_model import llama_config
+
 # A fixed word list keeps the training corpus (and so the tokenizer) reproducible.
 _SYLLABLES = ("ka", "lo", "mi", "ne", "su", "ta", "ri", "po", "ve", "da", "gu", "xi", "or", "an",
               "el", "is", "um", "ba", "co", "fe", "hi", "ju", "ly", "qu", "ze", "wo", "ny", "th")
@@ -42,30 +44,6 @@ def build_tokenizer(*, vocab_size: int, seed: int):
     )
     tok.train_from_iterator(corpus(seed=seed, words=200_000), trainer=trainer)
     return tok
-
-
-def llama_config(*, layers: int, hidden: int, heads: int, kv_heads: int, intermediate: int,
-                 max_positions: int, vocab_size: int) -> dict:
-    return {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
-        "hidden_size": hidden,
-        "intermediate_size": intermediate,
-        "num_hidden_layers": layers,
-        "num_attention_heads": heads,
-        "num_key_value_heads": kv_heads,
-        "head_dim": hidden // heads,
-        "max_position_embeddings": max_positions,
-        "rms_norm_eps": 1e-5,
-        "rope_theta": 10000.0,
-        "vocab_size": vocab_size,
-        "bos_token_id": 0,
-        "eos_token_id": 1,
-        "pad_token_id": 2,
-        "tie_word_embeddings": False,
-        "torch_dtype": "bfloat16",
-        "hidden_act": "silu",
-    }
 
 
 def run(*, out: Path, layers: int, hidden: int, heads: int, kv_heads: int, intermediate: int,

@@ -28,17 +28,18 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from stages.core.config import CampaignError, profile as get_profile, profile_workloads
+from stages.core.config import CampaignError, Paths, profile as get_profile, profile_workloads
 from stages.core.files import write_atomic
 from stages.core.gate import gate_settings
+from stages.run import fit_check
 from stages.run.quads import QUAD_SIZE, QUADS
 
 DEFAULT_MINUTES = 30.0
 LEDGER_FILE = "schedule.json"        # in paths.ledger; the run stage's output (dvc.yaml)
 # What of a profile decides what its engines measured (not its port, timeouts or derive's rules),
-# and what of a spec does not (the scheduler's estimate).
+# and what of a spec does not (the scheduler's estimate; launching it though the plan says it cannot fit).
 MEASURED_PROFILE_KEYS = ("executor", "engine", "image", "docker", "env")
-UNMEASURED_SPEC_KEYS = ("est_minutes",)
+UNMEASURED_SPEC_KEYS = ("est_minutes", "force")
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,12 @@ def node_quads(gpus_per_node: int) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(range(i, min(i + QUAD_SIZE, n))) for i in range(0, n, QUAD_SIZE)) or ((),)
 
 
-def jobs_from(params: dict, names: list[str], quads=QUADS) -> list[Job]:
+def jobs_from(params: dict, names: list[str], quads=QUADS, minutes: dict[str, float] | None = None
+              ) -> list[Job]:
+    """The specs as jobs: their GPUs, and their minutes (`est_minutes`, else `minutes`: the plan's,
+    stages/run/fit_check.py, else DEFAULT_MINUTES)."""
     specs = params.get("specs") or {}
+    minutes = minutes or {}
     total = sum(len(q) for q in quads)
     out = []
     for name in names:
@@ -74,7 +79,7 @@ def jobs_from(params: dict, names: list[str], quads=QUADS) -> list[Job]:
         n = g if isinstance(g, int) else len(g)
         if n > total:
             raise CampaignError(f"spec {name!r} needs {n} GPUs; the node has {total}")
-        out.append(Job(name, n, float(specs[name].get("est_minutes", DEFAULT_MINUTES))))
+        out.append(Job(name, n, float(specs[name].get("est_minutes", minutes.get(name, DEFAULT_MINUTES)))))
     return out
 
 
@@ -256,7 +261,10 @@ def run_specs(params: dict, names: list[str], *, root: Path, ledger_dir: Path,
             progress(f"schedule: {name} already ran with these settings "
                      f"(run {entries[name].get('run_id')}): not launched")
     todo = [n for n in names if not finished(entries.get(n), prints[n])]
-    jobs = jobs_from(params, todo, quads)
+    jobs_from(params, todo, quads)                      # unknown specs first, as before
+    paths = Paths.from_params(params, root)
+    fit_check.refuse_unfit(params, todo, paths.models, progress)
+    jobs = jobs_from(params, todo, quads, fit_check.minutes(params, todo, paths.models, paths.plan))
     if executor == "slurm":
         return _run_on_slurm(params, todo, prof, root=root, ledger_dir=ledger_dir, runs=runs,
                              entries=entries, prints=prints, path=path, progress=progress)
@@ -320,8 +328,13 @@ def dry_run(params: dict, names: list[str], *, executor: str | None = None, root
         return slurm.dry_run(params, names, prof, root=root, ledger_dir=ledger_dir,
                              run_ids=planned_run_ids(params, names, runs, check_profile=False))
     quads, base = node_quads(prof.get("gpus_per_node")), int(prof["port"])
-    slots = plan(jobs_from(params, names, quads), quads)
+    jobs_from(params, names, quads)                     # unknown specs first
+    paths = Paths.from_params(params, root or ".")
+    slots = plan(jobs_from(params, names, quads, fit_check.minutes(params, names, paths.models, paths.plan)),
+                 quads)
     lines = [timeline(slots, base_port=base)]
+    for name, (verdict, why) in fit_check.verdicts(params, names, paths.models).items():
+        lines.append(f"plan: {name}: {verdict}: {why}")
     for s in slots:
         lines.append(f"at {s.start_min:5.0f} min: campaign "
                      f"{shlex.join(run_command(s.spec, s.gpus, base + s.index))}")

@@ -1,0 +1,75 @@
+"""What the campaign's earlier launches took, read from the campaign database (when there is one):
+the memory they kept beside weights and KV cache, and the time of each part of their runs. A
+model's config and a profile's planning settings are read by stages/core/plan_inputs.py."""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+
+SQL = Path(__file__).parent / "sql"
+
+
+@dataclass
+class History:
+    """The campaign's launches: their log figures, flags and steps."""
+    launches: list[dict] = field(default_factory=list)
+    flags: dict[str, dict] = field(default_factory=dict)     # run_id -> {flag: value}
+    steps: dict[str, dict] = field(default_factory=dict)     # run_id -> {step: seconds}
+
+    def reserve(self, profile: str, engine: str, version: str | None, budget_of, *,
+                leave_out: str | None = None) -> tuple[float | None, int]:
+        """The median memory a ready launch of this engine version on the profile's GPUs (any version of the engine, for
+        a spec not launched yet) kept beside its weights and KV cache (its budget less both), and
+        how many launches say so."""
+        seen = []
+        for la in self.launches:
+            if (la["run_id"] == leave_out or la["engine"] != engine or la["profile"] != profile
+                    or (version is not None and la["engine_version"] != version)
+                    or la["status"] != "ready" or la["weights_gib"] is None or la["kv_cache_gib"] is None):
+                continue
+            budget = budget_of(la)
+            if budget is not None:
+                seen.append(budget - la["weights_gib"] - la["kv_cache_gib"])
+        return (statistics.median(seen) if seen else None), len(seen)
+
+    def times(self, model: str, engine: str, *, leave_out: str | None = None) -> tuple[dict, int]:
+        """Median seconds of each part (engine_start, gate, each step) over the other ready launches
+        of the same model and engine, and how many there were."""
+        parts: dict[str, list[float]] = {}
+        runs = [la for la in self.launches if la["model"] == model and la["engine"] == engine
+                and la["run_id"] != leave_out and la["status"] == "ready"]
+        for la in runs:
+            for part, value in (("engine_start", la["ready_s"]), ("gate", la["gate_s"])):
+                if value is not None:
+                    parts.setdefault(part, []).append(float(value))
+            for step, seconds in self.steps.get(la["run_id"], {}).items():
+                parts.setdefault(step, []).append(float(seconds))
+        return {k: statistics.median(v) for k, v in parts.items()}, len(runs)
+
+
+def _rows(con, name: str) -> list[dict]:
+    cur = con.execute((SQL / name).read_text())
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def history(campaign_db: Path) -> History:
+    """What the campaign database holds; an empty history where there is none yet."""
+    if not Path(campaign_db).is_file():
+        return History()
+    con = duckdb.connect(str(campaign_db), read_only=True)
+    try:
+        launches = _rows(con, "launches.sql")
+        flags: dict[str, dict] = {}
+        for r in _rows(con, "flags.sql"):
+            flags.setdefault(r["run_id"], {})[r["flag"]] = r["flag_value"]
+        steps: dict[str, dict] = {}
+        for r in _rows(con, "steps.sql"):
+            steps.setdefault(r["run_id"], {})[r["step"]] = r["seconds"]
+    finally:
+        con.close()
+    return History(launches, flags, steps)
