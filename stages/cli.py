@@ -7,7 +7,7 @@
     campaign seal [RUN_ID ...]     make run folders write-once (manifest, read-only)
     campaign import SRC... --profile NAME   run folders made before the project, copied in and sealed
     campaign derive                SQL models, data tests, CSV exports
-    campaign plan [RUN_SET|SPEC]   will each spec fit, how long it takes; launches beside their plans
+    campaign plan [RUN_SET|SPEC]   will each spec fit, how long will it take, at what cost
     campaign render                article series -> mkdocs site (only what changed is made again)
     campaign preview               serve the site, render it again on every edit, reload the page
     campaign trace FACT            a published number back to its run, raw line and command
@@ -202,7 +202,7 @@ def plan(names: tuple[str, ...], write: bool, root: str) -> None:
     """Plan specs before the node is booked: will each fit (weights a GPU, KV cache, pool, the
     sequences that fit, with the arithmetic), how long it will take (from earlier launches of the
     same model and engine, else the profile's rates), its GPU-hours and cost; then the totals of
-    each run set and Part. With --write, also every launch the campaign holds beside its plan.
+    each run set and Part. With --write (the plan stage), also write the plans under paths.plan.
 
     Example: campaign plan dsv4-pro-dep8 dsv4-pro-tep8
     (no NAMES: the run_specs of params.yaml)
@@ -214,11 +214,11 @@ def plan(names: tuple[str, ...], write: bool, root: str) -> None:
     out_dir = paths.plan if write else None
     if write and out_dir is None:
         raise CampaignError("params.yaml: paths.plan is not set (where the plan stage writes)")
-    plans, launches = plan_stage.run(params, names=specs, models_dir=paths.models,
-                                     campaign_db=paths.campaign_db, out_dir=out_dir)
+    plans = plan_stage.run(params, names=specs, models_dir=paths.models, campaign_db=paths.campaign_db,
+                           out_dir=out_dir)
     click.echo(report.text(params, plans, groups, report.parts(params, paths.series)))
     if write:
-        progress(f"plan: {len(plans)} specs and {len(launches)} launches written under {out_dir}")
+        progress(f"plan: {len(plans)} specs written under {out_dir}")
 
 
 @main.command()

@@ -1,9 +1,8 @@
-"""Planning before the node is booked (stages/core/capacity.py, stages/core/plan_time.py,
+"""Planning before the node is booked (stages/planning/,
 stages/plan/, the scheduler's check): the memory arithmetic on generated configs of every attention
 kind the campaign meets, and every real GPU run the project commits beside its plan."""
 from __future__ import annotations
 
-import csv
 import json
 import shutil
 import subprocess
@@ -14,7 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from stages.core import capacity, plan_inputs
+from stages.planning import capacity, history, plans
+from stages.planning import inputs as plan_inputs
 from stages.core.generated_model import generated_config
 from stages.core.config import CampaignError
 from stages.plan import stage as plan_stage
@@ -157,8 +157,8 @@ def planned(tmp_path_factory) -> dict:
         assert out.returncode == 0, out.stderr
     out = campaign(["plan", "--write", "llama1b-gpu1", "llama1m-gpu1"], root)
     assert out.returncode == 0, out.stderr
-    with open(root / "data" / "plan" / plan_stage.LAUNCHES_FILE) as f:
-        launches = {r["run_id"]: r for r in csv.DictReader(f)}
+    launches = {r["run_id"]: r for r in plans.plan_launches(
+        PARAMS, history.read(root / "data" / "campaign.duckdb"), root / "data" / "models")}
     specs = {p["spec"]: p for p in json.loads((root / "data" / "plan" / plan_stage.SPECS_FILE).read_text())}
     return {"root": root, "launches": launches, "specs": specs, "said": out.stdout}
 

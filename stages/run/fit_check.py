@@ -2,7 +2,7 @@
 GPU profile is refused with one line, before any engine starts (a spec saying `force: true` is
 launched anyway), and a spec without `est_minutes` takes its time from the plan.
 
-The arithmetic is stages/core/capacity.py's, with the profile's reserve (the plan stage, which reads
+The arithmetic is stages/planning/'s, with the profile's reserve (the plan stage, which reads
 the campaign's earlier launches, prints the same with their reserve: `campaign plan`). Where the
 plan stage has written its plans (paths.plan/specs.json), a spec's time is its plan's; else the
 time from the profile's rates alone.
@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from stages.core import plan_inputs
 from stages.core.config import CampaignError, profile as get_profile, profile_workloads
+from stages.planning import inputs as plan_inputs
 
 PLAN_FILE = "specs.json"        # the plan stage's plans of the specs (paths.plan)
 

@@ -7,12 +7,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from stages.core import capacity
-from stages.core.generated_model import generated_config
-from stages.core import plan_time
 from stages.core.config import CampaignError
 from stages.core.gate import gate_settings
-from stages.core.plan_time import Rates
+from stages.core.generated_model import generated_config
+from stages.planning import capacity
+from stages.planning import time as plan_time
+from stages.planning.time import Rates
 
 
 @dataclass(frozen=True)

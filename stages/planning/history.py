@@ -1,6 +1,6 @@
 """What the campaign's earlier launches took, read from the campaign database (when there is one):
 the memory they kept beside weights and KV cache, and the time of each part of their runs. A
-model's config and a profile's planning settings are read by stages/core/plan_inputs.py."""
+model's config and a profile's planning settings are read by stages/planning/inputs.py."""
 from __future__ import annotations
 
 import statistics
@@ -57,19 +57,24 @@ def _rows(con, name: str) -> list[dict]:
     return [dict(zip(cols, r)) for r in cur.fetchall()]
 
 
-def history(campaign_db: Path) -> History:
+def from_connection(con) -> History:
+    """The launches of a campaign database open on `con` (derive's, as it builds)."""
+    launches = _rows(con, "launches.sql")
+    flags: dict[str, dict] = {}
+    for r in _rows(con, "flags.sql"):
+        flags.setdefault(r["run_id"], {})[r["flag"]] = r["flag_value"]
+    steps: dict[str, dict] = {}
+    for r in _rows(con, "steps.sql"):
+        steps.setdefault(r["run_id"], {})[r["step"]] = r["seconds"]
+    return History(launches, flags, steps)
+
+
+def read(campaign_db: Path) -> History:
     """What the campaign database holds; an empty history where there is none yet."""
     if not Path(campaign_db).is_file():
         return History()
     con = duckdb.connect(str(campaign_db), read_only=True)
     try:
-        launches = _rows(con, "launches.sql")
-        flags: dict[str, dict] = {}
-        for r in _rows(con, "flags.sql"):
-            flags.setdefault(r["run_id"], {})[r["flag"]] = r["flag_value"]
-        steps: dict[str, dict] = {}
-        for r in _rows(con, "steps.sql"):
-            steps.setdefault(r["run_id"], {})[r["step"]] = r["seconds"]
+        return from_connection(con)
     finally:
         con.close()
-    return History(launches, flags, steps)

@@ -1,0 +1,139 @@
+"""Plans: one spec's (its memory arithmetic, verdict and time, with the campaign's history) and
+every launch's beside what its log says.
+
+For a spec: its model's config and checkpoint size, its engine flags and its profile's planning
+settings (stages/planning/inputs.py) give the memory arithmetic (capacity.py: weights a GPU, KV bytes
+a token, the KV cache and its pool, the sequences that fit, the verdict), with the reserve the
+campaign's launches of the same engine kept where there are some (history.py); and the time
+(time.py: engine start, gate, each step) from other launches of the same model and engine, else
+the profile's rates; so GPU-hours, and their cost at each of params.yaml's price sets.
+
+For a launch: the same plan made from its own flags (its cmd.sh), with the history of the other
+launches (never its own figures), beside what its log says; the error of each, in percent of the
+logged figure; a launch that failed for memory after a plan that said it would not fit is marked
+as foreseen. Derive publishes these rows as the table launch_plans; the plan stage prints and
+writes the specs' plans.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from stages.core.config import CampaignError, profile_workloads
+from stages.planning import capacity, inputs
+from stages.planning.history import History
+
+MEMORY_ERRORS = ("No available memory", "KV cache", "out of memory", "OutOfMemory", "CUDA out of memory")
+
+
+def _budget_of(params: dict):
+    def budget(launch: dict, flags: dict | None = None) -> float | None:
+        try:
+            s = inputs.settings(params, launch["profile"])
+        except CampaignError:
+            return None
+        if s.memory_gib is None:
+            return None
+        return capacity.layout_from_args(launch["engine"], flags or {}).util * s.memory_gib
+    return budget
+
+
+def plan_one(params: dict, *, name: str, profile: str, engine: str, engine_version: str | None,
+             model_name: str, args: dict, workloads: dict, workload_names: list[str],
+             hist: History, models_dir: Path, model_path: str | None = None,
+             leave_out: str | None = None, step_names: list[str] | None = None) -> dict:
+    """One plan: the arithmetic, the verdict and the time, as a flat dict."""
+    budget = _budget_of(params)
+    reserve, reserve_n = hist.reserve(
+        profile, engine, engine_version, lambda la: budget(la, hist.flags.get(la["run_id"])), leave_out=leave_out)
+    sp = inputs.spec_plan(params, profile=profile, engine=engine, model_name=model_name, args=args,
+                               workloads=workloads, workload_names=workload_names, models_dir=models_dir,
+                               model_path=model_path, reserve_gib=reserve)
+    st, m, shape, lay, cap = sp.settings, sp.model, sp.shape, sp.layout, sp.capacity
+    history_times, history_n = hist.times(model_name, engine, leave_out=leave_out)
+    est = inputs.estimate(params, name, sp, workloads, workload_names, history=history_times,
+                               step_names=step_names)
+    from_history = sum(1 for b in est.basis.values() if b == "history")
+    gpus = lay.gpus if st.memory_gib is not None else 0
+    version = engine_version or "any version"
+    reserve_from = (f"{reserve_n} launches of {engine} {version}" if reserve_n else "the profile")
+    basis = (f"reserve: {reserve_from if st.memory_gib is not None else 'none (a CPU engine)'}"
+             f"; time: {from_history} of {len(est.basis)} parts from {history_n} other launches of "
+             f"{model_name} on {engine}, the rest from the profile's rates")
+    return {
+        "spec": name, "profile": profile, "model": model_name, "engine": engine,
+        "attention": shape.attention, "config": m.source, "gpus": gpus,
+        "weights_gib": cap.weights_gib, "bytes_per_param": cap.bytes_per_param,
+        "budget_gib": cap.budget_gib, "reserve_gib": cap.reserve_gib, "kv_cache_gib": cap.kv_memory_gib,
+        "kv_bytes_token": cap.kv_bytes_token, "kv_tokens": cap.pool_tokens,
+        "concurrency_x": cap.concurrency_x, "max_model_len": lay.max_len, "fit": cap.fit,
+        "verdict": cap.verdict, "why": cap.why, "basis": basis,
+        "engine_start_s": est.engine_start_s, "gate_s": est.gate_s, "steps_s": est.steps_s,
+        "run_s": est.total_s, "gpu_hours": est.total_s / 3600 * gpus,
+    }
+
+
+def plan_specs(params: dict, names: list[str], hist: History, models_dir: Path) -> list[dict]:
+    specs = params.get("specs") or {}
+    out = []
+    for name in names:
+        if name not in specs:
+            raise CampaignError(f"unknown spec {name!r}")
+        s = specs[name]
+        prof_name = s.get("profile") or params["profile"]
+        prof = (params.get("profiles") or {}).get(prof_name) or {}
+        try:
+            p = plan_one(params, name=name, profile=prof_name, engine=s.get("engine") or prof.get("engine", "vllm"),
+                         engine_version=None, model_name=s["model"], args=s.get("args") or {},
+                         workloads=profile_workloads(params, prof_name),
+                         workload_names=list(s.get("workloads") or []),
+                         hist=hist, models_dir=models_dir, model_path=s.get("model_path"))
+        except CampaignError as exc:
+            out.append({"spec": name, "profile": prof_name, "model": s.get("model"), "gpus": s.get("gpus"),
+                        "verdict": "not planned", "why": str(exc)})
+            continue
+        prices = params.get("prices") or {}
+        p["cost_usd"] = {k: round(p["gpu_hours"] * float(v["usd_per_gpu_hour"]), 2) for k, v in prices.items()}
+        out.append(p)
+    return out
+
+
+def _err(planned, actual) -> float | None:
+    if planned is None or actual in (None, 0):
+        return None
+    return round((float(planned) - float(actual)) / abs(float(actual)) * 100, 1)
+
+
+def plan_launches(params: dict, hist: History, models_dir: Path) -> list[dict]:
+    """Each launch beside its plan, made from its own flags and the other launches' history."""
+    rows = []
+    for la in hist.launches:
+        flags = hist.flags.get(la["run_id"], {})
+        steps = hist.steps.get(la["run_id"], {})
+        workload_names = sorted({s.split("__c")[0] for s in steps})
+        try:
+            p = plan_one(params, name=la["spec"] or "", profile=la["profile"], engine=la["engine"],
+                         engine_version=la["engine_version"], model_name=la["model"], args=flags,
+                         workloads=profile_workloads(params, la["profile"]), workload_names=workload_names,
+                         hist=hist, models_dir=models_dir, leave_out=la["run_id"], step_names=list(steps))
+        except CampaignError as exc:
+            p = {"verdict": "not planned", "why": str(exc), "basis": ""}
+        text = f"{la['error_type'] or ''} {la['error_message'] or ''}"
+        failed_memory = la["status"] != "ready" and any(k in text for k in MEMORY_ERRORS)
+        planned_run = p.get("run_s") if la["status"] == "ready" else None
+        rows.append({
+            "run_id": la["run_id"], "spec": la["spec"], "model": la["model"], "engine": la["engine"],
+            "engine_version": la["engine_version"], "status": la["status"], "verdict": p["verdict"],
+            "why": p["why"], "basis": p["basis"],
+            "planned_weights_gib": p.get("weights_gib"), "weights_gib": la["weights_gib"],
+            "weights_err_pct": _err(p.get("weights_gib"), la["weights_gib"]),
+            "planned_kv_cache_gib": p.get("kv_cache_gib"), "kv_cache_gib": la["kv_cache_gib"],
+            "kv_cache_err_pct": _err(p.get("kv_cache_gib"), la["kv_cache_gib"]),
+            "planned_kv_tokens": p.get("kv_tokens"), "kv_tokens": la["kv_tokens"],
+            "kv_tokens_err_pct": _err(p.get("kv_tokens"), la["kv_tokens"]),
+            "planned_ready_s": p.get("engine_start_s"), "ready_s": la["ready_s"],
+            "ready_err_pct": _err(p.get("engine_start_s"), la["ready_s"]),
+            "planned_run_s": planned_run, "run_s": la["run_s"], "run_err_pct": _err(planned_run, la["run_s"]),
+            "failed_for_memory": failed_memory,
+            "foreseen": failed_memory and p["verdict"] == "does not fit",
+        })
+    return rows
