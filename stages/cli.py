@@ -238,7 +238,8 @@ def derive(strict: bool, root: str) -> None:
     with locks.writing(paths.root, [paths.campaign_db, paths.derived, paths.metrics], "campaign derive"):
         summary = derive_stage.run(warehouse=paths.warehouse, campaign_db=paths.campaign_db,
                                    derived_dir=paths.derived, metrics_file=paths.metrics,
-                                   strict=strict, **derive_settings(params))
+                                   strict=strict, planning=params, models_dir=paths.models,
+                                   **derive_settings(params))
     if summary.get("quarantine"):
         progress(f"derive: {summary['quarantine']} row(s) held back in the quarantine table "
                  "(the Warehouse page lists them; --strict fails on them)")

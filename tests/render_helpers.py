@@ -178,6 +178,14 @@ create table point_client_time (run_id varchar, point_id varchar, workload varch
   tail_s double, client_s double, client_share_pct double, prompts_waited_s double,
   client_paced boolean, client_pace_max_pct double, estimated boolean, source_file varchar,
   source_line integer);
+create table launch_plans (run_id varchar, spec varchar, model varchar, engine varchar,
+  engine_version varchar, status varchar, verdict varchar, why varchar, basis varchar,
+  budget_gib double, reserve_gib double, planned_weights_gib double, weights_gib double,
+  weights_err_pct double, planned_kv_cache_gib double, kv_cache_gib double, kv_cache_err_pct double,
+  planned_kv_tokens bigint, kv_tokens bigint, kv_tokens_err_pct double, planned_concurrency_x double,
+  planned_ready_s double, ready_s double, ready_err_pct double, planned_run_s double, run_s double,
+  run_err_pct double, failed_for_memory boolean, source_file varchar, source_line integer,
+  foreseen boolean);
 """
 
 

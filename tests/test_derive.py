@@ -522,7 +522,8 @@ def test_outputs_summary_csv_and_metrics(built):
                        "point_energy": 0, "point_slo": 0, "slo_concurrency": 0,
                        "pareto_points": 0, "pareto_left_out": 3, "pareto_compare": 0,
                        "point_cost": 0, "run_inferred": 0, "point_profile": 0,
-                       "run_timeline": 1, "run_phases": 1, "point_client_time": 0}   # no run names its GPUs
+                       "run_timeline": 1, "run_phases": 1, "point_client_time": 0,
+                           "launch_plans": 4}   # no run names its GPUs
     for table in derive.PUBLIC_TABLES:
         assert (out / "derived" / f"{table}.csv").is_file()
     header = (out / "derived" / "sequences_fit.csv").read_text().splitlines()[0]

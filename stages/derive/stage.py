@@ -31,7 +31,7 @@ from typing import Any
 
 import duckdb
 
-from stages.derive import tables
+from stages.derive import launch_plan_rows, tables
 from stages.derive.costs import create_cost_tables
 from stages.derive.quarantine import QUARANTINE, DataTestError, Tester, columns_of  # noqa: F401 (DataTestError: raised here for callers)
 from stages.core.config import CampaignError
@@ -39,6 +39,7 @@ from stages.core.params_check import SHARED_RULES
 from stages.derive.params_tables import (create_param_tables, energy_values, engine_default_rows, param_rows,
                                          rule_values, slo_rows)
 from stages.core.files import process_alive, replace_folder, write_file
+from stages.planning.plans import MEMORY_ERROR_PATTERN
 
 SQL_DIR = tables.SQL_DIR      # staging, intermediate, marts (a test may point it elsewhere)
 
@@ -101,11 +102,15 @@ def attach_warehouse(con: duckdb.DuckDBPyConnection, warehouse: Path,
 
 def build_models(con: duckdb.DuckDBPyConnection, values: dict[str, Any],
                  models: tables.Models = MODELS, sql_dir: Path | None = None,
-                 tester: Tester | None = None) -> None:
+                 tester: Tester | None = None, before: dict[str, Any] | None = None) -> None:
     """Create every model as a table, in dependency order (the quarantine first), telling
-    `tester` of each so that it tests them as they are built (stages/derive/quarantine.py)."""
+    `tester` of each so that it tests them as they are built (stages/derive/quarantine.py).
+    `before`: a function of the connection to call just before a model is built (the launches'
+    plans before launch_plans)."""
     order = models.build_order()
     for name in sorted(order, key=lambda n: n != QUARANTINE):
+        if before and name in before:
+            before[name](con)
         sql = model_sql(name, sql_dir)
         try:
             con.execute(f"create table {name} as {sql}", bind(sql, values))
@@ -217,7 +222,8 @@ def remove_stale(target: Path) -> None:
 def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: Path,
         rules: dict, workloads: dict, profiles: dict[str, dict] | None = None,
         energy: dict | None = None, prices: dict | None = None, pareto: dict | None = None,
-        strict: bool = True, slo: dict | None = None) -> dict:
+        strict: bool = True, slo: dict | None = None, planning: dict | None = None,
+        models_dir: Path | None = None) -> dict:
     """Rebuild campaign_db from the warehouse, test it, export CSVs and headline metrics.
 
     Rows that break an invariant are held back in the `quarantine` table, and the rest published;
@@ -229,10 +235,13 @@ def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: 
     A run is judged by its profile's; a run whose profile is not in `profiles`, by the active
     one's. `slo`: the active profile's service level objectives by workload (params.yaml `slo`).
     `energy` is params' energy settings (max_gap_s); without them no point's energy is valid.
+    `planning`: params.yaml whole, and `models_dir` its models folder, for the launches' plans
+    (launch_plans; without them each launch is `not planned`).
     Returns the number of rows of each public table.
     """
     values: dict[str, Any] = {k: v for k, v in rule_values(rules).items() if k in SHARED_RULES}
     values.update(energy_values(energy))
+    values["memory_error_pattern"] = MEMORY_ERROR_PATTERN
     rule_rows, workload_rows_ = param_rows(rules, workloads, profiles)
     models = tables.models(SQL_DIR)
     schema = models.schema
@@ -252,7 +261,8 @@ def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: 
                                              for row in slo_rows(p.get("slo"), str(name))])
         create_cost_tables(con, prices, pareto)
         tester = Tester(con, schema, values, marts=models.marts, strict=strict, bind=bind)
-        build_models(con, values, models, SQL_DIR, tester)
+        build_models(con, values, models, SQL_DIR, tester, before={
+            launch_plan_rows.BEFORE: lambda c: launch_plan_rows.create(c, planning, models_dir)})
         con.execute("detach raw")
         tester.settle()
         export_csv(con, exporting, schema)

@@ -22,9 +22,6 @@ from stages.core.config import CampaignError, profile_workloads
 from stages.planning import capacity, inputs
 from stages.planning.history import History
 
-MEMORY_ERRORS = ("No available memory", "KV cache", "out of memory", "OutOfMemory", "CUDA out of memory")
-
-
 def _budget_of(params: dict):
     def budget(launch: dict, flags: dict | None = None) -> float | None:
         try:
@@ -97,14 +94,22 @@ def plan_specs(params: dict, names: list[str], hist: History, models_dir: Path) 
     return out
 
 
-def _err(planned, actual) -> float | None:
-    if planned is None or actual in (None, 0):
-        return None
-    return round((float(planned) - float(actual)) / abs(float(actual)) * 100, 1)
+# What an engine's error says when memory ran out (vLLM: "No available memory for the cache
+# blocks", "CUDA out of memory"; SGLang: "Not enough memory"), for launch_plans.failed_for_memory.
+MEMORY_ERROR_PATTERN = r"(?i)out of memory|no available memory|not enough memory|OutOfMemoryError|KV cache memory"
+
+# What derive's launch_plans takes from a launch's plan (the rest it reads from the launch's log).
+LAUNCH_PLAN_COLUMNS = {
+    "run_id": "varchar", "verdict": "varchar", "why": "varchar", "basis": "varchar",
+    "budget_gib": "double", "reserve_gib": "double", "planned_weights_gib": "double",
+    "planned_kv_cache_gib": "double", "planned_kv_tokens": "bigint", "planned_concurrency_x": "double",
+    "planned_ready_s": "double", "planned_gate_s": "double", "planned_run_s": "double",
+}
 
 
 def plan_launches(params: dict, hist: History, models_dir: Path) -> list[dict]:
-    """Each launch beside its plan, made from its own flags and the other launches' history."""
+    """Each launch's plan, made from its own flags and steps and the other launches' history: a
+    row of LAUNCH_PLAN_COLUMNS (`not planned`, and why, where its model or profile settings lack)."""
     rows = []
     for la in hist.launches:
         flags = hist.flags.get(la["run_id"], {})
@@ -116,24 +121,14 @@ def plan_launches(params: dict, hist: History, models_dir: Path) -> list[dict]:
                          workloads=profile_workloads(params, la["profile"]), workload_names=workload_names,
                          hist=hist, models_dir=models_dir, leave_out=la["run_id"], step_names=list(steps))
         except CampaignError as exc:
-            p = {"verdict": "not planned", "why": str(exc), "basis": ""}
-        text = f"{la['error_type'] or ''} {la['error_message'] or ''}"
-        failed_memory = la["status"] != "ready" and any(k in text for k in MEMORY_ERRORS)
-        planned_run = p.get("run_s") if la["status"] == "ready" else None
+            p = {"verdict": "not planned", "why": str(exc), "basis": None}
+        ready = la["status"] == "ready"
         rows.append({
-            "run_id": la["run_id"], "spec": la["spec"], "model": la["model"], "engine": la["engine"],
-            "engine_version": la["engine_version"], "status": la["status"], "verdict": p["verdict"],
-            "why": p["why"], "basis": p["basis"],
-            "planned_weights_gib": p.get("weights_gib"), "weights_gib": la["weights_gib"],
-            "weights_err_pct": _err(p.get("weights_gib"), la["weights_gib"]),
-            "planned_kv_cache_gib": p.get("kv_cache_gib"), "kv_cache_gib": la["kv_cache_gib"],
-            "kv_cache_err_pct": _err(p.get("kv_cache_gib"), la["kv_cache_gib"]),
-            "planned_kv_tokens": p.get("kv_tokens"), "kv_tokens": la["kv_tokens"],
-            "kv_tokens_err_pct": _err(p.get("kv_tokens"), la["kv_tokens"]),
-            "planned_ready_s": p.get("engine_start_s"), "ready_s": la["ready_s"],
-            "ready_err_pct": _err(p.get("engine_start_s"), la["ready_s"]),
-            "planned_run_s": planned_run, "run_s": la["run_s"], "run_err_pct": _err(planned_run, la["run_s"]),
-            "failed_for_memory": failed_memory,
-            "foreseen": failed_memory and p["verdict"] == "does not fit",
+            "run_id": la["run_id"], "verdict": p["verdict"], "why": p["why"], "basis": p["basis"],
+            "budget_gib": p.get("budget_gib"), "reserve_gib": p.get("reserve_gib"),
+            "planned_weights_gib": p.get("weights_gib"), "planned_kv_cache_gib": p.get("kv_cache_gib"),
+            "planned_kv_tokens": p.get("kv_tokens"), "planned_concurrency_x": p.get("concurrency_x"),
+            "planned_ready_s": p.get("engine_start_s"), "planned_gate_s": p.get("gate_s") if ready else None,
+            "planned_run_s": p.get("run_s") if ready else None,
         })
     return rows
