@@ -143,8 +143,6 @@ def campaign(cmd: list[str], root: Path) -> subprocess.CompletedProcess:
 def planned(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("plan")
     shutil.copy(ROOT / "params.yaml", root / "params.yaml")
-    (root / "site").mkdir()
-    shutil.copy(ROOT / "site" / "series.yaml", root / "site" / "series.yaml")
     runs = root / "data" / "runs"
     runs.mkdir(parents=True)
     for run_id, folder in REAL_RUNS.items():
@@ -154,7 +152,9 @@ def planned(tmp_path_factory) -> dict:
                 tar.extractall(runs, filter="tar")
         else:
             shutil.copytree(folder / run_id, runs / run_id)
-    for step in (["ingest"], ["derive"]):
+    shutil.copytree(ROOT / "site", root / "site", dirs_exist_ok=True)
+    shutil.copy(ROOT / "mkdocs.yml", root / "mkdocs.yml")
+    for step in (["ingest"], ["derive"], ["render", "--no-build"]):
         out = campaign(step, root)
         assert out.returncode == 0, out.stderr
     out = campaign(["plan", "--write", "llama1b-gpu1", "llama1m-gpu1"], root)
@@ -164,7 +164,10 @@ def planned(tmp_path_factory) -> dict:
     launches = {r[0]: dict(zip([d[0] for d in cur.description], r)) for r in cur.fetchall()}
     con.close()
     specs = {p["spec"]: p for p in json.loads((root / "data" / "plan" / plan_stage.SPECS_FILE).read_text())}
-    return {"root": root, "launches": launches, "specs": specs, "said": out.stdout}
+    facts = json.loads((root / "data" / "facts.json").read_text())
+    page = (root / "data" / "docs" / "posts" / "part-one-gpu.md").read_text()
+    return {"root": root, "launches": launches, "specs": specs, "said": out.stdout, "facts": facts,
+            "page": page}
 
 
 def test_every_real_run_has_its_plan(planned):
@@ -201,6 +204,15 @@ def test_the_spec_plans_give_gpu_hours_and_cost_and_the_parts_totals(planned):
     assert "llama1m-gpu1  (llama-1m, 1 GPUs): FITS" in said
     assert "sequences that fit: short-1k 16, doc-256k 10, doc-512k 5, doc-1m 2" in said
     assert "Part 6: One GPU, a real engine: 2 specs" in said
+
+
+def test_the_one_gpu_part_prints_each_launch_beside_its_plan_as_audited_facts(planned):
+    assert planned["page"].count("### The plan against the launch") == 2      # llama-1b, llama-1m
+    facts = [f for f in planned["facts"] if f["name"] == "plan_run_err_pct"]
+    assert sorted(f["run_ids"][0] if isinstance(f["run_ids"], list) else f["run_ids"] for f in facts) == sorted(REAL_RUNS)
+    for f in facts:
+        row = planned["launches"][f["params"]["run_id"]]
+        assert f["value"] == pytest.approx(row["run_err_pct"]) and f["source_note"]
 
 
 # ------------------------------------------------------------- before a launch
