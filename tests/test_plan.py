@@ -131,6 +131,8 @@ REAL_RUNS = {
     "llama-1b__gpu1_seqs64__32k__vllm__1203-000918": FIXTURES / "gpu_h200x1_profiled",
     "llama-1m__gpu1_1m__1024k__vllm__1204-041729": FIXTURES / "gpu_h200x1_1m_first",
     "llama-1m__gpu1_1m__1024k__vllm__1204-082330": FIXTURES / "gpu_h200x1_1m",
+    "llama-1b__gpu1_seqs64__32k__vllm__1204-122255": FIXTURES / "gpu_h200x1_lease",
+    "llama-1m__gpu1_1m__1024k__vllm__1204-122655": FIXTURES / "gpu_h200x1_lease",   # 5 s after the one above
 }
 
 
@@ -195,6 +197,17 @@ def test_the_planned_run_time_is_within_25_percent_from_the_other_launch(planned
         assert not row["failed_for_memory"] and not row["foreseen"]
 
 
+def test_a_launch_right_after_another_on_the_machine_is_planned_as_a_warm_start(planned):
+    """The second run of the lease was ready in 75.3 s, its kernels cached by the first; the plan
+    takes its start from the profile's warm rate (no other launch started warm), the others' from
+    the launches that started cold."""
+    warm = planned["launches"]["llama-1m__gpu1_1m__1024k__vllm__1204-122655"]
+    assert "a warm start" in warm["basis"] and warm["ready_s"] == pytest.approx(75.3)
+    assert warm["planned_ready_s"] == PARAMS["profiles"]["h200x1"]["plan"]["rates"]["engine_start_warm_s"]
+    cold = [r for k, r in planned["launches"].items() if k != "llama-1m__gpu1_1m__1024k__vllm__1204-122655"]
+    assert all("a warm start" not in r["basis"] and r["planned_ready_s"] > 140 for r in cold)
+
+
 def test_the_spec_plans_give_gpu_hours_and_cost_and_the_parts_totals(planned):
     one = planned["specs"]["llama1m-gpu1"]
     assert one["verdict"] == "fits" and one["kv_tokens"] == 2_600_000
@@ -204,6 +217,7 @@ def test_the_spec_plans_give_gpu_hours_and_cost_and_the_parts_totals(planned):
     assert "llama1m-gpu1  (llama-1m, 1 GPUs): FITS" in said
     assert "sequences that fit: short-1k 16, doc-256k 10, doc-512k 5, doc-1m 2" in said
     assert "Part 6: One GPU, a real engine: 2 specs" in said
+    assert "a warm start" in planned["specs"]["llama1m-gpu1"]["basis"]   # it runs after llama1b-gpu1
 
 
 def test_the_one_gpu_part_prints_each_launch_beside_its_plan_as_audited_facts(planned):

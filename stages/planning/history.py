@@ -11,6 +11,7 @@ import duckdb
 
 
 SQL = Path(__file__).parent / "sql"
+WARM_GAP_S = 600      # a launch this soon after another ended on the same machine finds its caches warm
 
 
 @dataclass
@@ -36,14 +37,32 @@ class History:
                 seen.append(budget - la["weights_gib"] - la["kv_cache_gib"])
         return (statistics.median(seen) if seen else None), len(seen)
 
+    def warm(self, launch: dict) -> bool:
+        """Whether `launch` started on a machine whose caches an earlier launch had just filled:
+        another launch of its engine on its profile ended at most WARM_GAP_S before it started (the
+        scheduler runs a slot's specs back to back). vLLM's kernels are built and cached on a
+        machine's first launch: the second launch of llama-1m on an H200, 5 s after another ended,
+        spent 30.9 s in 'init engine' against 156.0 s on a fresh machine."""
+        start = launch.get("started_at")
+        for other in self.launches:
+            end = other.get("finished_at")
+            if (other["run_id"] == launch["run_id"] or start is None or end is None
+                    or other["engine"] != launch["engine"] or other["profile"] != launch["profile"]):
+                continue
+            if 0 <= (start - end).total_seconds() <= WARM_GAP_S:
+                return True
+        return False
+
     def times(self, model: str, engine: str, *, leave_out: str | None = None) -> tuple[dict, int]:
-        """Median seconds of each part (engine_start, gate, each step) over the other ready launches
-        of the same model and engine, and how many there were."""
+        """Median seconds of each part (engine_start on a fresh machine, engine_start_warm after
+        another launch, gate, each step) over the other ready launches of the same model and
+        engine, and how many there were."""
         parts: dict[str, list[float]] = {}
         runs = [la for la in self.launches if la["model"] == model and la["engine"] == engine
                 and la["run_id"] != leave_out and la["status"] == "ready"]
         for la in runs:
-            for part, value in (("engine_start", la["ready_s"]), ("gate", la["gate_s"])):
+            start = "engine_start_warm" if self.warm(la) else "engine_start"
+            for part, value in ((start, la["ready_s"]), ("gate", la["gate_s"])):
                 if value is not None:
                     parts.setdefault(part, []).append(float(value))
             for step, seconds in self.steps.get(la["run_id"], {}).items():

@@ -112,7 +112,7 @@ def spec_plan(params: dict, *, profile: str, engine: str, model_name: str, args:
 
 def estimate(params: dict, spec_name: str, sp: SpecPlan, workloads: dict, workload_names: list[str], *,
              history: dict[str, float] | None = None, step_names: list[str] | None = None,
-             ) -> plan_time.Estimate:
+             warm: bool = False) -> plan_time.Estimate:
     """How long the launch holds its GPUs: from `history` (seconds by part, earlier launches of the
     model) where it has a part, else from the profile's rates. `step_names`: only these steps (a
     launch's own, for plan against actual)."""
@@ -122,4 +122,4 @@ def estimate(params: dict, spec_name: str, sp: SpecPlan, workloads: dict, worklo
     gate = gate_settings(params, spec_name) if spec_name in (params.get("specs") or {}) else {}
     return plan_time.estimate(steps, sp.settings.rates, gate_probes=len(gate.get("depths") or [0.5]),
                               gate_prompt_tokens=sp.layout.max_len, history=history,
-                              gate_answer_tokens=int(gate.get("answer_tokens", 256)))
+                              gate_answer_tokens=int(gate.get("answer_tokens", 256)), warm=warm)

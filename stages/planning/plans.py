@@ -37,25 +37,28 @@ def _budget_of(params: dict):
 def plan_one(params: dict, *, name: str, profile: str, engine: str, engine_version: str | None,
              model_name: str, args: dict, workloads: dict, workload_names: list[str],
              hist: History, models_dir: Path, model_path: str | None = None,
-             leave_out: str | None = None, step_names: list[str] | None = None) -> dict:
-    """One plan: the arithmetic, the verdict and the time, as a flat dict."""
+             leave_out: str | None = None, step_names: list[str] | None = None,
+             warm: bool = False) -> dict:
+    """One plan: the arithmetic, the verdict and the time, as a flat dict. `warm`: the launch
+    follows another on the same machine (its engine starts as such launches did)."""
     budget = _budget_of(params)
     reserve, reserve_n = hist.reserve(
         profile, engine, engine_version, lambda la: budget(la, hist.flags.get(la["run_id"])), leave_out=leave_out)
     sp = inputs.spec_plan(params, profile=profile, engine=engine, model_name=model_name, args=args,
-                               workloads=workloads, workload_names=workload_names, models_dir=models_dir,
-                               model_path=model_path, reserve_gib=reserve)
+                          workloads=workloads, workload_names=workload_names, models_dir=models_dir,
+                          model_path=model_path, reserve_gib=reserve)
     st, m, shape, lay, cap = sp.settings, sp.model, sp.shape, sp.layout, sp.capacity
     history_times, history_n = hist.times(model_name, engine, leave_out=leave_out)
     est = inputs.estimate(params, name, sp, workloads, workload_names, history=history_times,
-                               step_names=step_names)
+                          step_names=step_names, warm=warm)
     from_history = sum(1 for b in est.basis.values() if b == "history")
     gpus = lay.gpus if st.memory_gib is not None else 0
     version = engine_version or "any version"
     reserve_from = (f"{reserve_n} launches of {engine} {version}" if reserve_n else "the profile")
     basis = (f"reserve: {reserve_from if st.memory_gib is not None else 'none (a CPU engine)'}"
              f"; time: {from_history} of {len(est.basis)} parts from {history_n} other launches of "
-             f"{model_name} on {engine}, the rest from the profile's rates")
+             f"{model_name} on {engine}, the rest from the profile's rates"
+             f"{'; a warm start (it follows another launch on the machine)' if warm else ''}")
     return {
         "spec": name, "profile": profile, "model": model_name, "engine": engine,
         "attention": shape.attention, "config": m.source, "gpus": gpus,
@@ -70,20 +73,23 @@ def plan_one(params: dict, *, name: str, profile: str, engine: str, engine_versi
 
 
 def plan_specs(params: dict, names: list[str], hist: History, models_dir: Path) -> list[dict]:
+    """The plans of `names`, launched in that order: each after the first of its profile finds
+    the machine's caches warm, as the scheduler runs them (stages/planning/history.py, warm)."""
     specs = params.get("specs") or {}
-    out = []
+    out, profiles_seen = [], set()
     for name in names:
         if name not in specs:
             raise CampaignError(f"unknown spec {name!r}")
         s = specs[name]
         prof_name = s.get("profile") or params["profile"]
         prof = (params.get("profiles") or {}).get(prof_name) or {}
+        warm, _ = prof_name in profiles_seen, profiles_seen.add(prof_name)
         try:
             p = plan_one(params, name=name, profile=prof_name, engine=s.get("engine") or prof.get("engine", "vllm"),
                          engine_version=None, model_name=s["model"], args=s.get("args") or {},
                          workloads=profile_workloads(params, prof_name),
                          workload_names=list(s.get("workloads") or []),
-                         hist=hist, models_dir=models_dir, model_path=s.get("model_path"))
+                         hist=hist, models_dir=models_dir, model_path=s.get("model_path"), warm=warm)
         except CampaignError as exc:
             out.append({"spec": name, "profile": prof_name, "model": s.get("model"), "gpus": s.get("gpus"),
                         "verdict": "not planned", "why": str(exc)})
@@ -119,7 +125,8 @@ def plan_launches(params: dict, hist: History, models_dir: Path) -> list[dict]:
             p = plan_one(params, name=la["spec"] or "", profile=la["profile"], engine=la["engine"],
                          engine_version=la["engine_version"], model_name=la["model"], args=flags,
                          workloads=profile_workloads(params, la["profile"]), workload_names=workload_names,
-                         hist=hist, models_dir=models_dir, leave_out=la["run_id"], step_names=list(steps))
+                         hist=hist, models_dir=models_dir, leave_out=la["run_id"], step_names=list(steps),
+                         warm=hist.warm(la))
         except CampaignError as exc:
             p = {"verdict": "not planned", "why": str(exc), "basis": None}
         ready = la["status"] == "ready"

@@ -17,14 +17,16 @@ from stages.core.multiturn_shapes import KINDS, workload_from_params
 
 @dataclass(frozen=True)
 class Rates:
-    engine_start_s: float
+    engine_start_s: float         # on a fresh machine
     prefill_tok_s: float
     decode_tok_s: float           # one sequence's output tokens a second
     step_overhead_s: float        # a step's client set-up, result file and gap
+    engine_start_warm_s: float    # right after another launch on the machine (its caches warm)
 
     @classmethod
     def from_params(cls, rates: dict) -> "Rates":
-        return cls(**{k: float(rates[k]) for k in cls.__dataclass_fields__})
+        given = {**rates, "engine_start_warm_s": rates.get("engine_start_warm_s", rates["engine_start_s"])}
+        return cls(**{k: float(given[k]) for k in cls.__dataclass_fields__})
 
 
 @dataclass(frozen=True)
@@ -73,9 +75,11 @@ class Estimate:
 
 
 def estimate(plan_steps: list[Step], rates: Rates, *, gate_probes: int, gate_prompt_tokens: int,
-             gate_answer_tokens: int, history: dict[str, float] | None = None) -> Estimate:
-    """`history`: seconds earlier launches took, by part ("engine_start", "gate", a step's name);
-    a part it lacks comes from the rates."""
+             gate_answer_tokens: int, history: dict[str, float] | None = None,
+             warm: bool = False) -> Estimate:
+    """`history`: seconds earlier launches took, by part ("engine_start", "engine_start_warm",
+    "gate", a step's name); a part it lacks comes from the rates. `warm`: the launch follows
+    another on the same machine, so its engine starts as such launches did."""
     history = history or {}
     basis = {}
 
@@ -87,5 +91,7 @@ def estimate(plan_steps: list[Step], rates: Rates, *, gate_probes: int, gate_pro
         return from_rates
 
     gate = gate_probes * (gate_prompt_tokens / rates.prefill_tok_s + gate_answer_tokens / rates.decode_tok_s)
-    return Estimate(engine_start_s=pick("engine_start", rates.engine_start_s), gate_s=pick("gate", gate),
+    start = (pick("engine_start_warm", rates.engine_start_warm_s) if warm
+             else pick("engine_start", rates.engine_start_s))
+    return Estimate(engine_start_s=start, gate_s=pick("gate", gate),
                     steps_s={s.name: pick(s.name, s.seconds(rates)) for s in plan_steps}, basis=basis)

@@ -1,4 +1,5 @@
--- Every launch the campaign holds, with what its log says: the plan stage puts its plan beside it.
+-- Every launch the campaign holds, with what its log says and when its run ended (its last phase):
+-- the history plans read (stages/planning/history.py).
 select
     r.run_id,
     r.spec,
@@ -7,6 +8,7 @@ select
     r.engine,
     r.engine_version,
     r.started_at,
+    (select max(t.end_at) from run_timeline as t where t.run_id = r.run_id)        as finished_at,
     l.status,
     l.ready_s,
     l.weights_gib,
