@@ -312,3 +312,14 @@ def test_a_missing_plan_setting_is_one_line():
     del params["profiles"]["h200x1"]["plan"]
     with pytest.raises(CampaignError, match=r"profiles.h200x1.plan .* is not set"):
         plan_inputs.settings(params, "h200x1")
+
+
+def test_sglang_flags_give_the_layout_and_a_hybrid_model_is_planned_by_its_weights_alone():
+    lay = capacity.layout_from_args("sglang", {"--tp": 4, "--mem-fraction-static": 0.9,
+                                               "--context-length": 262144, "--max-running-requests": 64})
+    assert (lay.tp, lay.util, lay.max_len, lay.max_seqs, lay.block) == (4, 0.9, 262144, 64, 1)
+    llama = generated_config(PARAMS["models"]["llama-1b"])
+    hybrid = dict(llama, layer_types=["linear_attention", "full_attention"] * (llama["num_hidden_layers"] // 2))
+    p = capacity.plan(capacity.shape_from_config(hybrid), layout(max_model_len=32768),
+                      gpu_memory_gib=H200_GIB, reserve_gib=1)
+    assert p.pool_tokens is None and p.verdict == "fits" and "not planned per token" in p.why
