@@ -52,7 +52,7 @@ $(CHROMIUM):
 	$(SUDO) apt-get update -qq
 	$(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
 
-# Debian's Slurm daemons and client and munge, for the test cluster (tests/slurm_cluster.py).
+# Debian's Slurm daemons and client and munge, for the test cluster (tests/helpers/slurm_cluster.py).
 $(SLURMCTLD):
 	@echo "installing slurmctld, slurmd, slurm-client and munge (Debian packages) for the Slurm tests"
 	$(SUDO) apt-get update -qq

@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from render_helpers import render_kwargs
+from helpers.render_campaign import render_kwargs
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
 from stages.render import stage as render

@@ -1,6 +1,7 @@
 """The series as a blog: Parts as posts with authors, archive, categories, excerpts and RSS feed."""
 from __future__ import annotations
 
+import copy
 import html
 import re
 import xml.etree.ElementTree as ET
@@ -10,22 +11,21 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from render_helpers import PROJECT
+from helpers.render_campaign import PROJECT
 from stages.core.config import CampaignError
 from stages.render import blog
 from stages.render.pages import load_series
 from stages.render.site_build import external_loads
-from test_render_nodes import render_node_campaign
 
 FEED = "feed_rss_created.xml"
 PARTS = {"part-node": "Part 1: The node", "part-local-cpu": "Part 2: A dress rehearsal on a CPU"}
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    """The render fixture's campaign with the node probe: Parts 1 and 2 are shown."""
-    root = tmp_path_factory.mktemp("blog")
-    return root / "data", render_node_campaign(root, build=True)
+def site(node_probe):
+    """The render fixture's campaign with the node probe: Parts 1 and 2 are shown (the session's
+    build, tests/conftest.py)."""
+    return node_probe.root / "data", copy.deepcopy(node_probe.made)
 
 
 def hrefs(page: Path) -> list[str]:

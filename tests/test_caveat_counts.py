@@ -26,12 +26,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from db_rows import rows_of
+from helpers.db_rows import rows_of
+from helpers.derive_rows import derive_into
 from stages.core.config import derive_settings, load_params
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
 from stages.render.facts import FactBook
-from test_derive import derive_into
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_RUNS = ROOT / "tests" / "fixtures" / "node_campaign" / "runs"

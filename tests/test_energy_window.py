@@ -11,7 +11,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from standin_helpers import ROOT, SHIPPED, project_copy, sh_all, standin_profile
+from helpers.standin_helpers import ROOT, SHIPPED, project_copy, sh_all, standin_profile
 
 PORT = 8056
 FAKE_SMI = ROOT / "tests" / "fixtures" / "fake_nvidia_smi"

@@ -19,13 +19,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from helpers import PROJECT
 from stages.render import marks as marks_lib
 from stages.render.declared import ChangeFact
 from stages.render.escape import escape_text
 from stages.render.marks import FactMarks, legend, link_classes, link_title, load_rules
 from stages.render.queries import COLUMN_FACTS, FACTS_SQL, column_facts
-from test_imported_campaign import build, campaign, node_project, stripped_copies
-from test_node_part import NODE_RUNS, PROJECT, repro_with_runs
 
 RULES = load_rules()
 MARK_NAMES = list(RULES.marks)
@@ -178,17 +177,10 @@ def site_of(root: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def sites(tmp_path_factory) -> dict:
+def sites(node_repro, imported_node) -> dict:
     """The node campaign from its own folders (`dvc repro`, as a team builds it), and stripped of
-    meta.json and manifest, imported with --profile h200x8."""
-    own = tmp_path_factory.mktemp("own")
-    repro_with_runs(own, "h200x8", NODE_RUNS)
-    imported = tmp_path_factory.mktemp("imported")
-    node_project(imported)
-    sources = stripped_copies(tmp_path_factory.mktemp("elsewhere"))
-    campaign(imported, "import", *map(str, sources), "--profile", "h200x8")
-    build(imported)
-    return {"own": site_of(own), "imported": site_of(imported)}
+    meta.json and manifest, imported with --profile h200x8 (the session's builds, tests/conftest.py)."""
+    return {"own": site_of(node_repro.root), "imported": site_of(imported_node.root)}
 
 
 CAMPAIGNS = ("own", "imported")

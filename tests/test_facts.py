@@ -9,7 +9,7 @@ import duckdb
 import pytest
 import yaml
 
-from render_helpers import RUN4, RUN16, RUN16_FAILED, SCRIPT_ANSWER, audit_ref, build_campaign
+from helpers.render_campaign import RUN4, RUN16, RUN16_FAILED, SCRIPT_ANSWER, audit_ref, build_campaign
 from stages.core.config import Paths
 from stages.render import digits, escape, facts, queries, trace
 from stages.render.errors import FactError

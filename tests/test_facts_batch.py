@@ -5,19 +5,17 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import asdict
-from pathlib import Path
 
 import duckdb
 import pytest
 
-from render_helpers import RUN4, RUN16
+from helpers.render_campaign import RUN4, RUN16
 from stages.render import facts as facts_module
 from stages.render.declared import ColumnFact
 from stages.render.errors import FactError
 from stages.render.facts import FactBook
 from stages.render.page_macros import PageMacros
 from stages.render.queries import FACTS_SQL, column_facts
-from test_render_nodes import render_node_campaign
 
 DECLARED = {name: f for name, f in column_facts(FACTS_SQL / "columns.yaml").items()
             if isinstance(f, ColumnFact) and f.keys}
@@ -40,9 +38,8 @@ class Counting:
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory):
-    root = tmp_path_factory.mktemp("batch")
-    render_node_campaign(root)
+def rendered(node_probe):
+    root = node_probe.root
     con = duckdb.connect(str(root / "data" / "campaign.duckdb"), read_only=True)
     yield root, con
     con.close()

@@ -13,17 +13,14 @@ import duckdb
 import pytest
 
 from stages.render.facts import FactBook
-from test_render_nodes import render_node_campaign
 
 REFERENCE = json.loads((Path(__file__).parent / "fixtures" / "facts_reference.json").read_text())
 FIELDS = ("id", "value", "display", "unit", "source_file", "source_line", "run_ids")
 
 
 @pytest.fixture(scope="module")
-def campaign(tmp_path_factory):
-    root = tmp_path_factory.mktemp("declared")
-    render_node_campaign(root)
-    return root
+def campaign(node_probe):
+    return node_probe.root
 
 
 def test_published_facts_are_the_reference(campaign):

@@ -12,7 +12,7 @@ import json
 import duckdb
 import pytest
 
-from standin_helpers import SHIPPED, launch_facts, project_copy, sh_all, standin_profile
+from helpers.standin_helpers import SHIPPED, launch_facts, project_copy, sh_all, standin_profile
 
 PORT = 8052
 THINK_TOKENS = 1500

@@ -16,8 +16,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from site_browser import charts_drawn, open_site_page
-from test_node_part import plain, repro_with_runs
+from helpers.node_campaign import plain, repro_with_runs
+from helpers.site_browser import charts_drawn, open_site_page
 
 FIXTURE = Path(__file__).parent / "fixtures" / "gpu_h200x1"
 RUN = "llama-1b__gpu1_seqs64__32k__vllm__1202-160157"     # FIXTURE's one run folder

@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from test_node_part import plain, repro_with_runs
+from helpers.node_campaign import plain, repro_with_runs
 
 FIXTURE = Path(__file__).parent / "fixtures" / "gpu_h200x1_1m"
 RUN = "llama-1m__gpu1_1m__1024k__vllm__1204-082330"

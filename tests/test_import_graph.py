@@ -102,3 +102,30 @@ def test_the_checker_sees_a_circle_and_a_function_level_import(tmp_path):
     source.write_text("def f():\n    from stages.run import needle\n    import stages.core.config\n")
     assert imports(source, "stages.x.m", {"stages.run.needle", "stages.core.config", "stages.run"}) == {
         "stages.run.needle", "stages.core.config"}
+
+
+def imported_test_modules(source: str, test_modules: set[str]) -> list[str]:
+    """The test modules (of `test_modules`, or under `tests.`) that `source` imports, anywhere in it."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        else:
+            continue
+        found += [n for n in names if n.split(".")[0] in test_modules or n.split(".")[0] == "tests"]
+    return found
+
+
+def test_no_test_module_imports_another():
+    """Tests share code through tests/helpers/ and builds through tests/conftest.py, never by
+    importing another test module (which ties the files together and builds its module fixtures
+    again in each importer)."""
+    tests = ROOT / "tests"
+    names = {p.stem for p in tests.glob("test_*.py")} | {"conftest"}
+    found = {p.relative_to(ROOT).as_posix(): imported_test_modules(p.read_text(), names)
+             for p in sorted([*tests.glob("*.py"), *(tests / "helpers").rglob("*.py")])}
+    assert {path: mods for path, mods in found.items() if mods} == {}
+    source = "def f():\n    import test_a as a\nfrom test_b import x\nfrom helpers import y\n"
+    assert sorted(imported_test_modules(source, {"test_a", "test_b"})) == ["test_a", "test_b"]

@@ -9,77 +9,17 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-from chart_specs import series_colours
-from site_browser import CHART_MARKS, charts_drawn, open_site_page
-from test_node_part import GIANTS, NODE_RUNS, plain, project_copy
+from helpers.chart_specs import series_colours
+from helpers.node_campaign import GIANTS, build, built_site, campaign, node_project, plain, stripped_copies
+from helpers.site_browser import CHART_MARKS, charts_drawn, open_site_page
 
-BIN = Path(sys.executable).parent
 GLM_READY = "glm53__tp8_dcp8__1024k__vllm__1116-062500"
 GLM_FAILED = "glm53__tp8_dcp8__1024k__vllm__1116-060000"
-
-
-def campaign(root: Path, *args: str) -> subprocess.CompletedProcess:
-    out = subprocess.run([str(BIN / "campaign"), *args, "--root", str(root)], cwd=root,
-                         capture_output=True, text=True)
-    assert out.returncode == 0, (args, out.stdout[-2000:], out.stderr[-2000:])
-    return out
-
-
-def node_project(root: Path, *, specs: bool = True, profile: str = "h200x8") -> None:
-    """A project copy with `profile` active and no spec to launch; without `specs`, params.yaml
-    lists no spec of the node campaign (nor arms or comparisons naming one), as a team's own
-    params.yaml may not."""
-    project_copy(root)
-    params = yaml.safe_load((root / "params.yaml").read_text())
-    params.update(profile=profile, run_specs=[])
-    if not specs:
-        node = {name for name, spec in params["specs"].items() if spec["profile"] == "h200x8"}
-        params["specs"] = {k: v for k, v in params["specs"].items() if k not in node}
-        params["arms"] = {k: v for k, v in params["arms"].items() if k not in node}
-        params["compare"] = [c for c in params["compare"] if not {c["base"], c["head"]} & node]
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-
-
-def stripped_copies(dest: Path) -> list[Path]:
-    """The node campaign's folders as a team without this project has them: no meta.json, no
-    manifest, writable; the engine command of cmd.sh written over several lines (`docker run ...
-    \\`, an option a line) and the result files pretty-printed (a figure a line)."""
-    out = []
-    for folder in sorted(NODE_RUNS.iterdir()):
-        copy = dest / folder.name
-        shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("meta.json", "MANIFEST.sha256"))
-        for path in [copy, *copy.rglob("*")]:
-            path.chmod(path.stat().st_mode | 0o200)
-        continued(copy / "cmd.sh")
-        for result in sorted((copy / "bench").glob("*.json")):
-            result.write_text(json.dumps(json.loads(result.read_text()), indent=4) + "\n")
-        out.append(copy)
-    return out
-
-
-def continued(cmd_sh: Path) -> None:
-    """cmd.sh's command lines split before each option, continued with a backslash."""
-    out = []
-    for line in cmd_sh.read_text().splitlines():
-        if line.startswith("#") or not line.strip():
-            out.append(line)
-            continue
-        groups: list[list[str]] = []
-        for word in shlex.split(line):
-            if word.startswith("-") or not groups:
-                groups.append([])
-            groups[-1].append(shlex.quote(word))
-        out.append(" \\\n    ".join(" ".join(g) for g in groups))
-    cmd_sh.write_text("\n".join(out) + "\n")
 
 
 def line_of(path: Path, text: str) -> int:
@@ -87,38 +27,24 @@ def line_of(path: Path, text: str) -> int:
     return next(n for n, line in enumerate(path.read_text().splitlines(), start=1) if text in line)
 
 
-def build(root: Path) -> dict:
-    """ingest, derive and render in `root`: the facts, what render said, and each Part's page."""
-    campaign(root, "ingest")
-    campaign(root, "derive")
-    out = campaign(root, "render")
-    facts = {f["id"]: f for f in json.loads((root / "data" / "facts.json").read_text())}
-    pages = {p.stem: p.read_text() for p in (root / "data" / "docs" / "posts").glob("*.md")}
-    return {"root": root, "facts": facts, "render": out.stdout + out.stderr, "pages": pages,
-            "giants": pages.get(GIANTS), "setups": pages.get("part-setups")}
-
-
 @pytest.fixture(scope="module")
-def sites(tmp_path_factory) -> dict:
-    """The node campaign three ways: its own folders; stripped and imported (specs in params.yaml);
-    stripped and imported into a project whose params.yaml has none of its specs, with one more
-    stripped folder copied in by hand, which no import gave a profile."""
-    made = {}
-    own = tmp_path_factory.mktemp("own")
-    node_project(own)
-    for folder in sorted(NODE_RUNS.iterdir()):
-        shutil.copytree(folder, own / "data" / "runs" / folder.name)
-    made["own"] = build(own)
-    for name, specs in (("imported", True), ("no_spec", False)):
-        root = tmp_path_factory.mktemp(name)
-        node_project(root, specs=specs)
-        sources = stripped_copies(tmp_path_factory.mktemp(f"{name}-elsewhere"))
-        made[f"{name}_import"] = campaign(root, "import", *map(str, sources), "--profile", "h200x8")
-        if not specs:   # one more folder, copied in by hand: no import gave it a profile
-            stray = sources[0].with_name(sources[0].name.replace("1116-110000", "1117-110000"))
-            shutil.copytree(sources[0], root / "data" / "runs" / stray.name)
-            made["stray"] = stray.name
-        made[name] = build(root)
+def sites(tmp_path_factory, node_repro, imported_node) -> dict:
+    """The node campaign three ways: its own folders (`dvc repro`, the session's build); stripped and
+    imported (specs in params.yaml, the session's build); stripped and imported into a project whose
+    params.yaml has none of its specs, with one more stripped folder copied in by hand, which no
+    import gave a profile."""
+    made = {"own": built_site(node_repro.root, node_repro.said),
+            "imported": built_site(imported_node.root, imported_node.said),
+            "imported_import": imported_node.made}
+    root = tmp_path_factory.mktemp("no_spec")
+    node_project(root, specs=False)
+    sources = stripped_copies(tmp_path_factory.mktemp("no_spec-elsewhere"))
+    made["no_spec_import"] = campaign(root, "import", *map(str, sources), "--profile", "h200x8")
+    # one more folder, copied in by hand: no import gave it a profile
+    stray = sources[0].with_name(sources[0].name.replace("1116-110000", "1117-110000"))
+    shutil.copytree(sources[0], root / "data" / "runs" / stray.name)
+    made["stray"] = stray.name
+    made["no_spec"] = build(root)
     return made
 
 
@@ -158,7 +84,7 @@ def test_every_fact_read_from_one_raw_line_cites_a_line_that_holds_its_value(sit
     """Imported, the commands go on over lines (`docker run ... \\`, each option a line) and the
     result files hold a figure a line: a flag's value cites the line that holds it and names the
     flag, a result's figure its own line (not the command's first, nor the object's `{`)."""
-    from fact_lines import cited_files, line_problems
+    from helpers.fact_lines import cited_files, line_problems
     root = sites[name]["root"]
     checked, problems = line_problems(root / "data" / "facts.json", root / "data" / "runs")
     cited = cited_files(root / "data" / "facts.json")
@@ -234,7 +160,7 @@ def test_trace_says_the_gpu_count_was_inferred_and_from_which_line(sites):
 
 
 def test_the_imported_parts_read_as_stories_too(sites):
-    from article_text import article_text, repeated_sentences, words
+    from helpers.article_text import article_text, repeated_sentences, words
     site = sites["no_spec"]["root"] / "data" / "site"
     for part in (GIANTS, "part-quad", "part-setups"):
         story = article_text(site / f"{part}.html")

@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from shared_folder import REAL_LOGS
+from helpers.shared_folder import REAL_LOGS
 from stages.ingest.infer import infer_run
 from stages.ingest.parsers import lines
 from stages.ingest.parsers.cmd import parse_cmd

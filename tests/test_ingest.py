@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from db_rows import db_tuples
+from helpers.db_rows import db_tuples
 from stages.ingest import rows as ingest_rows
 from stages.ingest import stage as ingest
 

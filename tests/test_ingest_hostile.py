@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from db_rows import db_tuples
+from helpers.db_rows import db_tuples
 from stages.ingest import stage as ingest
 from stages.ingest import nodes as ingest_nodes
 from stages.core import rawfile

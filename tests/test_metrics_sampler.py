@@ -17,7 +17,7 @@ import yaml
 
 from stages.core.config import CampaignError
 from stages.run import metrics_sampler as ms
-from standin_helpers import SHIPPED, launch_facts, project_copy, sh_all, standin_profile
+from helpers.standin_helpers import SHIPPED, launch_facts, project_copy, sh_all, standin_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from db_rows import db_rows
+from helpers.db_rows import db_rows
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
 from stages.ingest import read
@@ -209,7 +209,7 @@ def rendered(campaign) -> tuple[Path, str, dict]:
     pointed at the run's profile)."""
     import sys
     sys.path.insert(0, str(ROOT / "tests"))
-    from render_helpers import render_kwargs
+    from helpers.render_campaign import render_kwargs
     from stages.render import stage as render
 
     tmp, _ = campaign
@@ -291,7 +291,7 @@ def rehearsal(tmp_path_factory) -> Path:
     derived and rendered (the CPU rehearsal's Part)."""
     import sys
     sys.path.insert(0, str(ROOT / "tests"))
-    from render_helpers import render_kwargs
+    from helpers.render_campaign import render_kwargs
     from stages.render import stage as render
 
     tmp = tmp_path_factory.mktemp("rehearsal")

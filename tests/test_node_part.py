@@ -9,72 +9,20 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-from chart_specs import panel_orders, series_colours
-from site_browser import CHART_MARKS, charts_drawn, charts_named, open_site_page
-
-PROJECT = Path(__file__).resolve().parent.parent
-NODE_RUNS = Path(__file__).parent / "fixtures" / "node_campaign" / "runs"
-GIANTS, QUAD = "part-giants", "part-quad"
-
-
-def project_copy(root: Path) -> None:
-    """The project's files (tracked, and untracked but not ignored) copied into root."""
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-                            cwd=PROJECT, capture_output=True, check=True).stdout.decode()
-    for name in filter(None, listed.split("\0")):
-        source = PROJECT / name
-        if source.is_file() and not name.startswith("tests/"):
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, root / name)
-
-
-def repro_with_runs(root: Path, profile: str, runs: Path) -> subprocess.CompletedProcess:
-    """A project copy in root whose run folders are the folders in `runs`, `profile` active and no spec
-    to launch, built by `dvc repro` as a team that brings its runs builds it."""
-    project_copy(root)
-    params = (root / "params.yaml").read_text()
-    params = re.sub(r"(?m)^profile: local-cpu\b", f"profile: {profile}", params)
-    params = re.sub(r"(?m)^run_specs: \[[^\]]*\]", "run_specs: []", params)
-    (root / "params.yaml").write_text(params)
-    for folder in sorted(d for d in runs.iterdir() if d.is_dir()):
-        shutil.copytree(folder, root / "data" / "runs" / folder.name)
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(root),
-           "PYTHONPATH": str(PROJECT)}
-    out = subprocess.run([str(Path(sys.executable).parent / "dvc"), "repro"], cwd=root, env=env,
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    return out
+from helpers.chart_specs import panel_orders, series_colours
+from helpers.node_campaign import GIANTS, QUAD, plain, repro_site
+from helpers.site_browser import CHART_MARKS, charts_drawn, charts_named, open_site_page
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> dict:
+def built(node_repro) -> dict:
     """The node campaign as a team builds it: its run folders in data/runs, the node profile
-    active, no spec to launch, `dvc repro`."""
-    root = tmp_path_factory.mktemp("node")
-    out = repro_with_runs(root, "h200x8", NODE_RUNS)
-    docs, site = root / "data" / "docs", root / "data" / "site"
-    facts = {f["id"]: f for f in json.loads((root / "data" / "facts.json").read_text())}
-    return {"root": root, "docs": docs, "site": site, "stderr": out.stdout + out.stderr,
-            "facts": facts, "giants": (docs / "posts" / f"{GIANTS}.md").read_text(),
-            "quad": (docs / "posts" / f"{QUAD}.md").read_text(),
-            "giants_ref": (docs / "reference" / f"{GIANTS}.md").read_text(),
-            "quad_ref": (docs / "reference" / f"{QUAD}.md").read_text()}
-
-
-def plain(markdown: str) -> str:
-    """The page's text with fact links reduced to their values and HTML references decoded."""
-    import html
-    text = re.sub(r"\[([^\]]*)\]\((?:\.\./)?audit/[^)]*\)\{\.fact[^}]*\}", r"\1", markdown)
-    return html.unescape(re.sub(r"<[^>]+>", "", text))
+    active, no spec to launch, `dvc repro` (the session's build, tests/conftest.py)."""
+    return repro_site(node_repro.root, node_repro.said)
 
 
 def test_parts_without_runs_are_left_out_with_a_notice(built):
@@ -249,7 +197,7 @@ def test_every_fact_read_from_one_raw_line_cites_a_line_that_holds_its_value(bui
     """And a fact read from a flag of cmd.sh cites a line naming the flag (fact_lines.FLAGS); the
     same campaign imported, its commands continued over lines and its results pretty-printed:
     tests/test_imported_campaign.py."""
-    from fact_lines import cited_files, line_problems
+    from helpers.fact_lines import cited_files, line_problems
     facts_file = built["root"] / "data" / "facts.json"
     checked, problems = line_problems(facts_file, built["root"] / "data" / "runs")
     cited = cited_files(facts_file)
@@ -372,7 +320,7 @@ def test_latency_cdf_and_request_timeline_come_with_their_rows_as_csv(built):
 
 @pytest.mark.parametrize("part", [GIANTS, QUAD, "part-setups"])
 def test_a_part_reads_as_a_story_with_its_reference_one_click_away(built, part):
-    from article_text import article_text, repeated_sentences, words
+    from helpers.article_text import article_text, repeated_sentences, words
     story = article_text(built["site"] / f"{part}.html")
     reference = article_text(built["site"] / "reference" / f"{part}.html")
     assert words(story) <= 4500, words(story)
@@ -461,7 +409,7 @@ def test_every_table_of_the_node_parts_fits_its_column_in_a_wide_window(built):
     """At a 1,400-pixel window no table of the giants, quad or setups Part, story or reference,
     is wider than the article column (a column the same in every row is said once above its
     table, wide tables are split, long labels shortened with the whole text their tooltip)."""
-    from site_browser import Browser, SiteServer, find_chromium
+    from helpers.site_browser import Browser, SiteServer, find_chromium
     pages = [f"{part}.html" for part in (GIANTS, QUAD, "part-setups")]
     pages += [f"reference/{page}" for page in pages]
     binary = find_chromium()

@@ -8,7 +8,7 @@ import duckdb
 import pytest
 import yaml
 
-from db_rows import rows_of
+from helpers.db_rows import rows_of
 from stages.core.config import CampaignError
 from stages.derive import stage as derive
 from stages.derive.costs import create_cost_tables

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from render_helpers import PROJECT, build_campaign, render_kwargs
-from site_browser import Browser, CdpError, find_chromium
+from helpers.render_campaign import PROJECT, build_campaign, render_kwargs
+from helpers.site_browser import Browser, CdpError, find_chromium
 from stages.render import preview
 from stages.render import stage as render
 from stages.render.site_memo import SiteMemo

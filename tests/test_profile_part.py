@@ -13,8 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from test_imported_campaign import build, campaign, node_project
-from test_node_part import plain
+from helpers.node_campaign import build, campaign, node_project, plain
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GPU_RUN = next((FIXTURES / "gpu_h200x1_profiled").glob("llama-1b__*"))

@@ -11,12 +11,12 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from render_helpers import PROJECT, RUN4, build_campaign, render_kwargs
+from helpers.derive_rows import DP, RULES, WORKLOADS, make_warehouse, query, raw_path, raw_rows
+from helpers.render_campaign import PROJECT, RUN4, build_campaign, render_kwargs
 from stages.cli import main
 from stages.core.config import Paths, load_params
 from stages.derive import stage as derive
 from stages.render import stage as render
-from test_derive import DP, RULES, WORKLOADS, make_warehouse, query, raw_path, raw_rows
 
 BAD_POINT = "chat__c64"
 
@@ -197,7 +197,7 @@ def test_nothing_is_said_when_nothing_was_held_back(tmp_path):
 
 
 def test_a_wrong_sum_is_held_back_and_its_peak_built_without_it(tmp_path):
-    import test_derive_nodes as nodes
+    from helpers import derive_node_rows as nodes
     rows = nodes.raw_rows()
     bad = rows["raw_node_allreduce"][3]
     bad["correct"] = False

@@ -7,9 +7,15 @@ from __future__ import annotations
 import duckdb
 import pytest
 
+from helpers.node_campaign import scripted_book
 from stages.render.facts import FactBook
 from stages.render.query_memo import MEMO_FILE, QueryMemo
-from test_row_batch import book  # noqa: F401 (the module's fixture: the scripted node campaign)
+
+
+@pytest.fixture(scope="module")
+def book(scripted_node):
+    """The scripted node campaign (the session's build, tests/conftest.py), as test_row_batch reads it."""
+    yield from scripted_book(scripted_node)
 
 
 class Counting:
@@ -26,7 +32,7 @@ class Counting:
         return self.con.execute(*args)
 
 
-def fresh(book, memo: QueryMemo) -> tuple[FactBook, Counting]:  # noqa: F811
+def fresh(book, memo: QueryMemo) -> tuple[FactBook, Counting]:
     counting = Counting(book.con)
     return FactBook(counting, root=book.root, sha=None, memo=memo), counting
 
@@ -40,7 +46,7 @@ def ask(b: FactBook, sections: list, runs: list[str]) -> tuple:
     return rows, facts
 
 
-def test_a_second_book_asks_nothing_the_first_asked_and_gets_the_same(book, tmp_path):  # noqa: F811
+def test_a_second_book_asks_nothing_the_first_asked_and_gets_the_same(book, tmp_path):
     sections = book.sections_here[:2]
     runs = [book.sections_here[0][0][0]]
     first, counted = fresh(book, QueryMemo(tmp_path, "db-1"))
@@ -55,7 +61,7 @@ def test_a_second_book_asks_nothing_the_first_asked_and_gets_the_same(book, tmp_
     assert ask(third, sections[1:], runs) == (answers[0][1:], answers[1]) and counted.statements == 0
 
 
-def test_another_database_is_a_miss_and_its_save_drops_the_old_answers(book, tmp_path):  # noqa: F811
+def test_another_database_is_a_miss_and_its_save_drops_the_old_answers(book, tmp_path):
     sections, runs = book.sections_here[:1], [book.sections_here[0][0][0]]
     first, _ = fresh(book, QueryMemo(tmp_path, "db-1"))
     answers = ask(first, sections, runs)
@@ -69,7 +75,7 @@ def test_another_database_is_a_miss_and_its_save_drops_the_old_answers(book, tmp
 
 
 @pytest.mark.parametrize("damage", [b"not a database at all", b""])
-def test_a_damaged_memo_file_is_a_miss_and_is_made_again(book, tmp_path, damage):  # noqa: F811
+def test_a_damaged_memo_file_is_a_miss_and_is_made_again(book, tmp_path, damage):
     (tmp_path / MEMO_FILE).write_bytes(damage)
     sections, runs = book.sections_here[:1], [book.sections_here[0][0][0]]
     first, counted = fresh(book, QueryMemo(tmp_path, "db-1"))

@@ -11,8 +11,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from render_helpers import RUN16_FAILED, build_campaign
-from shared_folder import REAL_LOGS
+from helpers.render_campaign import RUN16_FAILED, build_campaign
+from helpers.shared_folder import REAL_LOGS
 from stages.ingest.parsers.sglang_log import parse_sglang_log
 from stages.ingest.parsers.vllm_log import parse_vllm_log
 from stages.render.errors import FactError

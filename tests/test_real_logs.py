@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from shared_folder import REAL_LOGS
+from helpers.shared_folder import REAL_LOGS
 from stages.core.config import derive_settings, load_params
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest

@@ -12,8 +12,8 @@ import pytest
 
 import duckdb
 
-from fact_lines import holds, line_problems
-from render_helpers import PROJECT, RUN4, RUN16, audit_entry, audit_ref, build_campaign, render_kwargs
+from helpers.fact_lines import holds, line_problems
+from helpers.render_campaign import PROJECT, RUN4, RUN16, audit_entry, audit_ref, build_campaign, render_kwargs
 from stages.render import charts
 from stages.render import stage as render
 from stages.render.chart_writer import PNG_SCALE

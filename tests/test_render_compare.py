@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 import yaml
 
-from fact_lines import line_problems
-from render_helpers import PROJECT, RUN4, RUN16, audit_entry, audit_ref, build_campaign, render_kwargs
+from helpers.fact_lines import line_problems
+from helpers.render_campaign import PROJECT, RUN4, RUN16, audit_entry, audit_ref, build_campaign, render_kwargs
 from stages.render import compare_page
 from stages.render import stage as render
 from stages.core.config import CampaignError

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from render_helpers import (HOSTILE_FAILED, HOSTILE_RUN, HOSTILE_TEXT, OUTSIDE_TEXT, PROJECT, RUN4,
-                            SECRETS, build_campaign, render_hostile_campaign, render_kwargs)
-from site_browser import static_scan, tags
+from helpers.render_campaign import (HOSTILE_FAILED, HOSTILE_RUN, HOSTILE_TEXT, OUTSIDE_TEXT, PROJECT, RUN4,
+                                     SECRETS, build_campaign, render_kwargs)
+from helpers.shared_builds import copy_build
+from helpers.site_browser import static_scan, tags
 from stages.render import stage as render
 from stages.render.site_build import MARKER
 from stages.render import trace
@@ -21,10 +22,8 @@ from stages.tools.faults.hostile_folders import tree_digest
 
 
 @pytest.fixture(scope="module")
-def hostile(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("hostile")
-    render_hostile_campaign(root)
-    return root
+def hostile(hostile_render) -> Path:
+    return hostile_render.root
 
 
 def paths_for(root: Path) -> Paths:
@@ -119,6 +118,7 @@ def test_a_site_path_on_the_runs_refuses_and_changes_nothing(tmp_path):
 
 
 def test_a_failed_build_leaves_the_previous_site(hostile, tmp_path):
+    hostile = copy_build(hostile, tmp_path / "hostile")     # the session's build stays as it was
     data = hostile / "data"
     site_before, docs_before = tree_digest(data / "site"), tree_digest(data / "docs")
     facts_before = (data / "facts.json").read_bytes()

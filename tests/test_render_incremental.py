@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from render_helpers import PROJECT, RUN4, build_campaign, render_kwargs
+from helpers.render_campaign import PROJECT, RUN4, build_campaign, render_kwargs
 from stages.render import site_build, site_memo
 from stages.render import stage as render
 

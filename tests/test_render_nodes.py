@@ -1,62 +1,29 @@
 """Part 1, the node: rendered from the committed probe of a two-GPU H200 machine, or left out."""
 from __future__ import annotations
 
+import copy
 import html
 import json
 import re
-import shutil
 from pathlib import Path
 
-import duckdb
 import pandas as pd
 import pytest
 
-from render_helpers import PROJECT, audit_entry, audit_ref, build_campaign, render_kwargs
+from helpers.node_probe import NODE, NODE_TABLES
+from helpers.render_campaign import audit_entry, audit_ref, build_campaign, render_kwargs
 from stages.render import charts, charts_node
-from stages.derive import stage as derive
-from stages.ingest import nodes as ingest_nodes
 from stages.render import stage as render
 from stages.render.errors import FactError
 from stages.render.evidence import cat_v
 from stages.render.page_macros import PageMacros
 
-NODE = "h200x2__1130-054711"
-REAL_NODE = PROJECT / "data" / "nodes" / NODE
-NODE_TABLES = ("nodes", "node_gpus", "node_topology", "node_p2p", "node_allreduce", "node_allreduce_peak")
-RULES = {"prefix_cache_tok_s": 60000, "gate_min_score": 1.0, "cached_share_max_pct": 20,
-         "default_max_num_seqs": 1024, "burst_tpot_ms": 0.5, "cached_mark_pct": 10}
-
-
-def add_node(root: Path) -> None:
-    """The render fixture's campaign plus the node tables derive builds from the real probe."""
-    nodes = root / "data" / "nodes"
-    shutil.copytree(REAL_NODE, nodes / NODE)
-    scratch = root / "scratch"
-    ingest_nodes.run(nodes_dir=nodes, warehouse=scratch / "warehouse.duckdb", root=root)
-    derive.run(warehouse=scratch / "warehouse.duckdb", campaign_db=scratch / "campaign.duckdb",
-               derived_dir=scratch / "derived", metrics_file=scratch / "metrics.json",
-               rules=RULES, workloads={})
-    con = duckdb.connect(str(root / "data" / "campaign.duckdb"))
-    try:
-        con.execute("attach $path as derived (read_only)", {"path": str(scratch / "campaign.duckdb")})
-        for table in NODE_TABLES:
-            con.execute(f"insert into {table} by name select * from derived.{table}")
-    finally:
-        con.close()
-
-
-def render_node_campaign(root: Path, **extra) -> dict:
-    """The render fixture's campaign with the node probe (add_node), rendered into root with
-    `extra` render settings; render's summary."""
-    build_campaign(root)
-    add_node(root)
-    return render.run(**render_kwargs(root, nodes_dir=root / "data" / "nodes", **extra))
-
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory):
-    root = tmp_path_factory.mktemp("node-campaign")
-    return root, render_node_campaign(root, build=True)
+def rendered(node_probe):
+    """The render fixture's campaign with the node probe, rendered with its site built (the
+    session's build, tests/conftest.py): its folder and render's summary."""
+    return node_probe.root, copy.deepcopy(node_probe.made)
 
 
 def page(root: Path, name: str = "posts/part-node.md") -> str:

@@ -5,7 +5,7 @@ import html
 
 import duckdb
 
-from render_helpers import RUN4, RUN16, RUN16_FAILED, build_campaign, published_ref, render_kwargs
+from helpers.render_campaign import RUN4, RUN16, RUN16_FAILED, build_campaign, published_ref, render_kwargs
 from stages.render import stage as render
 
 HEADING = "## What went wrong, and what the pipeline did"

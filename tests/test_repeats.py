@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from db_rows import db_rows
+from helpers.db_rows import db_rows
 from stages.core.params_check import check_params
 from stages.core import config
 from stages.core.config import CampaignError

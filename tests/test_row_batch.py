@@ -4,44 +4,24 @@ rows, in the order, that the query gives it alone."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import duckdb
 import pytest
 
+from helpers.node_campaign import scripted_book
 from stages.render import inputs, row_batch
 from stages.render.facts import FactBook
 from stages.render.queries import COLUMN_FACTS, FACTS_SQL, ROWS_SQL, column_facts, sql_params
-from stages.tools.synth import synth_node_scale
-from stages.tools.synth.synth_node_plan import SCENARIO
-
-PROJECT = Path(__file__).resolve().parent.parent
 
 SECTION_QUERIES = sorted(p.stem for p in ROWS_SQL.glob("*.sql")
                          if set(sql_params(p.read_text())) == row_batch.BATCH_PARAMS)
 
 
 @pytest.fixture(scope="module")
-def book(tmp_path_factory):
+def book(scripted_node):
     """The scripted node campaign, one group and a half: launches that fail, gates, repeats,
-    multi-turn workloads, capacity-limited points."""
-    root = tmp_path_factory.mktemp("batch") / "root"
-    synth_node_scale.write(out_root=root, runs=len(SCENARIO) + 3, root=PROJECT)
-    env = {**os.environ, "PYTHONPATH": str(PROJECT)}
-    for stage in ("ingest", "derive"):
-        subprocess.run([sys.executable, "-m", "stages.cli", stage, "--root", str(root)], env=env,
-                       check=True, capture_output=True)
-    con = duckdb.connect(str(root / "data" / "campaign.duckdb"), read_only=True)
-    book = FactBook(con, root=root, sha=None)
-    runs = con.execute("select run_id, model from runs order by run_id").fetchall()
-    book.sections_here = [(tuple(r for r, _ in runs), m) for m in sorted({m for _, m in runs})] + [
-        (tuple(r for r, m in runs if m == runs[0][1])[-1:], runs[0][1]),   # one attempt of a model
-        ((runs[0][0],), "no-such-model")]
-    yield book
-    con.close()
+    multi-turn workloads, capacity-limited points (the session's build, tests/conftest.py)."""
+    yield from scripted_book(scripted_node)
 
 
 def test_the_section_queries_are_there():

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from helpers.derive_rows import BIG, BIG_OLD, DP, SG, raw_path, derive_into, query, raw_rows
 from stages.derive import stage as derive
-from test_derive import BIG, BIG_OLD, DP, SG, raw_path, derive_into, query, raw_rows
 
 
 def _lines(run_id: str, *pairs: tuple[str, str]) -> list[dict]:

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from standin_helpers import (ROOT, SHIPPED, docker_runs, flag, launch_facts, project_copy, sh, sh_all,
-                             standin_profile)
+from helpers.standin_helpers import (ROOT, SHIPPED, docker_runs, flag, launch_facts, project_copy, sh,
+                                     sh_all, standin_profile)
 
 from stages.cli import main
 from stages.run import schedule

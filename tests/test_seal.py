@@ -14,7 +14,7 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from db_rows import db_tuples
+from helpers.db_rows import db_tuples
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
 from stages.cli import main
@@ -247,7 +247,7 @@ def test_campaign_seal_and_campaign_ingest_seal_unsealed_folders(tmp_path: Path)
 
 
 def test_the_launch_section_of_a_tampered_run_says_so_and_names_the_files(tmp_path: Path):
-    from render_helpers import RUN4, RUN16, build_campaign, render_kwargs
+    from helpers.render_campaign import RUN4, RUN16, build_campaign, render_kwargs
     from stages.render import stage as render
     from stages.render.escape import escape_text
 

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 import yaml
 
-from shared_folder import REAL_LOGS
+from helpers.shared_folder import REAL_LOGS
 from stages.core.config import CampaignError
 from stages.derive import params_tables
 from stages.derive import stage as derive

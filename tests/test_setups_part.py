@@ -15,14 +15,21 @@ import pandas as pd
 import pytest
 import yaml
 
-from site_browser import charts_drawn, open_site_page
-from test_node_part import PROJECT, built, plain  # noqa: F401 (built: the module's fixture)
+from helpers import PROJECT
+from helpers.node_campaign import plain, repro_site
+from helpers.site_browser import charts_drawn, open_site_page
 
 SETUPS = "part-setups"
 
 
 @pytest.fixture(scope="module")
-def part(built) -> dict:  # noqa: F811
+def built(node_repro) -> dict:
+    """The node campaign as test_node_part builds it (the session's build, tests/conftest.py)."""
+    return repro_site(node_repro.root, node_repro.said)
+
+
+@pytest.fixture(scope="module")
+def part(built) -> dict:
     # the story and its reference page (every point, the energy, every price set), as one text
     md = (built["docs"] / "posts" / f"{SETUPS}.md").read_text() + "\n" \
         + (built["docs"] / "reference" / f"{SETUPS}.md").read_text()

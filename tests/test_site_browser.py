@@ -17,9 +17,8 @@ from urllib.parse import unquote, urlsplit
 import pytest
 import yaml
 
-from render_helpers import HOSTILE_RUN, PROJECT, RUN4, SCRIPT_ANSWER, render_hostile_campaign
-from test_render_nodes import render_node_campaign
-from site_browser import Browser, SiteServer, find_chromium, static_scan, tags
+from helpers.render_campaign import HOSTILE_RUN, PROJECT, RUN4, SCRIPT_ANSWER
+from helpers.site_browser import Browser, SiteServer, find_chromium, static_scan, tags
 
 ARTICLE = "part-local-cpu.html"
 NODE_PART = "part-node.html"
@@ -60,10 +59,8 @@ JSON.stringify({
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("browser")
-    render_node_campaign(root, build=True)
-    return root / "data" / "site"
+def site(node_probe) -> Path:
+    return node_probe.root / "data" / "site"
 
 
 @pytest.fixture(scope="module")
@@ -268,10 +265,8 @@ def test_404_page_links_work_from_disk(site, browser):
 # ---------------------------------------------------------------- hostile names in a real browser
 
 @pytest.fixture(scope="module")
-def hostile_site(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("hostile-browser")
-    render_hostile_campaign(root)
-    return root / "data" / "site"
+def hostile_site(hostile_render) -> Path:
+    return hostile_render.root / "data" / "site"
 
 
 def visit_all(browser, site: Path) -> dict[str, dict]:

@@ -9,11 +9,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from helpers.derive_rows import RULES, _point, _request, _run, make_warehouse, query, raw_path
 from stages.core.config import CampaignError, derive_settings, load_params
 from stages.derive import params_tables
 from stages.derive import stage as derive
 from stages.render import inputs
-from test_derive import RULES, _point, _request, _run, make_warehouse, query, raw_path
 
 RUN = "m__tp4__8k__vllm__1101-000000"
 WORKLOADS = {name: {"prompt_tokens": 1000, "output_tokens": 100, "concurrency": [1, 2, 4]}

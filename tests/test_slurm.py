@@ -1,7 +1,7 @@
 """The slurm executor: each spec one Slurm job.
 
 The commands it builds are checked against the profile and spec settings; then a real single-host
-Slurm cluster (tests/slurm_cluster.py) runs the local-cpu specs as jobs through `dvc repro` on a
+Slurm cluster (tests/helpers/slurm_cluster.py) runs the local-cpu specs as jobs through `dvc repro` on a
 profile whose executor is slurm: one spec completes and the pipeline ingests, derives and renders
 it as it would a local run; another hits its time limit and becomes a failed launch with Slurm's
 reason. A third is interrupted mid-run: its job is cancelled, no engine is left and its run is
@@ -22,11 +22,11 @@ import duckdb
 import pytest
 import yaml
 
+from helpers.pipeline_project import copy_project, engine_processes, small_params
+from helpers.slurm_cluster import SlurmCluster
 from stages.core.config import CampaignError
 from stages.run import slurm
 from stages.run.executors import ContainerStepExecutor, executor_for
-from slurm_cluster import SlurmCluster
-from test_pipeline_engine import copy_project, engine_processes, small_params
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -9,7 +9,8 @@ import duckdb
 import pytest
 import yaml
 
-from render_helpers import PROJECT
+from helpers.derive_rows import derive_into, query
+from helpers.render_campaign import PROJECT
 from stages.derive import stage as derive
 from stages.ingest import rows as ingest_rows
 from stages.ingest import nodes as ingest_nodes
@@ -17,7 +18,6 @@ from stages.core import raw_schema
 from stages.derive import tables
 from stages.render import warehouse_page
 from stages.core.config import CampaignError
-from test_derive import derive_into, query
 
 NEW_MART = """-- Engines of each run, a table added to prove it takes two files.
 with source as (

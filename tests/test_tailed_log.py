@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from shared_folder import REAL_LOGS
+from helpers.shared_folder import REAL_LOGS
 from stages.core import tailed
 from stages.ingest.parsers.lines import read_chunks
 from stages.ingest.parsers.sglang_log import parse_sglang_log

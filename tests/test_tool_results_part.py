@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from test_imported_campaign import build, campaign, node_project
-from test_node_part import plain
+from helpers.node_campaign import build, campaign, node_project, plain
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from db_rows import db_tuples
+from helpers.db_rows import db_tuples
+from helpers.derive_rows import RULES, WORKLOADS, raw_path, metrics_rows, derive_into, make_warehouse, query
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
 from stages.ingest.parsers.turns import is_turns_log, parse_turns
-from test_derive import RULES, WORKLOADS, raw_path, metrics_rows, derive_into, make_warehouse, query
 
 RUN = "tiny-llama__cpu_seqs4__4k__vllm__1130-060000"
 STARTED = "2026-11-30T06:01:02Z"

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 import yaml
 
-from render_helpers import PROJECT, build_campaign
+from helpers.render_campaign import PROJECT, build_campaign
 from stages.derive import stage as derive
 from stages.derive import tables
 from stages.render import warehouse_page

@@ -184,7 +184,7 @@ def prep_run(p: Project) -> None:
     """A stand-in engine (tests/fixtures/fake_docker) with one small sweep, its model made, and
     one finished run of it already in the runs folder."""
     sys.path.insert(0, str(PROJECT / "tests"))
-    from standin_helpers import standin_profile
+    from helpers.standin_helpers import standin_profile
 
     params = p.params()
     params["profile"] = "standin-crash"

@@ -191,9 +191,9 @@ def browse(site_dir: Path, pages: list[Path]) -> dict[str, int]:
     """Scripts of a built site's data that run: inline handlers and javascript: URLs anywhere in
     the site (a static scan), and, with each of `pages` loaded in headless Chromium and every link
     and handler-bearing element hovered and focused, each dialog call, handler and script URL
-    (the browser test's own probe, tests/site_browser.py)."""
+    (the browser test's own probe, tests/helpers/site_browser.py)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests"))
-    from site_browser import Browser, SiteServer, find_chromium, static_scan
+    from helpers.site_browser import Browser, SiteServer, find_chromium, static_scan
 
     binary = find_chromium()
     if binary is None:

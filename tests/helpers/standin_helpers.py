@@ -12,8 +12,10 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-FAKE = Path(__file__).parent / "fixtures" / "fake_docker"
+from helpers import FIXTURES, PROJECT
+
+ROOT = PROJECT
+FAKE = FIXTURES / "fake_docker"
 SHIPPED = yaml.safe_load((ROOT / "params.yaml").read_text())
 
 

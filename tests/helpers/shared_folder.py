@@ -6,5 +6,5 @@ from __future__ import annotations
 
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 REAL_LOGS = SHARED / "real_logs"
