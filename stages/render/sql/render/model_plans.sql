@@ -1,5 +1,6 @@
 -- Every launch of one model in a Part beside its plan (launch_plans): the verdict, the arithmetic
--- and what the plan rested on; the figures are facts (launch_plans' group of columns.yaml).
+-- and what the plan rested on; the figures are facts (launch_plans' group of columns.yaml). A launch
+-- that could not be planned (its model's config is not here) is left out.
 with attempts as (
     select * from section_runs($run_ids::varchar[], $model)
 ),
@@ -14,6 +15,7 @@ final as (
         p.foreseen
     from attempts as a
     inner join launch_plans as p on p.run_id = a.run_id
+    where p.verdict <> 'not planned'            -- no model config here: launch_plans.why says so
     order by a.started_at, a.run_id
 )
 
