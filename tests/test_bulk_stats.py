@@ -1,12 +1,12 @@
-"""The bulk stats reader (stages.ingest.parsers.bulk) gives exactly what the line reader gives."""
+"""The bulk stats reader (stages.formats.bulk) gives exactly what the line reader gives."""
 from __future__ import annotations
 
 import dataclasses
 import random
 from typing import Callable
 
-from stages.ingest.parsers import sglang_log, vllm_log
-from stages.ingest.parsers.engine_log import scan_log
+from stages.formats import sglang_log, vllm_log
+from stages.formats.engine_log import scan_log
 
 
 def _line_reader(data: bytes):

@@ -15,9 +15,9 @@ import pytest
 
 from helpers.shared_folder import REAL_LOGS
 from stages.ingest.infer import infer_run
-from stages.ingest.parsers import lines
+from stages.formats import lines
 from stages.ingest.parsers.cmd import parse_cmd
-from stages.ingest.parsers.vllm_log import parse_vllm_log
+from stages.formats.vllm_log import parse_vllm_log
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NODE_RUNS = FIXTURES / "node_campaign" / "runs"

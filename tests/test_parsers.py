@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from stages.ingest.parsers import bench_json, cmd, metrics, run_files
-from stages.ingest.parsers.prefixes import strip_prefixes
-from stages.ingest.parsers.lines import read_chunks
-from stages.ingest.parsers.sglang_log import parse_sglang_log
-from stages.ingest.parsers.engine_log import exception_of
-from stages.ingest.parsers.vllm_log import parse_vllm_log
+from stages.formats.prefixes import strip_prefixes
+from stages.formats.lines import read_chunks
+from stages.formats.sglang_log import parse_sglang_log
+from stages.formats.engine_log import exception_of
+from stages.formats.vllm_log import parse_vllm_log
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 

@@ -17,10 +17,10 @@ from stages.ingest.parsers.cmd import parse_cmd
 from stages.ingest.parsers.metrics import parse_metrics
 from stages.ingest.parsers.node_json import parse_allreduce, parse_env, parse_p2p
 from stages.ingest.parsers.node_smi import parse_gpus_csv, parse_nvlink_status, parse_topo
-from stages.ingest.parsers.prefixes import strip_prefixes
-from stages.ingest.parsers.sglang_log import parse_sglang_log
+from stages.formats.prefixes import strip_prefixes
+from stages.formats.sglang_log import parse_sglang_log
 from stages.ingest.parsers.run_files import parse_launch_out, parse_meta, parse_niah
-from stages.ingest.parsers.vllm_log import parse_vllm_log
+from stages.formats.vllm_log import parse_vllm_log
 
 FIX = Path(__file__).parent / "fixtures"
 SERVER_LOG = (FIX / "logs" / "sample_server.log").read_bytes()

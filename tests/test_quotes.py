@@ -13,8 +13,8 @@ import pytest
 
 from helpers.render_campaign import RUN16_FAILED, build_campaign
 from helpers.shared_folder import REAL_LOGS
-from stages.ingest.parsers.sglang_log import parse_sglang_log
-from stages.ingest.parsers.vllm_log import parse_vllm_log
+from stages.formats.sglang_log import parse_sglang_log
+from stages.formats.vllm_log import parse_vllm_log
 from stages.render.errors import FactError
 from stages.render.facts import FactBook
 from stages.render.page_macros import PageMacros

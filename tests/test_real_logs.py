@@ -15,10 +15,10 @@ from stages.core.config import derive_settings, load_params
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
 from stages.ingest.parsers.bench_json import parse_bench
-from stages.ingest.parsers.lines import read_chunks
-from stages.ingest.parsers.prefixes import strip_prefixes
-from stages.ingest.parsers.sglang_log import parse_sglang_log
-from stages.ingest.parsers.vllm_log import parse_vllm_log
+from stages.formats.lines import read_chunks
+from stages.formats.prefixes import strip_prefixes
+from stages.formats.sglang_log import parse_sglang_log
+from stages.formats.vllm_log import parse_vllm_log
 from stages.render import chart_notes, charts
 from stages.render.declared_file import column_facts
 from stages.render.errors import FactError

@@ -13,8 +13,9 @@ import pytest
 from stages.tools.bench import benchmark
 from stages.ingest import stage as ingest
 from stages.tools.synth import campaign as synth
-from stages.ingest.parsers import cmd, metrics, vllm_log
-from stages.ingest.parsers.engine_log import scan_log
+from stages.formats import vllm_log
+from stages.ingest.parsers import cmd, metrics
+from stages.formats.engine_log import scan_log
 
 RUNS = 20          # one whole cycle of run kinds
 TOTAL_BYTES = 4_000_000

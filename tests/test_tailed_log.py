@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from helpers.shared_folder import REAL_LOGS
-from stages.core import tailed
-from stages.ingest.parsers.lines import read_chunks
-from stages.ingest.parsers.sglang_log import parse_sglang_log
-from stages.ingest.parsers.vllm_log import parse_vllm_log
+from stages.formats import tailed
+from stages.formats.lines import read_chunks
+from stages.formats.sglang_log import parse_sglang_log
+from stages.formats.vllm_log import parse_vllm_log
 
 pytestmark = pytest.mark.shared
 

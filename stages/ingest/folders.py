@@ -18,15 +18,17 @@ from stages.core import raw_schema
 from stages.core import rawfile
 from stages.core import secrets
 from stages.core import warehouse
+import stages.formats as formats
 from stages.ingest.parsers import run_files
 from stages.core.rawfile import Refused
 from stages.core.secrets import redact_text
 from stages.core.warehouse import folder_entries
 
 MANIFEST = RUN_MANIFEST
-# The code whose change re-reads every folder: all of ingest (parsers included) and the core
-# modules and schema it reads with.
-CODE_FILES = (*sorted(Path(__file__).parent.rglob("*.py")), Path(rawfile.__file__), Path(secrets.__file__),
+# The code whose change re-reads every folder: all of ingest (parsers included), the raw folders'
+# formats, and the core modules and schema it reads with.
+CODE_FILES = (*sorted(Path(__file__).parent.rglob("*.py")), *sorted(Path(formats.__file__).parent.rglob("*.py")),
+              Path(rawfile.__file__), Path(secrets.__file__),
               Path(warehouse.__file__), Path(raw_schema.__file__), raw_schema.RAW_SCHEMA)
 
 

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from stages.ingest.parsers import cmd as cmd_parser
-from stages.ingest.parsers import lines
+from stages.formats import lines
 
 _PID = re.compile(r"\s+pid=\d+$")
 # Process tags of one GPU worker each: vLLM's Worker_TP3 / Worker_DP1_TP0 / Worker_TP0_DCP0 /

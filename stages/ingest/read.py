@@ -12,15 +12,16 @@ import numpy as np
 
 from stages.core import rawfile
 from stages.core.provenance import IMPORT_RECORD, PROFILE_FOLDER, PROFILE_TABLE_SUFFIX
-from stages.ingest.parsers import bench_json, cmd as cmd_parser, gpu_samples, metrics, lines, run_files, turns
-from stages.core import tailed
+from stages.formats import lines
+from stages.ingest.parsers import bench_json, cmd as cmd_parser, gpu_samples, metrics, run_files, turns
+from stages.formats import tailed
 from stages.ingest.parsers import metrics_series, profile_trace, tools as bench_tools
 from stages.ingest.parsers.tools.common import Siblings
 from stages.core.faults import is_storage_fault, storage_fault
 from stages.core.rawfile import Refused
 from stages.core.secrets import REDACTED, SECRET_FLAGS, is_secret_name
-from stages.ingest.parsers.sglang_log import parse_sglang_log
-from stages.ingest.parsers.vllm_log import parse_vllm_log
+from stages.formats.sglang_log import parse_sglang_log
+from stages.formats.vllm_log import parse_vllm_log
 from stages.core.warehouse import relative
 from stages.ingest.folders import MANIFEST
 from stages.ingest.infer import infer_run
@@ -204,7 +205,7 @@ def _read_cmd(folder: Path, name: str, rows: FolderRows, source: str) -> cmd_par
 def _read_log(folder: Path, name: str, rows: FolderRows, source: str, engine: str,
               block_size: int | None) -> list[lines.Fact]:
     with ExitStack() as opened:
-        def open_chunks():    # a log tailing several services' is read twice (stages/core/tailed.py)
+        def open_chunks():    # a log tailing several services' is read twice (stages/formats/tailed.py)
             return lines.read_chunks(opened.enter_context(rawfile.open_raw(folder, name, rawfile.LOG_BYTES)))
         chunks = tailed.engine_chunks(open_chunks, engine)
         if engine == "sglang":

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from stages.core import raw_schema
-from stages.ingest.parsers.lines import ParseError
+from stages.formats.lines import ParseError
 from stages.core.secrets import redact_text
 
 SCHEMA_SQL = raw_schema.RAW_SCHEMA

@@ -12,7 +12,8 @@ from typing import Any
 
 from stages.core.warehouse import relative, text_value
 from stages.ingest.infer import Inferred
-from stages.ingest.parsers import cmd as cmd_parser, lines, run_files
+from stages.formats import lines
+from stages.ingest.parsers import cmd as cmd_parser, run_files
 from stages.ingest.rows import FolderRows
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from stages.core import rawfile
 from stages.core.rawfile import Refused
 from stages.ingest.folders import MANIFEST, SealFound
-from stages.ingest.parsers import lines
+from stages.formats import lines
 from stages.ingest.rows import FolderRows
 
 

@@ -6,7 +6,7 @@ at the last line before it matching each `explain` pattern. Copies of a quoted l
 ranks (the same message once the process tag, level, time and numbers are set aside) are folded
 into one line and a count. The block's `$ grep` command, run on the raw file, prints every line
 the block shows (and the copies it folds). In a log that tails several services' logs
-(stages/core/tailed.py) only the engine's own blocks are quoted: another service's "Application
+(stages/formats/tailed.py) only the engine's own blocks are quoted: another service's "Application
 startup complete" or error is not the engine's, and the block says whose lines it kept."""
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from stages.core.config import SAFE_LOADER
-from stages.core.tailed import engine_lines
+from stages.formats.tailed import engine_lines
 from stages.core.secrets import redact_text
 from stages.render.errors import FactError
 from stages.render.evidence import RAW_MAX, RawFileRefused, _shown, evidence_block, read_raw

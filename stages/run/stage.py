@@ -37,9 +37,9 @@ from stages.core.multiturn_shapes import Workload, workload_from_params
 from stages.run.engine import Engine, EngineDied
 from stages.run.interrupts import Interrupts
 from stages.run.executors import Launch, executor_for, free_port, internal_ports
-from stages.ingest.parsers.lines import read_chunks
-from stages.ingest.parsers.sglang_log import parse_sglang_log
-from stages.ingest.parsers.vllm_log import parse_vllm_log
+from stages.formats.lines import read_chunks
+from stages.formats.sglang_log import parse_sglang_log
+from stages.formats.vllm_log import parse_vllm_log
 from stages.run.quads import spans_quads
 from stages.run import prompts
 from stages.run.prompts import PromptBank

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from stages.ingest.parsers.lines import ParseError, decode
+from stages.formats.lines import ParseError, decode
 
 POINT_COLUMNS = (
     "backend", "date", "model_id", "num_prompts", "request_rate", "max_concurrency", "duration_s",

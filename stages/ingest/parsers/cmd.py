@@ -11,7 +11,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from stages.ingest.parsers.lines import ParseError
+from stages.formats.lines import ParseError
 
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _REDIRECT = re.compile(r"^\d*(?:>>?|<)|^&>")

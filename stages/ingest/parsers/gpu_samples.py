@@ -17,7 +17,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-from stages.ingest.parsers.lines import ParseError, SampledFile, text_lines
+from stages.formats.lines import ParseError, SampledFile, text_lines
 from stages.core.provenance import GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX
 
 FOLDER, SUFFIX = GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from stages.ingest.parsers.lines import ParseError, decode
+from stages.formats.lines import ParseError, decode
 
 
 class Sample(NamedTuple):

@@ -21,7 +21,7 @@ import math
 import re
 
 from stages.core.provenance import METRICS_SERIES_SUFFIX
-from stages.ingest.parsers.lines import ParseError, SampledFile, text_lines
+from stages.formats.lines import ParseError, SampledFile, text_lines
 from stages.ingest.parsers.metrics import Sample, sample_of_line
 
 SUFFIX = METRICS_SERIES_SUFFIX

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from stages.core.rawfile import SMALL_BYTES, Refused, read_raw
-from stages.ingest.parsers.lines import ParseError
+from stages.formats.lines import ParseError
 from stages.ingest.parsers.node_json import parse_allreduce, parse_env, parse_meta, parse_p2p
 from stages.ingest.parsers.node_smi import parse_gpus_csv, parse_nvlink_status, parse_topo
 from stages.core.secrets import redact_value

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stages.ingest.parsers.lines import ParseError, json_file_object, json_object, text_lines
+from stages.formats.lines import ParseError, json_file_object, json_object, text_lines
 
 NODE_SCHEMA_VERSIONS = (1,)
 

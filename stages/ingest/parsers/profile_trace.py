@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from stages.core.rawfile import TRACE_BYTES, Refused, open_raw
-from stages.ingest.parsers.lines import ParseError
+from stages.formats.lines import ParseError
 
 TRACE_SUFFIX = ".pt.trace.json.gz"
 KINDS = ("collective", "gemm", "attention", "moe", "memcpy", "other")

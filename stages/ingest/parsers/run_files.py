@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from stages.core.names import SAFE_NAME
-from stages.ingest.parsers.lines import ParseError, json_file_object, json_object, text_lines
+from stages.formats.lines import ParseError, json_file_object, json_object, text_lines
 
 META_SCHEMA_VERSIONS = (1,)
 _STAMP = re.compile(r"\d{4}-\d{6}")

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from stages.ingest.parsers.lines import ParseError, decode
+from stages.formats.lines import ParseError, decode
 from stages.ingest.parsers.run_files import parse_time
 
 KINDS = ("ramp", "agents")

@@ -24,7 +24,7 @@ from pathlib import PurePosixPath
 from typing import Any, Callable, Iterable, Iterator
 
 from stages.ingest.parsers.bench_json import BenchParse, split_point_id  # noqa: F401 (re-exported)
-from stages.ingest.parsers.lines import ParseError, decode  # noqa: F401 (ParseError re-exported)
+from stages.formats.lines import ParseError, decode  # noqa: F401 (ParseError re-exported)
 
 # Seconds in one unit of time, as the tools write their units.
 SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0,

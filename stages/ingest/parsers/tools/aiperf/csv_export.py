@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-from stages.ingest.parsers.lines import decode
+from stages.formats.lines import decode
 from stages.ingest.parsers.tools import common
 from stages.ingest.parsers.tools.aiperf.files import (
     beside, folder_concurrency, plain_path, point_source, stem_of)

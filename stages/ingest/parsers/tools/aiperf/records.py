@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stages.ingest.parsers.lines import decode
+from stages.formats.lines import decode
 from stages.ingest.parsers.tools import common
 from stages.ingest.parsers.tools.aiperf.files import (
     TOOL, beside, folder_concurrency, is_record, names_point, plain_path, point_source, stem_of, summary_stem_of)

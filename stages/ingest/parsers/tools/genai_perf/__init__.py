@@ -57,7 +57,7 @@ from __future__ import annotations
 import json
 import re
 
-from stages.ingest.parsers.lines import decode
+from stages.formats.lines import decode
 from stages.ingest.parsers.tools.common import BenchParse
 from stages.ingest.parsers.tools.genai_perf.csv_export import CSV_HEADERS, parse_csv
 from stages.ingest.parsers.tools.genai_perf.export import parse_export

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import re
 
-from stages.ingest.parsers.lines import decode
+from stages.formats.lines import decode
 from stages.ingest.parsers.tools.common import BenchParse, ParseError
 from stages.ingest.parsers.tools.guidellm.csv_export import parse_csv, siblings_hold_report
 from stages.ingest.parsers.tools.guidellm.document import load_report

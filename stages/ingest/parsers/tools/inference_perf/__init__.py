@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import re
 
-from stages.ingest.parsers.lines import decode
+from stages.formats.lines import decode
 from stages.ingest.parsers.tools.common import BenchParse
 from stages.ingest.parsers.tools.inference_perf.lifecycle import TOOL, is_lifecycle, read_report  # noqa: F401
 from stages.ingest.parsers.tools.inference_perf.requests import read_requests

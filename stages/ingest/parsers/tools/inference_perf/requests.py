@@ -8,7 +8,7 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
-from stages.ingest.parsers.lines import decode
+from stages.formats.lines import decode
 from stages.ingest.parsers.tools import common
 from stages.ingest.parsers.tools.common import BenchParse, ParseError
 from stages.ingest.parsers.tools.inference_perf.lifecycle import (

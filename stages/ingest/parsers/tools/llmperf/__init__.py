@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from stages.ingest.parsers.lines import decode
+from stages.formats.lines import decode
 from stages.ingest.parsers.tools import common
 from stages.ingest.parsers.tools.common import BenchParse, ParseError
 from stages.ingest.parsers.tools.llmperf.requests import request_rows

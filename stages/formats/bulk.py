@@ -19,7 +19,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 import pandas as pd
 
-from stages.ingest.parsers.lines import MAX_LINE_BYTES, STAT_TYPES, BulkShape, StatBlock
+from stages.formats.lines import MAX_LINE_BYTES, STAT_TYPES, BulkShape, StatBlock
 
 _DIGITS_ALIKE = bytes.maketrans(b"0123456789", b"0" * 10)
 _MAX_INT_DIGITS = 18

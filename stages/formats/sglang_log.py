@@ -4,10 +4,10 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from stages.ingest.parsers.engine_log import line_fact, scan_log
-from stages.ingest.parsers.prefixes import Prefixed
-from stages.ingest.parsers.lines import BulkShape, Chunk, Fact, LogParse, ParseError, Stat
-from stages.core.tailed import engine_view
+from stages.formats.engine_log import line_fact, scan_log
+from stages.formats.prefixes import Prefixed
+from stages.formats.lines import BulkShape, Chunk, Fact, LogParse, ParseError, Stat
+from stages.formats.tailed import engine_view
 
 STARTUP_ANCHORS = (b"max_total_num_tokens", b"max_running_requests", b"context_len", b"Load weight end",
                    b"KV Cache is allocated")
@@ -152,7 +152,7 @@ def stats_of_line(p: Prefixed, line: int) -> Stat | ParseError | None:
 
 def parse_sglang_log(data: bytes | Iterable[Chunk]) -> LogParse:
     """Facts, batch stats and unreadable known lines of an SGLang server log (of a whole file that
-    tails several services' logs, SGLang's blocks only: stages.core.tailed)."""
+    tails several services' logs, SGLang's blocks only: stages.formats.tailed)."""
     if isinstance(data, (bytes, bytearray)):
         data = engine_view(bytes(data), "sglang")
     return scan_log(data, startup=STARTUP_ANCHORS, ready=READY, steady=STEADY_ANCHORS,

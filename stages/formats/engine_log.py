@@ -12,9 +12,9 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from stages.ingest.parsers.bulk import Layouts, read_bulk
-from stages.ingest.parsers.prefixes import Prefixed, strip_prefixes
-from stages.ingest.parsers.lines import (
+from stages.formats.bulk import Layouts, read_bulk
+from stages.formats.prefixes import Prefixed, strip_prefixes
+from stages.formats.lines import (
     BulkShape, Chunk, Fact, LogParse, ParseError, Stat, as_chunks, excerpt, find_spans,
     first_valid_line, line_span, line_text, number_spans, previous_line)
 
@@ -72,7 +72,7 @@ def scan_log(data: bytes | Iterable[Chunk], *, startup: tuple[bytes, ...], ready
     """The scanning loop shared by the engine log parsers.
 
     A steady line that fullmatches one of the `bulk` shapes is read straight from the bytes into
-    that shape's columns (stages.ingest.parsers.bulk; it states no startup fact); every other anchored
+    that shape's columns (stages.formats.bulk; it states no startup fact); every other anchored
     line is decoded, stripped of its prefixes and given to `facts_of` and `stats_of`.
     """
     result = LogParse()

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Iterable, Iterator, Sequence
 
-from stages.core.tailed import Chunk, as_chunks  # noqa: F401 - declared with the tail reader
+from stages.formats.tailed import Chunk, as_chunks  # noqa: F401 - declared with the tail reader
 
 
 # A line longer than this is cut before decoding (the anchor must fall inside the kept part).
@@ -89,7 +89,7 @@ STAT_TYPES = {
 class BulkShape:
     """A stats line shape read straight from the bytes: `pattern` must fullmatch the whole line
     and give, in order, the `columns` of a Stat (names of STAT_TYPES), and treat every digit alike
-    (no digit literal: stages.ingest.parsers.bulk matches a line's digit-blind skeleton). Lines of this
+    (no digit literal: stages.formats.bulk matches a line's digit-blind skeleton). Lines of this
     shape are kept as arrays (StatBlock) instead of one Stat object each. `shifts` names float
     columns that hold their field times a power of ten, {column: power}, read as the line reader's
     round(float(field) * 10**power, 9) (SGLang's token usage, a fraction, as a percent)."""

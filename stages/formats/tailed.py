@@ -104,7 +104,7 @@ def engine_view(data: bytes, engine: str) -> bytes | list[Chunk]:
 
 def engine_chunks(open_chunks: Callable[[], Iterator[Chunk]], engine: str) -> Iterator[Chunk]:
     """The chunks of a log file as the engine's parser should read them. `open_chunks` opens the
-    file's chunks from its start (stages.ingest.parsers.lines.read_chunks); it is called a second
+    file's chunks from its start (stages.formats.lines.read_chunks); it is called a second
     time only for a tailed log, once the first pass has found the engine's blocks."""
     chunks = open_chunks()
     first = next(chunks, None)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from stages.ingest.parsers.engine_log import line_fact, scan_log
-from stages.ingest.parsers.prefixes import Prefixed
-from stages.ingest.parsers.lines import BulkShape, Chunk, Fact, LogParse, ParseError, Stat
-from stages.core.tailed import engine_view
+from stages.formats.engine_log import line_fact, scan_log
+from stages.formats.prefixes import Prefixed
+from stages.formats.lines import BulkShape, Chunk, Fact, LogParse, ParseError, Stat
+from stages.formats.tailed import engine_view
 
 # Startup facts are looked for only up to the ready line; stats and errors everywhere.
 STARTUP_ANCHORS = (
@@ -226,7 +226,7 @@ def parse_vllm_log(data: bytes | Iterable[Chunk], *, block_size: int | None = No
     """Facts, stats and unreadable known lines of a vLLM server.log.
 
     `data` is the whole file or an iterable of (first line number, bytes) chunks; of a whole
-    file that tails several services' logs, only vLLM's blocks are read (stages.ingest.parsers.
+    file that tails several services' logs, only vLLM's blocks are read (stages.formats.
     tailed; chunks are given already cut so). `block_size` (from the command line) turns `# GPU blocks` into tokens when the log
     does not state its block size.
     """
