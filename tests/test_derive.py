@@ -301,7 +301,7 @@ def test_outputs_summary_csv_and_metrics(built):
                        "bench_points": 3, "point_repeats": 3, "invalid_rows": 8, "sequences_fit": 9, "turn_requests": 0,
                        "ramp_turns": 0, "agent_runs": 0, "ingest_errors": 1, "quarantine": 0, "nodes": 0, "node_gpus": 0, "node_topology": 0, "node_p2p": 0,
                        "node_allreduce": 0, "node_allreduce_peak": 0, "point_gpu_energy": 0,
-                       "point_energy": 0, "point_slo": 0, "slo_concurrency": 0,
+                       "point_energy": 0, "point_slo": 0, "slo_requests": 0, "slo_concurrency": 0,
                        "pareto_points": 0, "pareto_left_out": 3, "pareto_compare": 0,
                        "point_cost": 0, "run_inferred": 0, "point_profile": 0,
                        "run_timeline": 1, "run_phases": 1, "point_client_time": 0,

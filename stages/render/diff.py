@@ -177,15 +177,18 @@ def side_samples(side: Side, points: list[dict]) -> dict[tuple, dict[str, list[f
         by_run[(p["point_table"], p["run_id"], p["workload"],
                 p["concurrency"] if p["point_table"] == "bench_points" else None)] = key
     if _has_table(side.db, "bench_requests"):
+        requests = _rows(side.db.execute(_sql("side_requests"), {"run_ids": side.run_ids}))
         flags = None
-        if _has_table(side.db, "invalid_rows"):
+        if requests and "counts_for_ttft" not in requests[0] and _has_table(side.db, "invalid_rows"):
             flags = {(f["run_id"], f["point_id"], f["request_idx"]): f for f in
                      _rows(side.db.execute(_sql("side_request_flags"), {"run_ids": side.run_ids}))}
-        for q in _rows(side.db.execute(_sql("side_requests"), {"run_ids": side.run_ids})):
+        for q in requests:
             key = by_run.get(("bench_points", q["run_id"], q["workload"], q["concurrency"]))
             if key is None or not q["ok"]:
                 continue
-            if flags is None:
+            if "counts_for_ttft" in q:      # derive's own rule, where the side's bench_requests has it
+                ttft_ok, tpot_ok = q["counts_for_ttft"], q["counts_for_tpot"]
+            elif flags is None:
                 ttft_ok, tpot_ok = q["valid"], True
             else:
                 f = flags.get((q["run_id"], q["point_id"], q["request_idx"]), {})

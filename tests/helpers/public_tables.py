@@ -238,6 +238,11 @@ def add_later_columns(con) -> None:
                     f" and i.point_id = bench_points.point_id and {where})")
     con.execute("update bench_points set cached = coalesce(cache_hit_pct >= 10, false)"
                 " or prefix_cache_requests > 0")
+    # the requests point_slo judges (none: the fixture's workloads have no objectives)
+    con.execute("create table if not exists slo_requests (run_id varchar, point_id varchar,"
+                " request_idx integer, workload varchar, concurrency integer, repeat integer,"
+                " judged boolean, not_judged_reason varchar, failed boolean, ttft_over_target boolean,"
+                " tpot_over_target boolean, met boolean, source_file varchar, source_line integer)")
     con.execute("create table if not exists pareto_left_out (run_id varchar, point_id varchar,"
                 " workload varchar, concurrency integer, repeat integer, spec varchar, model varchar,"
                 " setup varchar, gpu_set varchar, reason varchar, source_file varchar, source_line integer)")

@@ -1,10 +1,7 @@
 -- One row per benchmark point whose workload has service level objectives (params.yaml `slo`,
--- the run's own profile's, as int_run_params picks them): how many of its requests met them.
--- A request is judged unless it was served from the prefix cache (invalid_rows reason
--- prefix_cache: its first token timed no prefill). It meets the objectives when it completed, its
--- TTFT is at most ttft_s and its TPOT at most tpot_ms; a target left out (null) does not apply, and
--- a request with no TPOT (one output token) is judged by its TTFT alone. A failed request is
--- judged and misses.
+-- the run's own profile's, as int_run_params picks them): how many of its requests met them, as
+-- slo_requests judges each (judged unless served from the prefix cache; met when it completed
+-- within the targets).
 -- slo_share_pct = 100 * slo_met_requests / slo_judged_requests; null when none was judged (a
 --   point whose file has no per-request timings).
 -- goodput_req_s = slo_met_requests / duration_s (the benchmark's own duration of the point).
@@ -32,36 +29,13 @@ targets as (
        and slo.workload = points.workload
 ),
 
-from_cache as (
-    select distinct run_id, point_id, request_idx
-    from invalid_rows
-    where reason = 'prefix_cache'
-),
-
-judged as (
-    select
-        requests.run_id,
-        requests.point_id,
-        coalesce(requests.ok
-                 and (targets.ttft_target_s is null or requests.ttft_s <= targets.ttft_target_s)
-                 and (targets.tpot_target_ms is null or requests.tpot_ms is null
-                      or requests.tpot_ms <= targets.tpot_target_ms), false) as met
-    from bench_requests as requests
-    inner join targets
-        on targets.run_id = requests.run_id and targets.point_id = requests.point_id
-    where not exists (
-        select 1 from from_cache
-        where from_cache.run_id = requests.run_id and from_cache.point_id = requests.point_id
-          and from_cache.request_idx = requests.request_idx)
-),
-
 counted as (
     select
         run_id,
         point_id,
-        count(*)                                        as judged_requests,
-        count(*) filter (where met)                     as met_requests
-    from judged
+        count(*) filter (where judged)                  as judged_requests,
+        count(*) filter (where judged and met)          as met_requests
+    from slo_requests
     group by run_id, point_id
 ),
 
