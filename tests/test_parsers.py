@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from stages.ingest.parsers import bench_json, cmd, metrics, run_files
+from stages.formats import run_folder
 from stages.formats.prefixes import strip_prefixes
 from stages.formats.lines import read_chunks
 from stages.formats.sglang_log import parse_sglang_log
@@ -517,12 +518,12 @@ def test_cmd_errors():
 # ---------------------------------------------------------------- small files
 
 def test_run_id_recovery():
-    r = run_files.parse_run_id("glm53__tp8_dcp8__1024k__vllm__1010-053939")
+    r = run_folder.parse_run_id("glm53__tp8_dcp8__1024k__vllm__1010-053939")
     assert (r.model, r.layout, r.ctx_label, r.engine, r.stamp) == ("glm53", "tp8_dcp8", "1024k", "vllm", "1010-053939")
     assert r.started_at(2026).isoformat() == "2026-10-10T05:39:39+00:00"
-    r = run_files.parse_run_id("minimax_m3__tep8__1024k__vllm__1010-050745")
+    r = run_folder.parse_run_id("minimax_m3__tep8__1024k__vllm__1010-050745")
     assert (r.model, r.layout) == ("minimax_m3", "tep8")
-    assert run_files.parse_run_id("odd").model == "odd"
+    assert run_folder.parse_run_id("odd").model == "odd"
 
 
 def test_launch_out_and_niah():
@@ -579,7 +580,7 @@ def test_launch_out_key_given_twice_with_another_value_is_an_error():
     ("a" * 190 + "__b__4k__vllm__1129-000007", False),
 ])
 def test_run_id_pattern(name, ok):
-    assert run_files.is_run_id(name) is ok
+    assert run_folder.is_run_id(name) is ok
 
 
 def test_shown_is_inert_and_cut():

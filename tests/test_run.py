@@ -14,7 +14,8 @@ from stages.run import stage as run
 from stages.cli import main
 from stages.core.config import CampaignError
 from stages.run.needle import build_prompt
-from stages.run.stage import ctx_label, make_run_id
+from stages.core.names import ctx_label
+from stages.formats.run_folder import make_run_id
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,6 +19,7 @@ from stages.core import rawfile
 from stages.core import secrets
 from stages.core import warehouse
 import stages.formats as formats
+from stages.formats.run_folder import is_run_id
 from stages.ingest.parsers import run_files
 from stages.core.rawfile import Refused
 from stages.core.secrets import redact_text
@@ -84,7 +85,7 @@ def run_folders(runs_dir: Path) -> tuple[list[Path], list[str]]:
         name = run_files.shown(path.name)
         if refusal:
             refused.append(f"{name}: {refusal}")
-        elif not run_files.is_run_id(path.name) or redact_text(path.name) != path.name:
+        elif not is_run_id(path.name) or redact_text(path.name) != path.name:
             refused.append(f"folder name is not a run id: {name} (expected "
                            "<model>__<layout>__<ctx>__<engine>__<MMDD-HHMMSS>, letters, digits, "
                            "'.', '_', '-'); not read")

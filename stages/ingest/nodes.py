@@ -25,7 +25,7 @@ import duckdb
 from stages.core import raw_schema
 from stages.core.warehouse import folder_entries, relative, table_columns, text_value, typed_frame
 from stages.ingest.parsers import node as node_parser
-from stages.ingest.parsers.run_files import parse_time
+from stages.formats.run_folder import parse_time
 
 SQL_DIR = Path(__file__).parent / "sql"
 SCHEMA_SQL = raw_schema.RAW_SCHEMA

@@ -12,7 +12,7 @@ import numpy as np
 
 from stages.core import rawfile
 from stages.core.provenance import IMPORT_RECORD, PROFILE_FOLDER, PROFILE_TABLE_SUFFIX
-from stages.formats import lines
+from stages.formats import lines, run_folder
 from stages.ingest.parsers import bench_json, cmd as cmd_parser, gpu_samples, metrics, run_files, turns
 from stages.formats import tailed
 from stages.ingest.parsers import metrics_series, profile_trace, tools as bench_tools
@@ -22,6 +22,7 @@ from stages.core.rawfile import Refused
 from stages.core.secrets import REDACTED, SECRET_FLAGS, is_secret_name
 from stages.formats.sglang_log import parse_sglang_log
 from stages.formats.vllm_log import parse_vllm_log
+from stages.formats.run_folder import CMD_SH, LAUNCH_OUT, META_JSON, NIAH_LOG, SERVER_LOG
 from stages.core.warehouse import relative
 from stages.ingest.folders import MANIFEST
 from stages.ingest.infer import infer_run
@@ -29,7 +30,7 @@ from stages.ingest.rows import FolderRows, redact
 from stages.ingest.run_rows import add_recovered_row, add_run_row
 from stages.ingest.seal_check import check_manifest
 
-LOG_NAMES = ("server.log",)
+LOG_NAMES = (SERVER_LOG,)
 BENCH_SUFFIXES = (".json", ".jsonl")
 METRICS_MARK = ".metrics."
 # bench/ files the run writes beside each result that ingest has no use for: the benchmark's
@@ -37,7 +38,7 @@ METRICS_MARK = ".metrics."
 BENCH_SIDE_FILES = (".cmd", ".out")
 # Files of a run folder's top level a reader takes, or that ingest has no use for (Slurm's record
 # and output of the job, read by `campaign schedule`); any other file is an unrecognised error row.
-KNOWN_FILES = frozenset({"meta.json", IMPORT_RECORD, "cmd.sh", *LOG_NAMES, "launch.out", "niah.log",
+KNOWN_FILES = frozenset({META_JSON, IMPORT_RECORD, CMD_SH, *LOG_NAMES, LAUNCH_OUT, NIAH_LOG,
                          MANIFEST, "slurm.json", "slurm.out"})
 
 
@@ -58,7 +59,7 @@ def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> 
             rows.error(rel(name), reason=refusal)
         else:
             names.add(name)
-    rid = run_files.parse_run_id(run_id)
+    rid = run_folder.parse_run_id(run_id)
 
     def pick(name: str) -> str | None:
         """`name`, or else `name.gz`; when both are there the .gz is left out, with an error."""
@@ -70,12 +71,12 @@ def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> 
     def guard(name: str, reader: Callable[..., Any], *args: Any) -> Any:
         return _guard(rows, rel(name), lambda: reader(folder, name, rows, rel(name), *args))
 
-    meta_name = pick("meta.json")
+    meta_name = pick(META_JSON)
     meta = guard(meta_name, _read_meta) if meta_name else None
     import_name = pick(IMPORT_RECORD) if meta is None else None
     record = guard(import_name, _read_import) if import_name else None
 
-    cmd_name = pick("cmd.sh")
+    cmd_name = pick(CMD_SH)
     command = guard(cmd_name, _read_cmd) if cmd_name else None
 
     engine = ((meta or {}).get("engine") or rid.engine or (command.engine if command else None)
@@ -89,7 +90,7 @@ def read_folder(folder: Path, root: Path, files: list[tuple[str, int, int]]) -> 
             log_facts.extend(got or [])
             log_name = log_name or name
 
-    for small_file, reader in (("launch.out", _read_launch_out), ("niah.log", _read_niah)):
+    for small_file, reader in ((LAUNCH_OUT, _read_launch_out), (NIAH_LOG, _read_niah)):
         name = pick(small_file)
         if name:
             guard(name, reader)

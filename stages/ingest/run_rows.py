@@ -12,8 +12,8 @@ from typing import Any
 
 from stages.core.warehouse import relative, text_value
 from stages.ingest.infer import Inferred
-from stages.formats import lines
-from stages.ingest.parsers import cmd as cmd_parser, run_files
+from stages.formats import lines, run_folder
+from stages.ingest.parsers import cmd as cmd_parser
 from stages.ingest.rows import FolderRows
 
 
@@ -21,7 +21,7 @@ def first_text(facts: list[lines.Fact], name: str) -> str | None:
     return next((f.value_text for f in facts if f.fact == name and f.value_text), None)
 
 
-def add_run_row(rows: FolderRows, folder: Path, root: Path, meta: dict[str, Any], rid: run_files.RunId,
+def add_run_row(rows: FolderRows, folder: Path, root: Path, meta: dict[str, Any], rid: run_folder.RunId,
                  log_facts: list[lines.Fact], source_name: str) -> None:
     """The raw_runs row of a folder with a meta.json (`source_name`, already redacted)."""
     spec_params = meta.get("spec_params")
@@ -39,8 +39,8 @@ def add_run_row(rows: FolderRows, folder: Path, root: Path, meta: dict[str, Any]
         executor=text_value(meta.get("executor")), gpus=gpus,
         gpu_count=len({g.strip() for g in gpus.split(",") if g.strip()}) if gpus else None,
         git_sha=text_value(meta.get("git_sha")), params_hash=text_value(meta.get("params_hash")),
-        started_at=run_files.parse_time(meta.get("started_at")),
-        finished_at=run_files.parse_time(meta.get("finished_at")),
+        started_at=run_folder.parse_time(meta.get("started_at")),
+        finished_at=run_folder.parse_time(meta.get("finished_at")),
         schema_version=meta.get("schema_version"), recovered=False,
         spec_json=json.dumps(spec_params if spec_params is not None else meta.get("spec"),
                              sort_keys=True, default=str),
@@ -48,7 +48,7 @@ def add_run_row(rows: FolderRows, folder: Path, root: Path, meta: dict[str, Any]
 
 
 def add_recovered_row(rows: FolderRows, files: list[tuple[str, int, int]],
-                       command: cmd_parser.Command | None, rid: run_files.RunId,
+                       command: cmd_parser.Command | None, rid: run_folder.RunId,
                        inferred: list[Inferred], record: dict[str, Any] | None, source: str,
                        line: int) -> None:
     """The raw_runs row of a folder without a meta.json: the run id, what infer_run read from its
@@ -68,7 +68,7 @@ def add_recovered_row(rows: FolderRows, files: list[tuple[str, int, int]],
         git_sha=None, params_hash=None, started_at=rid.started_at(year),
         finished_at=None, schema_version=None, recovered=True, spec_json=None,
         imported_from=text_value(record.get("source")),
-        imported_at=run_files.parse_time(record.get("imported_at")),
+        imported_at=run_folder.parse_time(record.get("imported_at")),
         imported_by=text_value(record.get("imported_by")),
         imported_kind=text_value(record.get("kind")) or ("run folder" if record else None),
     )

@@ -39,12 +39,12 @@ from typing import Any, Mapping, Sequence
 from stages.core.config import CampaignError
 from stages.core.provenance import git_sha
 from stages.probe.probe_env import SAFE_ENV, forced_env, recorded_env
-from stages.probe.probe_folder import NodeLog, Progress, iso, node_id, utc_now, write_once
+from stages.formats.run_folder import SCHEMA_VERSION, iso, record_text, utc_now
+from stages.probe.probe_folder import NodeLog, Progress, node_id, write_once
 from stages.probe.probe_inventory import COMMANDS, run_command, versions
 from stages.probe.probe_measure import measure_p2p, sweep_group
 from stages.probe.probe_plan import group_label, parse_group, resolve_groups, size_sweep
 
-SCHEMA_VERSION = 1
 DEFAULTS = {
     "cuda": {"backend": "nccl", "sizes": "1MiB..4GiB", "iters": 20, "warmup": 5},
     "cpu": {"backend": "gloo", "sizes": "1KiB..1MiB", "iters": 5, "warmup": 2},
@@ -111,7 +111,7 @@ def run(*, out_dir: Path, node_kind: str, groups: str | Sequence[Sequence[int]] 
         raise
     finally:
         meta["finished_at"] = iso(utc_now())
-        write_once(folder / "meta.json", json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        write_once(folder / "meta.json", record_text(meta))
         log(f"done: {meta['status']}")
         log.close()
         for p in folder.iterdir():
@@ -146,7 +146,7 @@ def _probe(*, folder: Path, meta: dict[str, Any], groups, sizes: list[int], back
     info = versions(gpus_csv)
     env_json = {"schema_version": SCHEMA_VERSION, **info, "env": recorded_env(os.environ),
                 "env_forced": meta["env_forced"]}
-    write_once(folder / "env.json", json.dumps(env_json, indent=2, sort_keys=True) + "\n")
+    write_once(folder / "env.json", record_text(env_json))
     log(f"torch {info['torch']}, CUDA {info['cuda']}, NCCL {info['nccl']}, driver {info['driver']}")
 
     if device == "cuda":

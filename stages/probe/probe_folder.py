@@ -1,4 +1,4 @@
-"""The node folder: its id, UTC timestamps, probe.log, and files written once."""
+"""The node folder: its id, probe.log, and files written once."""
 from __future__ import annotations
 
 import datetime as dt
@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from stages.core.config import CampaignError
+from stages.formats.run_folder import iso, utc_now
 
 _KIND = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -19,14 +20,6 @@ def node_id(kind: str, now: dt.datetime) -> str:
         raise CampaignError(f"node kind {kind!r} cannot be part of a node id "
                             "(letters, digits, '.', '_', '-'; no '__')")
     return f"{kind}__{now.astimezone(dt.timezone.utc):%m%d-%H%M%S}"
-
-
-def iso(t: dt.datetime) -> str:
-    return t.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
 
 
 class NodeLog:

@@ -1,18 +1,14 @@
 """One spec's run (`campaign run`, which the run stage's scheduler calls per spec): launch one
 engine, gate it, benchmark it, stop it, keep everything.
 
-Each call makes a new raw run folder `<runs>/<run_id>/` and never touches an earlier one:
-  cmd.sh      the engine command exactly as run      server.log  the engine's output
-  meta.json   spec, versions, git sha, params hash   launch.out  key=value facts, appended as known
-  niah.log    the needle gate                         bench/      one result file per point
-A run that ends writes a small ledger file naming it (`<ledger>/<spec>.json`); the scheduler
+Each call makes a new raw run folder `<runs>/<run_id>/` (its files: stages/formats/run_folder.py)
+and never touches an earlier one. A run that ends writes a small ledger file naming it (`<ledger>/<spec>.json`); the scheduler
 records it in its own ledger, so `dvc repro` re-runs a spec only when its settings change, and an
 interrupted run is attempted again, in a new folder, next time.
 """
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import platform
@@ -40,14 +36,14 @@ from stages.run.executors import Launch, executor_for, free_port, internal_ports
 from stages.formats.lines import read_chunks
 from stages.formats.sglang_log import parse_sglang_log
 from stages.formats.vllm_log import parse_vllm_log
+from stages.formats.run_folder import (CMD_SH, LAUNCH_OUT, META_JSON, NIAH_LOG, SERVER_LOG,
+                                       iso, make_run_id, params_hash, record_text, run_meta, utc_now)
 from stages.run.quads import spans_quads
 from stages.run import prompts
 from stages.run.prompts import PromptBank
 from stages.run.steps import Tally, benchmark, point_argv, sampling, stamp, steps_of, sweep_points
 from stages.core.provenance import RUN_MANIFEST, SLURM_JOB_KEY, git_sha, seal, write_once
 from stages.core.secrets import redact_mapping
-
-SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -69,15 +65,6 @@ def default_gpus(spec: dict) -> list[int] | None:
     return [int(x) for x in g]
 
 
-def make_run_id(*, model: str, layout: str, max_model_len: int, engine: str,
-                now: dt.datetime) -> str:
-    for name, value in (("model", model), ("layout", layout), ("engine", engine)):
-        if not SAFE_NAME.match(value) or "__" in value:
-            raise CampaignError(f"{name} {value!r} cannot be part of a run id "
-                                "(letters, digits, '.', '_', '-'; no '__')")
-    return f"{model}__{layout}__{ctx_label(max_model_len)}__{engine}__{now:%m%d-%H%M%S}"
-
-
 def planned_run_ids(params: dict, names: list[str], runs: Path, *,
                     check_profile: bool = True) -> dict[str, str]:
     """Run ids for specs about to be submitted (a Slurm job is told its folder's name): each as
@@ -94,19 +81,6 @@ def planned_run_ids(params: dict, names: list[str], runs: Path, *,
                 break
         ids[name] = run_id
     return ids
-
-
-def params_hash(*parts) -> str:
-    blob = json.dumps(parts, sort_keys=True, default=str).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]
-
-
-def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
-
-
-def iso(t: dt.datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class LaunchOut:
@@ -209,32 +183,27 @@ def run(*, spec_name: str, params: dict, paths: Paths,
         folder.mkdir(parents=True)
     except FileExistsError:
         raise CampaignError(f"run folder {folder} already exists; run ids are never reused") from None
-    meta = {
-        "schema_version": SCHEMA_VERSION, "run_id": run_id, "spec": spec_name,
-        "spec_params": {**spec, "args": redact_mapping(args)},
-        "profile": params["profile"], "engine": engine_name, "engine_version": executor.engine_version(engine_name)
-        if executor.name == "local" else None,
-        "image": prof.get("image") if executor.name != "local" else None,
-        "image_digest": executor.image_digest(prof.get("image")),
-        "executor": "slurm" if in_slurm else executor.name,
-        "slurm": {**job, "engine": executor.name} if in_slurm else None,
-        "gpus": ",".join(map(str, gpu_set)) if gpu_set else None, "port": port,
-        "container": run_id if executor.name == "docker" else None,
-        "model": spec["model"], "model_path": model_path, "layout": spec["layout"],
-        "ctx_label": ctx_label(max_model_len), "max_model_len": max_model_len,
-        "workloads": workloads, "gate": gate_settings,
-        "git_sha": git_sha(paths.root),
-        "params_hash": params_hash(spec, prof, workloads, gate_settings),
-        "node": {"cpus": os.cpu_count(), "machine": platform.machine(), "system": platform.system()},
-        "started_at": iso(started),
-    }
+    meta = run_meta(
+        run_id=run_id, spec=spec_name, spec_params={**spec, "args": redact_mapping(args)},
+        profile=params["profile"], engine=engine_name,
+        engine_version=executor.engine_version(engine_name) if executor.name == "local" else None,
+        image=prof.get("image") if executor.name != "local" else None,
+        image_digest=executor.image_digest(prof.get("image")),
+        executor="slurm" if in_slurm else executor.name, gpus=gpu_set,
+        model=spec["model"], model_path=model_path, layout=spec["layout"], ctx=ctx_label(max_model_len),
+        git_sha=git_sha(paths.root), params_hash=params_hash(spec, prof, workloads, gate_settings),
+        node={"cpus": os.cpu_count(), "machine": platform.machine(), "system": platform.system()},
+        started_at=started,
+        slurm={**job, "engine": executor.name} if in_slurm else None, port=port,
+        container=run_id if executor.name == "docker" else None,
+        max_model_len=max_model_len, workloads=workloads, gate=gate_settings)
     for scratch in writable:
         scratch.mkdir(parents=True)
     # whole or absent, even if the run is killed as it writes them
-    write_once(folder / "meta.json", json.dumps(meta, indent=2, sort_keys=True) + "\n", scratch=paths.runs)
-    write_once(folder / "cmd.sh", launch.script(f"engine command of run {run_id}, run from the project root"),
+    write_once(folder / META_JSON, record_text(meta), scratch=paths.runs)
+    write_once(folder / CMD_SH, launch.script(f"engine command of run {run_id}, run from the project root"),
                scratch=paths.runs)
-    out = LaunchOut(folder / "launch.out")
+    out = LaunchOut(folder / LAUNCH_OUT)
     out.add(port=port, **{k: meta[k] for k in ("gpus", "container") if meta[k]})
     if in_slurm:
         out.add(**{SLURM_JOB_KEY: job["job_id"]}, slurm_node=job["node"])
@@ -257,7 +226,7 @@ def run(*, spec_name: str, params: dict, paths: Paths,
                 lambda p: point_argv(p, base_url=f"http://127.0.0.1:{port}", model=model_path,
                                      folder=folder, run_id=run_id, engine=engine_name)),
                 workers=prof.get("client_workers")) as bank, \
-                Engine(launch, folder / "server.log") as eng:
+                Engine(launch, folder / SERVER_LOG) as eng:
             first = sweep_points(sweeps)[:1]
             if first:       # the client's imports and tokenizer, loaded while the engine starts
                 bench.warm_client(point_argv(first[0], base_url=eng.base_url, model=model_path,
@@ -269,14 +238,14 @@ def run(*, spec_name: str, params: dict, paths: Paths,
                 say(f"launch failed: {exc}")
                 return RunResult(run_id, folder, "failed", "failed", 0)
             status = "ready"
-            kv = engine_kv_tokens(folder / "server.log", engine_name)
+            kv = engine_kv_tokens(folder / SERVER_LOG, engine_name)
             out.add(status="ready", ready_s=f"{ready_s:.1f}", engine_kv_tokens=kv if kv is not None else "",
                     engine_times=f"start={stamp(engine_start)} ready={stamp(time.time())}")
             say(f"ready in {ready_s:.1f} s, KV cache {kv} tokens")
             gate_start = time.time()
             score = needle.run_gate(
                 base_url=eng.base_url, model=model_path, tokenizer_file=tokenizer_file,
-                max_model_len=max_model_len, gate=gate, log_path=folder / "niah.log", progress=say,
+                max_model_len=max_model_len, gate=gate, log_path=folder / NIAH_LOG, progress=say,
                 prompts=bank)
             out.add(gate_score=score, gate_times=f"start={stamp(gate_start)} end={stamp(time.time())}")
             (folder / "bench").mkdir()

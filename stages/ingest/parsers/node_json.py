@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from stages.formats.lines import ParseError, json_file_object, json_object, text_lines
+from stages.formats.run_folder import SCHEMA_VERSIONS
 
-NODE_SCHEMA_VERSIONS = (1,)
 
 
 # ---------------------------------------------------------------- JSON lines
@@ -76,9 +76,9 @@ def _json_object(data: bytes, name: str) -> tuple[dict[str, Any] | None, list[Pa
     if isinstance(obj, ParseError):
         return None, [obj]
     version = obj.get("schema_version")
-    if version not in NODE_SCHEMA_VERSIONS:
+    if version not in SCHEMA_VERSIONS:
         return None, [ParseError(1, f"{name}: schema_version {version!r} is not one this parser knows "
-                                    f"({', '.join(map(str, NODE_SCHEMA_VERSIONS))})")]
+                                    f"({', '.join(map(str, SCHEMA_VERSIONS))})")]
     return obj, []
 
 

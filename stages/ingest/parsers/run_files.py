@@ -1,61 +1,18 @@
-"""The small files of a run folder: launch.out, niah.log, meta.json, and the run id itself."""
+"""The small files of a run folder: launch.out, niah.log, meta.json and import.json (the run id,
+and the times they hold: stages/formats/run_folder.py)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
-from stages.core.names import SAFE_NAME
 from stages.formats.lines import ParseError, json_file_object, json_object, text_lines
+from stages.formats.run_folder import SCHEMA_VERSIONS
 
-META_SCHEMA_VERSIONS = (1,)
-_STAMP = re.compile(r"\d{4}-\d{6}")
 _GATE = re.compile(r"^GATE\s+(\S+)\s+score=\s*(\S+)")
 _KEY = re.compile(r"^[A-Za-z_][\w.\-]*$")
-# A run id, as a folder name: safe characters only (a file name and a shell word as it stands).
-MAX_RUN_ID_CHARS = 200
 # launch.out keys the run stage appends once per benchmark point: they may repeat.
 LAUNCH_EVENT_KEYS = frozenset({"point_skipped", "point_error", "profile", "profile_error", "step_times"})
 _SHOWN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._- ")
-
-
-@dataclass(frozen=True)
-class RunId:
-    model: str | None
-    layout: str | None
-    ctx_label: str | None
-    engine: str | None
-    stamp: str | None            # MMDD-HHMMSS
-
-    def started_at(self, year: int) -> datetime | None:
-        """The run id's stamp as a UTC time in `year` (the id carries no year)."""
-        if not self.stamp:
-            return None
-        try:
-            return datetime.strptime(f"{year}{self.stamp}", "%Y%m%d-%H%M%S").replace(tzinfo=timezone.utc)
-        except ValueError:
-            return None
-
-
-def parse_run_id(run_id: str) -> RunId:
-    """`<model>__<layout>__<ctx>__<engine>__<MMDD-HHMMSS>`; a part that is not there is None."""
-    parts = run_id.split("__")
-    stamp = parts.pop() if len(parts) > 1 and _STAMP.fullmatch(parts[-1]) else None
-    if len(parts) >= 4:
-        return RunId(parts[0], "__".join(parts[1:-2]), parts[-2], parts[-1], stamp)
-    parts += [None] * (4 - len(parts))
-    return RunId(parts[0] or None, parts[1], parts[2], parts[3], stamp)
-
-
-def is_run_id(name: str) -> bool:
-    """`name` is a run id: `<model>__<layout>__<ctx>__<engine>__<MMDD-HHMMSS>`, every part there,
-    letters, digits, '.', '_' and '-' only, starting with a letter or digit."""
-    if len(name) > MAX_RUN_ID_CHARS or not SAFE_NAME.match(name):
-        return False
-    rid = parse_run_id(name)
-    parts = (rid.model, rid.layout, rid.ctx_label, rid.engine, rid.stamp)
-    return all(parts) and "" not in name.split("__")
 
 
 def shown(text: str, limit: int = 80) -> str:
@@ -148,16 +105,13 @@ def _probe(obj: dict[str, Any], idx: int, line: int) -> dict[str, Any]:
 
 def parse_meta(data: bytes) -> tuple[dict[str, Any] | None, list[ParseError]]:
     """meta.json as a dict, or None with the reason it cannot be used."""
-    return _json_record(data, "meta.json", META_SCHEMA_VERSIONS)
-
-
-IMPORT_SCHEMA_VERSIONS = (1,)
+    return _json_record(data, "meta.json", SCHEMA_VERSIONS)
 
 
 def parse_import(data: bytes) -> tuple[dict[str, Any] | None, list[ParseError]]:
     """import.json (the record `campaign import` writes beside the files it copied) as a dict, or
     None with the reason it cannot be used."""
-    return _json_record(data, "import.json", IMPORT_SCHEMA_VERSIONS, record="import")
+    return _json_record(data, "import.json", SCHEMA_VERSIONS, record="import")
 
 
 def _json_record(data: bytes, name: str, versions: tuple[int, ...], record: str | None = None
@@ -173,14 +127,3 @@ def _json_record(data: bytes, name: str, versions: tuple[int, ...], record: str 
         return None, [ParseError(1, f"{name}: schema_version {version!r} is not one this ingest "
                                     f"knows ({', '.join(map(str, versions))})")]
     return parsed, []
-
-
-def parse_time(value: Any) -> datetime | None:
-    """An ISO 8601 time; a time without a zone is taken as UTC."""
-    if not isinstance(value, str) or not value.strip():
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stages.formats.lines import ParseError, decode
-from stages.ingest.parsers.run_files import parse_time
+from stages.formats.run_folder import parse_time
 
 KINDS = ("ramp", "agents")
 RAMP_LOG = "ramp.log"

@@ -19,11 +19,9 @@ from stages.core.config import CampaignError
 from stages.core.names import ctx_label, max_context
 from stages.core.provenance import IMPORT_RECORD, RUN_MANIFEST
 from stages.ingest.parsers.cmd import parse_cmd
-from stages.ingest.parsers.run_files import is_run_id, parse_run_id
+from stages.formats.run_folder import BENCH, CMD_SH, LAUNCH_OUT, META_JSON, SERVER_LOG, is_run_id, parse_run_id
 
-RUN_FILES = ("cmd.sh", "server.log", "launch.out")     # a run folder holds at least one of these
-META = "meta.json"
-BENCH = "bench"                 # where a run folder keeps its benchmark results
+RUN_FILES = (CMD_SH, SERVER_LOG, LAUNCH_OUT)     # a run folder holds at least one of these
 # A name MANIFEST.sha256 can list as `sha256sum -c` reads it back: no newline, no backslash.
 _UNLISTABLE = re.compile(r"[\n\r\\]")
 
@@ -97,17 +95,17 @@ def _walk(src: Path, source: Source) -> list[str]:
 def _meta_problem(src: Path, profile: str) -> str | None:
     """Why the source's meta.json rules it out: it names another profile, or cannot be read."""
     try:
-        meta = json.loads(rawfile.read_raw(src, META, rawfile.SMALL_BYTES))
+        meta = json.loads(rawfile.read_raw(src, META_JSON, rawfile.SMALL_BYTES))
     except rawfile.Refused as exc:
-        return f"{META}: {exc.reason}"
+        return f"{META_JSON}: {exc.reason}"
     except OSError as exc:
-        return f"{META}: cannot read: {exc.strerror or exc}"
+        return f"{META_JSON}: cannot read: {exc.strerror or exc}"
     except ValueError:
-        return f"{META} is not valid JSON: its profile cannot be checked"
+        return f"{META_JSON} is not valid JSON: its profile cannot be checked"
     named = meta.get("profile") if isinstance(meta, dict) else None
     if named != profile:
         what = f"profile {shown(named)}" if isinstance(named, str) else "no profile"
-        return f"{META} names {what}, not --profile {profile}"
+        return f"{META_JSON} names {what}, not --profile {profile}"
     return None
 
 
@@ -141,7 +139,7 @@ def check_source(given: str, runs: Path, profile: str) -> tuple[Source | None, l
         problems.append(f"already sealed ({RUN_MANIFEST}): copy it into the runs folder as it is")
     if IMPORT_RECORD in top:
         problems.append(f"holds {IMPORT_RECORD}: it was imported before")
-    if META in top:
+    if META_JSON in top:
         problem = _meta_problem(path, profile)
         if problem:
             problems.append(problem)

@@ -23,9 +23,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import getpass
-import json
 import os
 import re
 import shutil
@@ -39,9 +37,9 @@ from stages.core import rawfile
 from stages.core.config import CampaignError
 from stages.core.files import process_alive
 from stages.core.provenance import IMPORT_RECORD, seal
+from stages.formats.run_folder import SCHEMA_VERSION, iso, record_text, utc_now
 from stages.tools.exchange.import_checks import Source, check_sources, cmd_image, match_spec, shown, size_text
 
-SCHEMA_VERSION = 1
 STAGING_PREFIX = ".import-"
 _STAGING = re.compile(r"^\.import-(?P<run_id>.+)-(?P<pid>\d+)$")
 _SCRATCH = re.compile(r"^\.\.import-.+-(?P<pid>\d+)\..+\.tmp-\d+$")
@@ -51,10 +49,6 @@ class Staged:
     folder: Path                    # <runs>/.import-<run_id>-<pid>
     spec: str | None = None
     files: int = 0
-
-
-def _utc_now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def stage(source: Source, profile: str, params: dict[str, Any], staged: Staged) -> None:
@@ -87,11 +81,11 @@ def stage(source: Source, profile: str, params: dict[str, Any], staged: Staged) 
     record = {"record": "import", "schema_version": SCHEMA_VERSION, "run_id": source.run_id,
               "kind": "results" if into else "run folder",
               "profile": profile, "spec": spec, "spec_match": why, "source": str(source.path),
-              "source_host": socket.gethostname(), "imported_at": _utc_now(),
+              "source_host": socket.gethostname(), "imported_at": iso(utc_now()),
               "imported_by": getpass.getuser(), "files": digests}
     try:
         with (folder / IMPORT_RECORD).open("x") as fh:
-            fh.write(json.dumps(record, sort_keys=True, indent=2) + "\n")
+            fh.write(record_text(record))
     except OSError as exc:      # a failed write names no file by itself
         raise OSError(exc.errno, exc.strerror, str(folder / IMPORT_RECORD)) from None
     seal(folder)

@@ -23,11 +23,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Callable
 
+from stages.formats.run_folder import (CMD_SH, LAUNCH_OUT, META_JSON, NIAH_LOG, SERVER_LOG, iso, record_text,
+                                       run_meta)
 from stages.tools.synth.synth_bench import WORKLOADS, bench_files, points_of
 from stages.tools.synth.synth_log import server_log
 from stages.tools.synth.synth_plan import RunPlan, label_tokens, kv_tokens, plan_campaign
 
-SYNTH_VERSION = 2
+SYNTH_VERSION = 3               # 3: meta.json's gpus as the run stage writes them, "0,1"
 
 Progress = Callable[[str], None]
 
@@ -56,21 +58,15 @@ def cmd_text(plan: RunPlan) -> str:
 
 def meta_json(plan: RunPlan, points: int) -> str:
     name, path, layout, tp, dp, _, ctx, max_len, _ = plan.model
-    finished = plan.started + timedelta(minutes=40)
-    meta = {
-        "schema_version": 1, "run_id": plan.run_id, "spec": f"{name}-{layout}-{ctx}",
-        "spec_params": {"model": name, "layout": layout, "profile": "h200x8",
-                        "args": {"--tensor-parallel-size": tp, "--max-model-len": max_len}},
-        "profile": "h200x8", "engine": plan.engine,
-        "engine_version": "0.5.4" if plan.engine == "sglang" else "0.31.0",
-        "image": plan.image, "image_digest": f"sha256:{plan.seed:064x}"[:71],
-        "executor": "docker", "gpus": list(range(min(8, tp * dp))), "model": name,
-        "model_path": path, "layout": layout, "ctx_label": ctx, "git_sha": f"{plan.seed:040x}"[:40],
-        "params_hash": f"{plan.seed:016x}"[:16], "node": {"cpus": 128, "gpus": 8},
-        "started_at": f"{plan.started:%Y-%m-%dT%H:%M:%SZ}",
-        "finished_at": f"{finished:%Y-%m-%dT%H:%M:%SZ}", "points": points,
-    }
-    return json.dumps(meta, indent=2, sort_keys=True) + "\n"
+    return record_text(run_meta(
+        run_id=plan.run_id, spec=f"{name}-{layout}-{ctx}",
+        spec_params={"model": name, "layout": layout, "profile": "h200x8",
+                     "args": {"--tensor-parallel-size": tp, "--max-model-len": max_len}},
+        profile="h200x8", engine=plan.engine, engine_version="0.5.4" if plan.engine == "sglang" else "0.31.0",
+        image=plan.image, image_digest=f"sha256:{plan.seed:064x}"[:71], executor="docker",
+        gpus=range(min(8, tp * dp)), model=name, model_path=path, layout=layout, ctx=ctx,
+        git_sha=f"{plan.seed:040x}"[:40], params_hash=f"{plan.seed:016x}"[:16], node={"cpus": 128, "gpus": 8},
+        started_at=plan.started, finished_at=iso(plan.started + timedelta(minutes=40)), points=points))
 
 
 def launch_out(plan: RunPlan, points: int) -> str:
@@ -107,16 +103,16 @@ def write_run(plan: RunPlan, runs_dir: Path) -> dict[str, int]:
         (folder / name).write_bytes(raw)
         sizes[kind] += len(raw)
 
-    put("cmd.sh", cmd_text(plan), "other")
-    put("server.log", server_log(plan), "log")
+    put(CMD_SH, cmd_text(plan), "other")
+    put(SERVER_LOG, server_log(plan), "log")
     if plan.status == "failed":
         (folder / "bench").rmdir()
         return sizes
     points = points_of(plan)
-    put("launch.out", launch_out(plan, points), "other")
-    put("niah.log", niah_log(plan), "other")
+    put(LAUNCH_OUT, launch_out(plan, points), "other")
+    put(NIAH_LOG, niah_log(plan), "other")
     if plan.has_meta:
-        put("meta.json", meta_json(plan, points), "other")
+        put(META_JSON, meta_json(plan, points), "other")
     for name, text in bench_files(plan).items():
         kind = "metrics" if ".metrics." in name else "bench" if name.endswith(".json") else "other"
         put(name, text, kind)

@@ -28,8 +28,9 @@ from stages.core.provenance import RUN_MANIFEST, manifest_text
 from stages.run import bench_client as bench
 from stages.run import gpu_sampler, needle
 from stages.run.executors import DockerExecutor
-from stages.run.stage import (SCHEMA_VERSION, iso, make_run_id, params_hash,
-                              spec_workloads)
+from stages.run.stage import spec_workloads
+from stages.formats.run_folder import (CMD_SH, LAUNCH_OUT, META_JSON, SERVER_LOG, iso, make_run_id, params_hash,
+                                       record_text, run_meta)
 from stages.tools.synth import synth_node_log as slog
 from stages.tools.synth import synth_node_power
 from stages.tools.synth.synth_node_plan import SCENARIO, VERSIONS, Attempt, Load
@@ -80,18 +81,14 @@ class RunWriter:
 
     def meta_json(self) -> str:
         image = self.prof["image"]
-        meta = {
-            "schema_version": SCHEMA_VERSION, "run_id": self.run_id, "spec": self.a.spec,
-            "spec_params": self.spec_used, "profile": PROFILE, "engine": "vllm", "engine_version": None,
-            "image": image, "image_digest": f"{image.split(':')[0]}@sha256:{_digest(image)}",
-            "executor": "docker", "gpus": ",".join(map(str, self.a.gpus)), "model": self.spec["model"],
-            "model_path": self.model_path, "layout": self.spec["layout"],
-            "ctx_label": ctx_label(self.max_len),
-            "max_model_len": self.max_len, "workloads": self.workloads, "gate": self.gate, "git_sha": GIT_SHA,
-            "params_hash": params_hash(self.spec_used, self.prof, self.workloads, self.gate), "node": NODE,
-            "started_at": iso(self.a.started),
-        }
-        return json.dumps(meta, indent=2, sort_keys=True) + "\n"
+        return record_text(run_meta(
+            run_id=self.run_id, spec=self.a.spec, spec_params=self.spec_used, profile=PROFILE,
+            engine="vllm", engine_version=None, image=image,
+            image_digest=f"{image.split(':')[0]}@sha256:{_digest(image)}", executor="docker",
+            gpus=self.a.gpus, model=self.spec["model"], model_path=self.model_path,
+            layout=self.spec["layout"], ctx=ctx_label(self.max_len), git_sha=GIT_SHA,
+            params_hash=params_hash(self.spec_used, self.prof, self.workloads, self.gate), node=NODE,
+            started_at=self.a.started, max_model_len=self.max_len, workloads=self.workloads, gate=self.gate))
 
     # ---------------------------------------------------------------- the run
 
@@ -134,10 +131,10 @@ class RunWriter:
         return self._finish(out)
 
     def _finish(self, launch_lines: list[str]) -> str:
-        self.files["cmd.sh"] = self.cmd_sh()
-        self.files["meta.json"] = self.meta_json()
-        self.files["launch.out"] = "\n".join(launch_lines) + "\n"
-        self.files["server.log"] = slog.render(self.lines)
+        self.files[CMD_SH] = self.cmd_sh()
+        self.files[META_JSON] = self.meta_json()
+        self.files[LAUNCH_OUT] = "\n".join(launch_lines) + "\n"
+        self.files[SERVER_LOG] = slog.render(self.lines)
         self.folder.mkdir(parents=True)
         for name, text in sorted(self.files.items()):
             path = self.folder / name
