@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from stages.ingest.parsers import bench_json, cmd, metrics, run_files
-from stages.formats import run_folder
+from stages.formats import launch_out, run_folder
 from stages.formats.prefixes import strip_prefixes
 from stages.formats.lines import read_chunks
 from stages.formats.sglang_log import parse_sglang_log
@@ -527,7 +527,7 @@ def test_run_id_recovery():
 
 
 def test_launch_out_and_niah():
-    pairs, errors = run_files.parse_launch_out(b"status=ready\nready_s=71.3\nengine_kv_tokens=16384\n\nnot a pair\n")
+    pairs, errors = launch_out.parse_launch_out(b"status=ready\nready_s=71.3\nengine_kv_tokens=16384\n\nnot a pair\n")
     assert pairs == [("status", "ready", 1), ("ready_s", "71.3", 2), ("engine_kv_tokens", "16384", 3)]
     assert [e.line for e in errors] == [5]
     probes, gates, errors = run_files.parse_niah(
@@ -557,7 +557,7 @@ def test_niah_probes_carry_their_failure_and_reasoning_length():
 
 
 def test_launch_out_key_given_twice_with_another_value_is_an_error():
-    pairs, errors = run_files.parse_launch_out(
+    pairs, errors = launch_out.parse_launch_out(
         b"status=ready\npoint_error=chat__c01 timeout\npoint_error=chat__c02 timeout\n"
         b"gate_score=0.5\ngate_score=0.5\nstatus=failed\n")
     assert [k for k, _, _ in pairs] == ["status", "point_error", "point_error", "gate_score",

@@ -19,7 +19,8 @@ from stages.ingest.parsers.node_json import parse_allreduce, parse_env, parse_p2
 from stages.ingest.parsers.node_smi import parse_gpus_csv, parse_nvlink_status, parse_topo
 from stages.formats.prefixes import strip_prefixes
 from stages.formats.sglang_log import parse_sglang_log
-from stages.ingest.parsers.run_files import parse_launch_out, parse_meta, parse_niah
+from stages.formats.launch_out import parse_launch_out
+from stages.ingest.parsers.run_files import parse_meta, parse_niah
 from stages.formats.vllm_log import parse_vllm_log
 
 FIX = Path(__file__).parent / "fixtures"

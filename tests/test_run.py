@@ -239,7 +239,7 @@ def bench_version() -> str:
 
 
 def test_each_step_leaves_its_times_in_launch_out_and_ingest_reads_them_repeated():
-    from stages.ingest.parsers.run_files import parse_launch_out
+    from stages.formats.launch_out import parse_launch_out
     from stages.run.steps import step_times
 
     line = step_times("doc-1m__c01", 1764820000.1234, 1764820060.5, (1764820010.0, 1764820050.25), 0.0123)

@@ -12,7 +12,7 @@ import numpy as np
 
 from stages.core import rawfile
 from stages.core.provenance import IMPORT_RECORD, PROFILE_FOLDER, PROFILE_TABLE_SUFFIX
-from stages.formats import lines, run_folder
+from stages.formats import launch_out, lines, run_folder
 from stages.ingest.parsers import bench_json, cmd as cmd_parser, gpu_samples, metrics, run_files, turns
 from stages.formats import tailed
 from stages.ingest.parsers import metrics_series, profile_trace, tools as bench_tools
@@ -233,7 +233,7 @@ def _read_log(folder: Path, name: str, rows: FolderRows, source: str, engine: st
 
 
 def _read_launch_out(folder: Path, name: str, rows: FolderRows, source: str) -> None:
-    pairs, errors = run_files.parse_launch_out(rawfile.read_raw(folder, name, rawfile.SMALL_BYTES))
+    pairs, errors = launch_out.parse_launch_out(rawfile.read_raw(folder, name, rawfile.SMALL_BYTES))
     for key, value, line in pairs:
         rows.add("raw_launch_out", source, line, key=key,
                  value=REDACTED if value and is_secret_name(key) else value)

@@ -29,6 +29,8 @@ from pathlib import Path
 
 from stages.core.config import CampaignError
 from stages.core.provenance import SLURM_STATE_KEY, seal
+from stages.formats.launch_out import LaunchOut, read_launch_facts
+from stages.formats.run_folder import LAUNCH_OUT
 from stages.run.interrupts import Interrupts
 
 # Slurm's job states once a job is over (squeue no longer lists it, or lists it as one of these).
@@ -199,7 +201,7 @@ def finalize(folder: Path, job: Job, rec: dict, *, cancelled: bool) -> str | Non
     }, indent=2) + "\n")
     if job.output.is_file():
         shutil.copyfile(job.output, folder / "slurm.out")
-    facts = launch_facts(folder / "launch.out")
+    facts = read_launch_facts(folder / LAUNCH_OUT)
     lines = {SLURM_STATE_KEY: rec.get("State"), "slurm_elapsed": rec.get("Elapsed"),
              "slurm_exit_code": rec.get("ExitCode"), "slurm_reason": rec.get("Reason")}
     state = rec.get("State") or "UNKNOWN"
@@ -214,21 +216,9 @@ def finalize(folder: Path, job: Job, rec: dict, *, cancelled: bool) -> str | Non
         lines["run_status"] = "interrupted" if cancelled or state == "CANCELLED" else "failed"
         if not cancelled and state != "CANCELLED":
             lines["error"] = slurm_error(rec)
-    with (folder / "launch.out").open("a") as f:
-        for k, v in lines.items():
-            if v not in (None, ""):
-                f.write(f"{k}={' '.join(str(v).split())}\n")
+    LaunchOut(folder / LAUNCH_OUT, append=True).add(**{k: v for k, v in lines.items() if v not in (None, "")})
     seal(folder)
-    return launch_facts(folder / "launch.out").get("run_status")
-
-
-def launch_facts(path: Path) -> dict[str, str]:
-    """launch.out's key=value lines, the last value of each key."""
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return {}
-    return dict(line.split("=", 1) for line in lines if "=" in line)
+    return read_launch_facts(folder / LAUNCH_OUT).get("run_status")
 
 
 def execute(specs: list[str], *, params: dict, profile: dict, root: Path, runs: Path,

@@ -36,6 +36,7 @@ from stages.run.executors import Launch, executor_for, free_port, internal_ports
 from stages.formats.lines import read_chunks
 from stages.formats.sglang_log import parse_sglang_log
 from stages.formats.vllm_log import parse_vllm_log
+from stages.formats.launch_out import LaunchOut
 from stages.formats.run_folder import (CMD_SH, LAUNCH_OUT, META_JSON, NIAH_LOG, SERVER_LOG,
                                        iso, make_run_id, params_hash, record_text, run_meta, utc_now)
 from stages.run.quads import spans_quads
@@ -81,23 +82,6 @@ def planned_run_ids(params: dict, names: list[str], runs: Path, *,
                 break
         ids[name] = run_id
     return ids
-
-
-class LaunchOut:
-    """launch.out: key=value lines, appended as each fact becomes known."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        path.open("x").close()
-
-    def add(self, **facts) -> None:
-        with self.path.open("a") as f:
-            for k, v in facts.items():
-                f.write(f"{k}={_one_line(v)}\n")
-
-
-def _one_line(v) -> str:
-    return " ".join(str(v).split())
 
 
 def spec_workloads(params: dict, spec_name: str, spec: dict) -> dict[str, dict]:

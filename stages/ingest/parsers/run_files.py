@@ -1,5 +1,5 @@
-"""The small files of a run folder: launch.out, niah.log, meta.json and import.json (the run id,
-and the times they hold: stages/formats/run_folder.py)."""
+"""The small files of a run folder: niah.log, meta.json and import.json (the run id and the times
+they hold: stages/formats/run_folder.py; launch.out: stages/formats/launch_out.py)."""
 from __future__ import annotations
 
 import re
@@ -9,9 +9,6 @@ from stages.formats.lines import ParseError, json_file_object, json_object, text
 from stages.formats.run_folder import SCHEMA_VERSIONS
 
 _GATE = re.compile(r"^GATE\s+(\S+)\s+score=\s*(\S+)")
-_KEY = re.compile(r"^[A-Za-z_][\w.\-]*$")
-# launch.out keys the run stage appends once per benchmark point: they may repeat.
-LAUNCH_EVENT_KEYS = frozenset({"point_skipped", "point_error", "profile", "profile_error", "step_times"})
 _SHOWN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._- ")
 
 
@@ -21,31 +18,6 @@ def shown(text: str, limit: int = 80) -> str:
     out = "".join(c if c in _SHOWN else f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
                   if ord(c) < 0x10000 else f"\\U{ord(c):08x}" for c in text[:limit])
     return f"'{out}'" + ("..." if len(text) > limit else "")
-
-
-def parse_launch_out(data: bytes) -> tuple[list[tuple[str, str, int]], list[ParseError]]:
-    """(key, value, line) for each `key=value` line. A key given again with another value is an
-    error naming both lines (the keys of LAUNCH_EVENT_KEYS excepted: they are appended per point);
-    both lines are kept."""
-    rows, errors = [], []
-    first: dict[str, tuple[str, int]] = {}
-    for number, text in text_lines(data):
-        if text.startswith("#"):
-            continue
-        key, eq, value = text.partition("=")
-        key = key.strip()
-        if not eq or not _KEY.match(key):
-            errors.append(ParseError(number, f"launch.out: not a key=value line: {text[:80]!r}"))
-            continue
-        value = value.strip()
-        rows.append((key, value, number))
-        if key in LAUNCH_EVENT_KEYS:
-            continue
-        seen = first.setdefault(key, (value, number))
-        if seen[0] != value:
-            errors.append(ParseError(number, f"launch.out: key {key} given twice with different "
-                                             f"values (lines {seen[1]} and {number})"))
-    return rows, errors
 
 
 def parse_niah(data: bytes) -> tuple[list[dict[str, Any]], list[tuple[str, float | None, int]], list[ParseError]]:

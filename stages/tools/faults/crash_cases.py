@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from stages.core.provenance import RUN_MANIFEST, manifest_text
+from stages.formats.launch_out import parse_launch_out
+from stages.formats.run_folder import LAUNCH_OUT
 from stages.tools.faults import crash_outputs as co
 from stages.tools.faults.hostile_folders import Project, copy_fixture, make_project
 
@@ -221,15 +223,14 @@ def _run_shape(folder: Path) -> str:
         except ValueError:
             problems.append("meta.json not whole")
     facts = {}
-    lo = folder / "launch.out"
+    lo = folder / LAUNCH_OUT
     if lo.exists():
-        text = lo.read_text()
-        if text and not text.endswith("\n"):
+        data = lo.read_bytes()
+        if data and not data.endswith(b"\n"):
             problems.append("launch.out ends mid-line")
-        for line in text.splitlines():
-            if "=" not in line:
-                problems.append(f"launch.out line {line[:30]!r}")
-            facts[line.split("=", 1)[0]] = line.split("=", 1)[-1]
+        rows, errors = parse_launch_out(data)
+        problems += [f"line {e.line}: {e.reason}" for e in errors]
+        facts = {key: value for key, value, _ in rows}
     if problems:
         return "NOT WHOLE: " + "; ".join(problems)
     return f"run_status={facts.get('run_status', '-')}"

@@ -18,6 +18,8 @@ from typing import Any, Callable
 import yaml
 
 from stages.core.provenance import RUN_MANIFEST, file_sha256, manifest_text
+from stages.formats.launch_out import LaunchOut
+from stages.formats.run_folder import LAUNCH_OUT
 
 PROJECT = Path(__file__).resolve().parents[3]
 FIXTURE = PROJECT / "tests" / "fixtures" / "runs"
@@ -191,8 +193,7 @@ def _gzip_log(p: Project, f: Path) -> None:
 
 
 def _duplicate_keys(p: Project, f: Path) -> None:
-    with (f / "launch.out").open("a") as out:
-        out.write("engine_kv_tokens=99999\n")
+    LaunchOut(f / LAUNCH_OUT, append=True).add(engine_kv_tokens=99999)
 
 
 # name -> (fault, how to damage a fresh copy before the first ingest)

@@ -23,6 +23,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Callable
 
+from stages.formats.launch_out import launch_text
 from stages.formats.run_folder import (CMD_SH, LAUNCH_OUT, META_JSON, NIAH_LOG, SERVER_LOG, iso, record_text,
                                        run_meta)
 from stages.tools.synth.synth_bench import WORKLOADS, bench_files, points_of
@@ -71,11 +72,9 @@ def meta_json(plan: RunPlan, points: int) -> str:
 
 def launch_out(plan: RunPlan, points: int) -> str:
     ready_s = 300 + plan.seed % 400 + 0.1 * (plan.seed % 10)
-    lines = [f"status={'ready' if plan.status != 'failed' else 'failed'}", f"ready_s={ready_s:.1f}",
-             f"engine_kv_tokens={kv_tokens(plan)}", "cross_p2p=ok", "gate_score=1.0",
-             f"points={points}",
-             f"run_status={'interrupted' if plan.status == 'interrupted' else 'complete'}"]
-    return "\n".join(lines) + "\n"
+    return launch_text(status="ready" if plan.status != "failed" else "failed", ready_s=f"{ready_s:.1f}",
+                       engine_kv_tokens=kv_tokens(plan), cross_p2p="ok", gate_score="1.0", points=points,
+                       run_status="interrupted" if plan.status == "interrupted" else "complete")
 
 
 def niah_log(plan: RunPlan) -> str:

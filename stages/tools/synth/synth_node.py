@@ -19,6 +19,7 @@ import shlex
 from dataclasses import asdict, replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from stages.core.config import CampaignError, load_params, profile as get_profile
 from stages.core.names import ctx_label
@@ -29,8 +30,9 @@ from stages.run import bench_client as bench
 from stages.run import gpu_sampler, needle
 from stages.run.executors import DockerExecutor
 from stages.run.stage import spec_workloads
-from stages.formats.run_folder import (CMD_SH, LAUNCH_OUT, META_JSON, SERVER_LOG, iso, make_run_id, params_hash,
-                                       record_text, run_meta)
+from stages.formats.launch_out import launch_text
+from stages.formats.run_folder import (CMD_SH, LAUNCH_OUT, META_JSON, NIAH_LOG, SERVER_LOG, iso, make_run_id,
+                                       params_hash, record_text, run_meta)
 from stages.tools.synth import synth_node_log as slog
 from stages.tools.synth import synth_node_power
 from stages.tools.synth.synth_node_plan import SCENARIO, VERSIONS, Attempt, Load
@@ -94,22 +96,22 @@ class RunWriter:
 
     def write(self) -> str:
         a = self.a
-        out: list[str] = []
+        out: dict[str, Any] = {}      # launch.out's facts, in the order the run stage adds them
         if spans_quads(list(a.gpus)):
-            out.append("cross_p2p=ok")
+            out["cross_p2p"] = "ok"
         version = VERSIONS[self.prof["image"]]
         self.lines += slog.startup_lines(a, clock=self.clock, version=version, model_path=self.model_path,
                                          args=self.args, max_model_len=self.max_len)
         if a.crash:
             self.lines += slog.crash_lines(a, clock=self.clock)
             end = a.crash.after_s + 2.0
-            out += ["status=failed", f"error=engine exited with code 1 after {end:.0f} s "
-                                      f"(see data/runs/{self.run_id}/server.log)",
-                    "points=0", "run_status=failed", f"finished_at={self._iso(end + 9)}"]
+            out.update(status="failed", error=f"engine exited with code 1 after {end:.0f} s "
+                                              f"(see data/runs/{self.run_id}/server.log)",
+                       points=0, run_status="failed", finished_at=self._iso(end + 9))
             return self._finish(out)
-        out += ["status=ready", f"ready_s={a.ready_s:.1f}", f"engine_kv_tokens={a.startup.kv_tokens}"]
+        out.update(status="ready", ready_s=f"{a.ready_s:.1f}", engine_kv_tokens=a.startup.kv_tokens)
         t = self._gate(a.ready_s + 1.0)
-        out.append(f"gate_score={self.score}")
+        out["gate_score"] = self.score
         done = 0
         sweeps = {n: w for n, w in self.workloads.items() if "kind" not in w}
         planned = {(p.workload, p.concurrency): p
@@ -126,14 +128,13 @@ class RunWriter:
             self._sampled(load.workload, load, (start + 0.2, t - GAP_S + 0.05), self.turn_reqs)
             done += 1
         self.lines += slog.shutdown_lines(t + 4.0)
-        out += ["prefix_cache_resets=0", f"points={done}", "run_status=complete",
-                f"finished_at={self._iso(t + 12)}"]
+        out.update(prefix_cache_resets=0, points=done, run_status="complete", finished_at=self._iso(t + 12))
         return self._finish(out)
 
-    def _finish(self, launch_lines: list[str]) -> str:
+    def _finish(self, launch_facts: dict[str, Any]) -> str:
         self.files[CMD_SH] = self.cmd_sh()
         self.files[META_JSON] = self.meta_json()
-        self.files[LAUNCH_OUT] = "\n".join(launch_lines) + "\n"
+        self.files[LAUNCH_OUT] = launch_text(**launch_facts)
         self.files[SERVER_LOG] = slog.render(self.lines)
         self.folder.mkdir(parents=True)
         for name, text in sorted(self.files.items()):
@@ -168,7 +169,7 @@ class RunWriter:
             lines.append(json.dumps(asdict(probe), ensure_ascii=False))
             t = end + 0.2
         self.score = passed / len(lines)
-        self.files["niah.log"] = "\n".join(lines + [f"GATE niah score= {self.score}"]) + "\n"
+        self.files[NIAH_LOG] = "\n".join(lines + [f"GATE niah score= {self.score}"]) + "\n"
         self.counters.add(reqs)
         self.lines += slog.stats_lines(reqs, clock=self.clock, kv_tokens=self.a.startup.kv_tokens,
                                        start=reqs[0].send, end=t, rng=self.rng)
