@@ -237,7 +237,7 @@ def _points(site: dict) -> dict[tuple, list[dict]]:
 
 
 def _run_provisional(site: dict, run_id: str) -> bool:
-    """derive's rule (run_gate_flags): any gate below the minimum, or no gate at all."""
+    """derive's rule (int_run_gate_flags): any gate below the minimum, or no gate at all."""
     gates = [g for g in site["tables"]["gates"] if g["run_id"] == run_id]
     return not gates or any(g["provisional"] for g in gates)
 

@@ -98,7 +98,7 @@ def test_a_mart_not_public_is_built_but_not_exported(tmp_path, monkeypatch):
     summary, out = derive_into(tmp_path)
     assert "run_engines" not in summary and not (out / "derived" / "run_engines.csv").exists()
     assert query(out, "select count(*) as n from run_engines") == [{"n": 4}]
-    assert "run_gate_flags" in derive.MART_MODELS and "run_gate_flags" not in derive.PUBLIC_TABLES
+    assert "int_run_gate_flags" in derive.INTERMEDIATE_MODELS and "int_run_gate_flags" not in derive.PUBLIC_TABLES
 
 
 def test_marts_are_built_after_what_they_read():
@@ -122,6 +122,26 @@ def test_a_mart_file_without_entry_or_a_cycle_is_refused(tmp_path):
     add_mart(sql_dir, "loop_a", "select * from loop_b", {"loop_a": {"public": False}})
     add_mart(sql_dir, "loop_b", "select * from loop_a", {"loop_b": {"public": False}})
     with pytest.raises(CampaignError, match=r"cycle: loop_a, loop_b"):
+        tables.models(sql_dir)
+
+
+def test_an_intermediate_model_may_read_a_mart_and_an_alias_is_not_a_read(tmp_path):
+    sql_dir = sql_copy(tmp_path)
+    (sql_dir / "intermediate" / "int_gate_counts.sql").write_text(
+        "-- a gate count per run\nselect run_id, count(*) as gates from gates group by run_id")
+    add_mart(sql_dir, "gate_counts", "select runs.run_id, c.gates from stg_runs as runs\n"
+             "join int_gate_counts as c using (run_id)", {"gate_counts": {"public": False}})
+    order = tables.models(sql_dir).build_order()
+    assert order.index("gates") < order.index("int_gate_counts") < order.index("gate_counts")
+    assert tables.reads((sql_dir / "marts" / "gate_counts.sql").read_text(), set(order)) == {
+        "stg_runs", "int_gate_counts"}
+
+
+def test_a_cte_named_like_a_model_is_refused(tmp_path):
+    sql_dir = sql_copy(tmp_path)
+    add_mart(sql_dir, "run_names", "with runs as (select run_id from stg_runs)\nselect * from runs",
+             {"run_names": {"public": False}})
+    with pytest.raises(CampaignError, match=r"CTEs named like a model.*run_names \(runs\)"):
         tables.models(sql_dir)
 
 

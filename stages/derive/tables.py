@@ -4,12 +4,14 @@ are declared in stages/core/raw_schema.py).
 - Staging models: the files `stages/derive/sql/staging/stg_*.sql`, each reading the one raw table it names
   as `raw.<table>`, listed in the order of those raw tables.
 - Intermediate models: the files `stages/derive/sql/intermediate/int_*.sql`, listed in the order the
-  marts first read them.
+  marts first read them: what the marts are built from and nothing publishes. One may read staging
+  models, other intermediate models and marts (int_run_gate_flags reads gates).
 - Marts: the entries of `stages/derive/sql/marts/schema.yaml`, in the order the Warehouse page and the
   exports list them, each with its file `stages/derive/sql/marts/<name>.sql`; `public: false` marks a mart
   built for other marts and not published.
 
-Models are built in an order computed from the models each one's SQL reads.
+Models are built in an order computed from the models each one's SQL reads (the tables it names
+after `from` or `join`); a CTE may not take a model's name, which would hide the model it shadows.
 
 Example:
     from stages.derive import tables
@@ -34,6 +36,8 @@ SQL_DIR = Path(__file__).parent / "sql"
 MART_KEYS = {"public", "description", "columns", "unique", "not_null", "checks"}
 _COMMENT_OR_TEXT = re.compile(r"--[^\n]*|'(?:[^']|'')*'")
 _RAW_READ = re.compile(r"\braw\.([a-z_][a-z0-9_]*)")
+_READ = re.compile(r"\b(?:from|join)\s+([a-z_][a-z0-9_]*)\b(?!\s*\()")      # a table, not a function
+_CTE = re.compile(r"(?:\bwith(?:\s+recursive)?|,)\s*([a-z_][a-z0-9_]*)\s+as\s+(?:not\s+)?(?:materialized\s+)?\(")
 
 
 # ---------------------------------------------------------------- models
@@ -45,9 +49,10 @@ class Models:
     marts: tuple[str, ...]           # every mart, in build order
     public: tuple[str, ...]          # the public marts, in schema.yaml's order
     schema: dict[str, dict[str, Any]]  # schema.yaml's entry of each public mart
+    built: tuple[str, ...]           # intermediate models and marts, each after what it reads
 
     def build_order(self) -> tuple[str, ...]:
-        return (*self.staging, *self.intermediate, *self.marts)
+        return (*self.staging, *self.built)
 
 
 def code_only(sql: str) -> str:
@@ -56,8 +61,14 @@ def code_only(sql: str) -> str:
 
 
 def reads(sql: str, names: set[str]) -> set[str]:
-    """Which of `names` a model's SQL reads (any word of its code that is one of them)."""
-    return set(re.findall(r"\b[a-z_][a-z0-9_]*\b", code_only(sql).lower())) & names
+    """Which of `names` a model's SQL reads: the tables its code names after `from` or `join` (a
+    table's alias, `stg_runs as runs`, is not read; models() refuses a CTE named like a model)."""
+    return set(_READ.findall(code_only(sql).lower())) & names
+
+
+def shadowed(sql: str, names: set[str]) -> set[str]:
+    """Which of `names` a model's SQL defines again as its own CTEs (`with runs as (...)`)."""
+    return set(_CTE.findall(code_only(sql).lower())) & names
 
 
 def load_marts(path: Path) -> dict[str, dict[str, Any]]:
@@ -126,13 +137,18 @@ def models(sql_dir: Path = SQL_DIR) -> Models:
     first_use = {n: next((i for i, sql in enumerate(mart_sql.values()) if n in reads(sql, {n})),
                          len(mart_sql)) for n in intermediate}
     intermediate = dict(sorted(intermediate.items(), key=lambda item: (first_use[item[0]], item[0])))
-    order = build_order({**intermediate, **mart_sql})
-    late = [n for n in intermediate if reads(intermediate[n], set(mart_sql))]
-    if late:
-        raise CampaignError(f"intermediate model(s) {', '.join(late)} read a mart")
+    every = {**intermediate, **mart_sql}
+    names = set(staging) | set(every)
+    shadows = [f"{n} ({', '.join(sorted(shadowed(sql, names)))})" for n, sql in every.items()
+               if shadowed(sql, names)]
+    if shadows:
+        raise CampaignError(f"CTEs named like a model, which the build order cannot tell from it: "
+                            f"{'; '.join(shadows)}")
+    order = build_order(every)
     public = tuple(n for n, spec in marts.items() if spec.get("public", True))
     return Models(staging=staging,
                   intermediate=tuple(n for n in order if n in intermediate),
                   marts=tuple(n for n in order if n in mart_sql),
                   public=public,
-                  schema={n: marts[n] for n in public})
+                  schema={n: marts[n] for n in public},
+                  built=order)

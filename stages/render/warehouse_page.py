@@ -15,7 +15,6 @@ exists fails the tests). Descriptions are prose and pass the same digit check as
 from __future__ import annotations
 
 import dataclasses
-import re
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +71,7 @@ def staging_models(sql_dir: Path = SQL_DIR) -> list[tuple[str, str, str, str]]:
         out.append(("staging", name, raw, leading_comment(sql)))
     for name in models.intermediate:
         sql = (sql_dir / "intermediate" / f"{name}.sql").read_text()
-        reads = sorted(set(re.findall(r"\b(stg_[a-z_]+|int_[a-z_]+)\b", sql)) - {name})
+        reads = sorted(tables.reads(sql, set(models.build_order())) - {name})
         out.append(("intermediate", name, ", ".join(reads), leading_comment(sql)))
     return out
 

@@ -61,7 +61,7 @@ joined as (
     left join int_point_cache as point_cache
         on point_cache.run_id = workloads.run_id
        and point_cache.point_id = printf('%s__s%02d', workloads.workload, workloads.sessions)
-    left join run_gate_flags as gate_flags
+    left join int_run_gate_flags as gate_flags
         on gate_flags.run_id = workloads.run_id
     where workloads.kind = 'agents'
 ),

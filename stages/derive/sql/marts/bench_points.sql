@@ -181,7 +181,7 @@ joined as (
         on launches.run_id = points.run_id
     left join sequences_fit as fit
         on fit.run_id = points.run_id and fit.workload = points.workload
-    left join run_gate_flags as gate_flags
+    left join int_run_gate_flags as gate_flags
         on gate_flags.run_id = points.run_id
     left join param_rules as rules
         on rules.profile is not distinct from run_params.params_profile

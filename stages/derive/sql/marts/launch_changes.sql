@@ -2,7 +2,7 @@
 -- added, removed or given another value in the command, and a changed image. A model's first
 -- launch has no row. Each row cites the cmd.sh line of the later launch (its meta.json for the
 -- image, or when no command of it was read).
-with runs as (
+with run_rows as (
     select run_id, profile, model, image, started_at, source_file, source_line
     from stg_runs
 ),
@@ -15,7 +15,7 @@ ordered as (
         lag(image) over (partition by profile, model order by started_at, run_id) as previous_image,
         source_file,
         source_line
-    from runs
+    from run_rows
 ),
 
 flags as (

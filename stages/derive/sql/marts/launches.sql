@@ -12,7 +12,7 @@
 -- Per-value sources: ready_source_* is the launch.out ready_s line; seq_cap_source_* the cmd.sh
 -- line of the flag or the log line of the figure, null when a default applied. A failed launch
 -- whose log records no error quotes launch.out's error line (error_type 'Slurm' when Slurm ended it).
-with runs as (
+with run_rows as (
     select * from stg_runs
 ),
 
@@ -112,17 +112,17 @@ fact_values as (
 
 engine_versions as (
     select
-        runs.run_id,
-        runs.engine,
+        run_rows.run_id,
+        run_rows.engine,
         coalesce(
-            nullif(regexp_extract(runs.engine_version, '\d+(\.\d+)+'), ''),
+            nullif(regexp_extract(run_rows.engine_version, '\d+(\.\d+)+'), ''),
             nullif(regexp_extract(logged.value_text, '\d+(\.\d+)+'), ''),
-            nullif(regexp_extract(runs.image, ':v?(\d+(\.\d+)+)', 1), '')
+            nullif(regexp_extract(run_rows.image, ':v?(\d+(\.\d+)+)', 1), '')
         )                                                   as version
-    from runs
+    from run_rows
     left join facts as logged
-        on logged.run_id = runs.run_id and logged.fact = 'engine_version'
-    qualify row_number() over (partition by runs.run_id order by logged.source_file, logged.source_line) = 1
+        on logged.run_id = run_rows.run_id and logged.fact = 'engine_version'
+    qualify row_number() over (partition by run_rows.run_id order by logged.source_file, logged.source_line) = 1
 ),
 
 engine_default as (
@@ -208,9 +208,9 @@ launch_errors as (
 
 joined as (
     select
-        runs.run_id,
+        run_rows.run_id,
         case
-            when runs.imported_kind = 'results' then 'not launched'
+            when run_rows.imported_kind = 'results' then 'not launched'
             else coalesce(
                 status_line.status,
                 case when coalesce(fact_values.log_ready, false) then 'ready' else 'failed' end)
@@ -260,27 +260,27 @@ joined as (
         first_error.source_line                             as error_source_line,
         coalesce(
             status_line.source_file, ready_fact.source_file, first_error.source_file,
-            commands.source_file, runs.source_file
+            commands.source_file, run_rows.source_file
         )                                                   as source_file,
         case
             when status_line.source_file is not null then status_line.source_line
             when ready_fact.source_file is not null then ready_fact.source_line
             when first_error.source_file is not null then first_error.source_line
             when commands.source_file is not null then commands.source_line
-            else runs.source_line
+            else run_rows.source_line
         end                                                 as source_line
-    from runs
-    left join commands     on commands.run_id = runs.run_id
-    left join status_line  on status_line.run_id = runs.run_id
-    left join ready_s_line on ready_s_line.run_id = runs.run_id
-    left join kv           on kv.run_id = runs.run_id
-    left join fact_values  on fact_values.run_id = runs.run_id
-    left join ready_fact   on ready_fact.run_id = runs.run_id
-    left join seq_cap_flags on seq_cap_flags.run_id = runs.run_id
-    left join seq_cap_fact on seq_cap_fact.run_id = runs.run_id
-    left join engine_default on engine_default.run_id = runs.run_id
-    left join launch_errors as first_error on first_error.run_id = runs.run_id
-    left join int_run_params as run_params on run_params.run_id = runs.run_id
+    from run_rows
+    left join commands     on commands.run_id = run_rows.run_id
+    left join status_line  on status_line.run_id = run_rows.run_id
+    left join ready_s_line on ready_s_line.run_id = run_rows.run_id
+    left join kv           on kv.run_id = run_rows.run_id
+    left join fact_values  on fact_values.run_id = run_rows.run_id
+    left join ready_fact   on ready_fact.run_id = run_rows.run_id
+    left join seq_cap_flags on seq_cap_flags.run_id = run_rows.run_id
+    left join seq_cap_fact on seq_cap_fact.run_id = run_rows.run_id
+    left join engine_default on engine_default.run_id = run_rows.run_id
+    left join launch_errors as first_error on first_error.run_id = run_rows.run_id
+    left join int_run_params as run_params on run_params.run_id = run_rows.run_id
     join param_rules as rules on rules.profile is not distinct from run_params.params_profile
 ),
 

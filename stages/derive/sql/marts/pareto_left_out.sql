@@ -19,7 +19,7 @@ with judged as (
             when not coalesce(decode_tok_s_per_user > 0, false) then 'no decode speed'
             when not coalesce(output_tok_s > 0, false) then 'no output throughput'
         end                                                         as reason
-    from pareto_candidates
+    from int_pareto_candidates
 ),
 
 final as (

@@ -14,7 +14,7 @@
 --   a decode speed or a throughput has no place (not in this table).
 with points as (
     select *, output_tok_s / gpus                                   as output_tok_s_per_gpu
-    from pareto_candidates
+    from int_pareto_candidates
     where gpus > 0
       and workload is not null
       and output_tok_s > 0

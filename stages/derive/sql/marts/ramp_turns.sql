@@ -63,7 +63,7 @@ joined as (
     left join int_point_cache as point_cache
         on point_cache.run_id = turn_stats.run_id
        and point_cache.point_id = printf('%s__t%02d', turn_stats.workload, turn_stats.turn)
-    left join run_gate_flags as gate_flags
+    left join int_run_gate_flags as gate_flags
         on gate_flags.run_id = turn_stats.run_id
 ),
 

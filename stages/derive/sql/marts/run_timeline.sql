@@ -26,7 +26,7 @@ with lo as (
     from stg_launch_out
 ),
 
-runs as (
+run_rows as (
     select run_id, started_at, source_file, source_line from stg_runs
 ),
 
@@ -45,16 +45,16 @@ logged as (
 
 engine_estimated as (
     select
-        runs.run_id,
-        runs.started_at                                                  as start_at,
-        runs.started_at + to_milliseconds(cast(round(try_cast(lo.launch_value as double) * 1000) as bigint)) as end_at,
+        run_rows.run_id,
+        run_rows.started_at                                                  as start_at,
+        run_rows.started_at + to_milliseconds(cast(round(try_cast(lo.launch_value as double) * 1000) as bigint)) as end_at,
         lo.source_file,
         lo.source_line
-    from runs
-    join lo on lo.run_id = runs.run_id and lo.launch_key = 'ready_s'
-    where runs.started_at is not null
+    from run_rows
+    join lo on lo.run_id = run_rows.run_id and lo.launch_key = 'ready_s'
+    where run_rows.started_at is not null
       and try_cast(lo.launch_value as double) is not null
-      and runs.run_id not in (select run_id from logged where phase = 'engine_start')
+      and run_rows.run_id not in (select run_id from logged where phase = 'engine_start')
 ),
 
 step_times as (

@@ -14,7 +14,7 @@
 -- and engine. A run without meta.json has its GPUs, image, engine version and maximum context read
 -- from its other files; `inferred` lists which (stg_run_inferred holds the line of each), and
 -- imported_* say where `campaign import` brought it from.
-with runs as (
+with run_rows as (
     select * from stg_runs
 ),
 
@@ -48,7 +48,7 @@ keyed as (
     select
         *,
         coalesce(spec, concat_ws('__', model, layout, ctx_label, engine)) as spec_group
-    from runs
+    from run_rows
 ),
 
 versioned as (

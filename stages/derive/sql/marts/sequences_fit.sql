@@ -3,7 +3,7 @@
 -- sequences = the lower of fit_by_kv and the sequence cap, which applies to each engine
 -- (seq_cap x engines); null, with beyond_max_context, where prompt + output exceeds the
 -- server's maximum context.
-with launches as (
+with ready_launches as (
     select * from launches
     where status = 'ready'
 ),
@@ -18,20 +18,20 @@ workloads as (
 
 sized as (
     select
-        launches.run_id,
+        ready_launches.run_id,
         workloads.workload,
         workloads.prompt_tokens,
         workloads.output_tokens,
         workloads.prompt_tokens + workloads.output_tokens       as context_tokens,
-        launches.kv_tokens,
-        launches.engines,
-        launches.seq_cap,
-        launches.max_model_len,
-        launches.kv_source_file,
-        launches.kv_source_line
-    from launches
+        ready_launches.kv_tokens,
+        ready_launches.engines,
+        ready_launches.seq_cap,
+        ready_launches.max_model_len,
+        ready_launches.kv_source_file,
+        ready_launches.kv_source_line
+    from ready_launches
     left join run_params
-        on run_params.run_id = launches.run_id
+        on run_params.run_id = ready_launches.run_id
     join workloads
         on workloads.profile is not distinct from run_params.params_profile
 ),

@@ -1,7 +1,7 @@
 -- The caveats a printed number may rest on, for stages/render/marks.py: one row per benchmark
 -- point (point_id set) with its marks as derive judged them, and one row per run (point_id null)
 -- that is provisional where any of its points, sessions or ramp turns is (all from the run's gate,
--- run_gate_flags). one_request: a statistic of the point is over a single request (the requests
+-- int_run_gate_flags). one_request: a statistic of the point is over a single request (the requests
 -- its TTFT figures are computed from, or those it completed, number one).
 with points as (
     select
