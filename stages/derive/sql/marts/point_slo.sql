@@ -1,5 +1,5 @@
 -- One row per benchmark point whose workload has service level objectives (params.yaml `slo`,
--- the run's own profile's, as int_run_params picks them): how many of its requests met them, as
+-- the run's own profile's: int_slo_targets): how many of its requests met them, as
 -- slo_requests judges each (judged unless served from the prefix cache; met when it completed
 -- within the targets).
 -- slo_share_pct = 100 * slo_met_requests / slo_judged_requests; null when none was judged (a
@@ -19,14 +19,11 @@ targets as (
     select
         points.*,
         slo.percentile,
-        slo.ttft_s                                      as ttft_target_s,
-        slo.tpot_ms                                     as tpot_target_ms
+        slo.ttft_target_s,
+        slo.tpot_target_ms
     from points
-    left join int_run_params as run_params
-        on run_params.run_id = points.run_id
-    inner join param_slo as slo
-        on slo.profile is not distinct from run_params.params_profile
-       and slo.workload = points.workload
+    inner join int_slo_targets as slo
+        on slo.run_id = points.run_id and slo.point_id = points.point_id
 ),
 
 counted as (

@@ -1,5 +1,5 @@
--- One row per request of a benchmark point whose workload has service level objectives (params.yaml
--- `slo`, the run's own profile's, as int_run_params picks them), judged as point_slo counts it.
+-- One row per request of a benchmark point whose workload has service level objectives
+-- (int_slo_targets), judged as point_slo counts it.
 -- A request is judged unless it was served from the prefix cache (invalid_rows reason
 -- prefix_cache: its first token timed no prefill); not_judged_reason names that reason. It meets
 -- the objectives (met) when it completed, its TTFT is at most ttft_s and its TPOT at most tpot_ms:
@@ -7,17 +7,7 @@
 -- request with no TPOT (one output token) is judged by its TTFT alone. A failed request is judged
 -- and misses.
 with targets as (
-    select
-        points.run_id,
-        points.point_id,
-        slo.ttft_s                                      as ttft_target_s,
-        slo.tpot_ms                                     as tpot_target_ms
-    from bench_points as points
-    left join int_run_params as run_params
-        on run_params.run_id = points.run_id
-    inner join param_slo as slo
-        on slo.profile is not distinct from run_params.params_profile
-       and slo.workload = points.workload
+    select run_id, point_id, ttft_target_s, tpot_target_ms from int_slo_targets
 ),
 
 not_judged as (
