@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from stages.core import faults
-from stages.core.provenance import RUN_MANIFEST, manifest_text, seal
+from stages.formats.sealed import RUN_MANIFEST, manifest_text, seal
 from stages.tools.faults import crash
 
 
@@ -55,7 +55,7 @@ def test_a_seal_that_fails_leaves_no_manifest(tmp_path, monkeypatch):
 
     def full(fd, data):
         raise OSError(errno.ENOSPC, "No space left on device")
-    monkeypatch.setattr("stages.core.provenance.os.write", full)
+    monkeypatch.setattr("stages.formats.sealed.os.write", full)
     with pytest.raises(OSError) as exc:
         seal(folder)
     assert exc.value.filename == str(folder / RUN_MANIFEST)

@@ -20,7 +20,8 @@ from click.testing import CliRunner
 
 from stages.cli import main
 from stages.core import locks
-from stages.core.provenance import RUN_MANIFEST, file_sha256
+from stages.core.provenance import file_sha256
+from stages.formats.sealed import RUN_MANIFEST
 from stages.ingest import stage as ingest
 
 ROOT = Path(__file__).resolve().parent.parent

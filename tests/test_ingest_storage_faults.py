@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from stages.cli import main
 from stages.core import rawfile
-from stages.core.provenance import RUN_MANIFEST
+from stages.formats.sealed import RUN_MANIFEST
 from stages.tools.faults import crash_outputs as co
 from stages.tools.faults.crash_cases import RUN_IDS, SCENARIOS
 from stages.tools.faults.hostile_folders import make_project, make_writable
@@ -74,7 +74,7 @@ def manifest_of_a_stored_folder(monkeypatch):
 
 
 def seal_of_an_unsealed_folder(monkeypatch):
-    from stages.core import provenance
+    from stages.formats import sealed as provenance
     write_once = provenance.write_once
 
     def failing(path, text, *, scratch):

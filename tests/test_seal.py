@@ -18,7 +18,7 @@ from helpers.db_rows import db_tuples
 from stages.derive import stage as derive
 from stages.ingest import stage as ingest
 from stages.cli import main
-from stages.core.provenance import AT_REST_S, RUN_MANIFEST, at_rest
+from stages.formats.sealed import AT_REST_S, RUN_MANIFEST, at_rest
 from stages.run.stage import seal
 
 ROOT = Path(__file__).resolve().parent.parent

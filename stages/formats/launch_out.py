@@ -16,6 +16,9 @@ from stages.formats.lines import ParseError, text_lines
 _KEY = re.compile(r"^[A-Za-z_][\w.\-]*$")
 # launch.out keys the run stage appends once per benchmark point: they may repeat.
 LAUNCH_EVENT_KEYS = frozenset({"point_skipped", "point_error", "profile", "profile_error", "step_times"})
+# A run inside a Slurm job names its job in launch.out; it is not finished when the job's run
+# records its end, but once the submitter has added Slurm's record of the job (and sealed it).
+SLURM_JOB_KEY, SLURM_STATE_KEY = "slurm_job_id", "slurm_state"
 
 
 def one_line(value: Any) -> str:

@@ -30,6 +30,21 @@ SERVER_LOG = "server.log"
 LAUNCH_OUT = "launch.out"
 NIAH_LOG = "niah.log"
 BENCH = "bench"                 # the folder of the benchmark's results, one file per point
+# The record `campaign import` writes into a run folder it brought in (where it came from, when,
+# by whom, each file's sha256, the profile and spec); ingest reads it where meta.json is absent.
+IMPORT_RECORD = "import.json"
+# The GPU sampler's file of a benchmark point: gpu/<point_id>.csv of the run folder (the run stage
+# writes it, ingest reads it).
+GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX = "gpu", ".csv"
+# The engine profiler's trace of a profiled point: profile/<point_id>.<anything>.pt.trace.json.gz
+# (one file per worker), read by ingest (stages/ingest/parsers/profile_trace.py).
+PROFILE_FOLDER = "profile"
+# Beside a CPU engine's trace, vLLM's profiler writes its table of operator totals made from it
+# (<worker>.profiler_out.txt): kept as the engine wrote it, read by no one.
+PROFILE_TABLE_SUFFIX = ".profiler_out.txt"
+# The /metrics sampler's file of a benchmark point (or multi-turn workload): bench/<point_id> with
+# this suffix (the run stage writes it, ingest reads it).
+METRICS_SERIES_SUFFIX = ".metrics-series.txt"
 
 # A run id, as a folder name: safe characters only (a file name and a shell word as it stands).
 MAX_RUN_ID_CHARS = 200

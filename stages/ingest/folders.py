@@ -13,7 +13,8 @@ from typing import Callable, Iterable
 
 from stages.core.config import CampaignError
 from stages.core.faults import is_storage_fault, storage_fault
-from stages.core.provenance import RUN_MANIFEST, at_rest, raise_storage_fault, seal, write_once
+from stages.core.provenance import raise_storage_fault
+from stages.formats.sealed import RUN_MANIFEST, at_rest, seal, write_once
 from stages.core import raw_schema
 from stages.core import rawfile
 from stages.core import secrets
@@ -200,7 +201,7 @@ def run_folder(runs: Path, run_id: str) -> Path:
 
 def seal_run_folders(runs: Path, run_ids: list[str], say: Callable[[str], None]) -> dict[str, int]:
     """`campaign seal`: seal the named run folders, or with none every folder under `runs` that no
-    run is still writing (provenance.at_rest); say what was done to each. Counts by outcome."""
+    run is still writing (stages.formats.sealed.at_rest); say what was done to each. Counts by outcome."""
     folders = [run_folder(runs, run_id) for run_id in run_ids]
     if not run_ids:
         for folder in run_folders(runs)[0]:

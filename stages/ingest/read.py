@@ -11,7 +11,6 @@ from typing import Any, Callable
 import numpy as np
 
 from stages.core import rawfile
-from stages.core.provenance import IMPORT_RECORD, PROFILE_FOLDER, PROFILE_TABLE_SUFFIX
 from stages.formats import launch_out, lines, run_folder
 from stages.ingest.parsers import bench_json, cmd as cmd_parser, gpu_samples, metrics, run_files, turns
 from stages.formats import tailed
@@ -22,7 +21,8 @@ from stages.core.rawfile import Refused
 from stages.core.secrets import REDACTED, SECRET_FLAGS, is_secret_name
 from stages.formats.sglang_log import parse_sglang_log
 from stages.formats.vllm_log import parse_vllm_log
-from stages.formats.run_folder import CMD_SH, LAUNCH_OUT, META_JSON, NIAH_LOG, SERVER_LOG
+from stages.formats.run_folder import (CMD_SH, IMPORT_RECORD, LAUNCH_OUT, META_JSON, NIAH_LOG, PROFILE_FOLDER,
+                                       PROFILE_TABLE_SUFFIX, SERVER_LOG)
 from stages.core.warehouse import relative
 from stages.ingest.folders import MANIFEST
 from stages.ingest.infer import infer_run

@@ -6,12 +6,12 @@ rows replaced in transactions of whole folders (up to BATCH_FOLDERS at a time); 
 disk has its rows removed. Whatever cannot be read becomes an `ingest_errors` row and ingest goes on.
 
 Write-once: a run folder is sealed (MANIFEST.sha256, every file and folder read-only; see
-stages.core.provenance.seal). Each folder read is checked file by file against its manifest (sha256),
+stages.formats.sealed.seal). Each folder read is checked file by file against its manifest (sha256),
 and the manifest's own sha256 against the one stored at the folder's first ingest (raw_seals).
 A folder that no longer matches keeps the rows stored before the change; only its `raw_tampered`
 rows say what changed. One that mismatches at its first ingest is read, and marked the same way.
 With `seal_unsealed` (the ingest stage sets it), a folder that has no manifest and never had one
-is sealed before it is read, once no run is writing it (`provenance.at_rest`): the only write
+is sealed before it is read, once no run is writing it (`sealed.at_rest`): the only write
 ingest makes into the runs folder, and never to a file that exists.
 
 Only regular files inside a run folder are read (stages.core.rawfile: no link, FIFO, socket or

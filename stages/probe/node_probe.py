@@ -1,7 +1,7 @@
 """The node probe: what the GPUs are, how they are linked, and how fast they talk, measured.
 
 Each call makes a new node folder `<out>/<node_kind>__<MMDD-HHMMSS>/` (UTC) and never touches an
-earlier one; every file is created once ("x") and made read-only at the end:
+earlier one; every file is created once (written whole, or streamed) and made read-only at the end:
   gpus.csv         `nvidia-smi --query-gpu=... --format=csv`, as printed
   topo.txt         `nvidia-smi topo -m`, as printed
   nvlink.txt       `nvidia-smi nvlink --status`, as printed (a failure is kept in meta.json)
@@ -40,7 +40,8 @@ from stages.core.config import CampaignError
 from stages.core.provenance import git_sha
 from stages.probe.probe_env import SAFE_ENV, forced_env, recorded_env
 from stages.formats.run_folder import SCHEMA_VERSION, iso, record_text, utc_now
-from stages.probe.probe_folder import NodeLog, Progress, node_id, write_once
+from stages.formats.sealed import write_once
+from stages.probe.probe_folder import NodeLog, Progress, node_id
 from stages.probe.probe_inventory import COMMANDS, run_command, versions
 from stages.probe.probe_measure import measure_p2p, sweep_group
 from stages.probe.probe_plan import group_label, parse_group, resolve_groups, size_sweep
@@ -111,7 +112,7 @@ def run(*, out_dir: Path, node_kind: str, groups: str | Sequence[Sequence[int]] 
         raise
     finally:
         meta["finished_at"] = iso(utc_now())
-        write_once(folder / "meta.json", record_text(meta))
+        write_once(folder / "meta.json", record_text(meta), scratch=folder.parent)
         log(f"done: {meta['status']}")
         log.close()
         for p in folder.iterdir():
@@ -133,7 +134,7 @@ def _probe(*, folder: Path, meta: dict[str, Any], groups, sizes: list[int], back
             rc, output, error = run_command(argv, os.environ)
             meta["commands"].append({"file": name, "argv": argv, "rc": rc, "error": error})
             if error is None:
-                write_once(folder / name, output.decode("utf-8", errors="replace"))
+                write_once(folder / name, output.decode("utf-8", errors="replace"), scratch=folder.parent)
             log(f"{' '.join(argv[:3])}: " + (error or f"exit {rc}, {len(output)} bytes -> {name}"))
             if name == "gpus.csv" and rc == 0:
                 gpus_csv = output
@@ -146,7 +147,7 @@ def _probe(*, folder: Path, meta: dict[str, Any], groups, sizes: list[int], back
     info = versions(gpus_csv)
     env_json = {"schema_version": SCHEMA_VERSION, **info, "env": recorded_env(os.environ),
                 "env_forced": meta["env_forced"]}
-    write_once(folder / "env.json", record_text(env_json))
+    write_once(folder / "env.json", record_text(env_json), scratch=folder.parent)
     log(f"torch {info['torch']}, CUDA {info['cuda']}, NCCL {info['nccl']}, driver {info['driver']}")
 
     if device == "cuda":

@@ -1,11 +1,10 @@
-"""The node folder: its id, probe.log, and files written once."""
+"""The node folder: its id and probe.log (its files written once: stages.formats.sealed.write_once)."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable
 
 from stages.core.config import CampaignError
 from stages.formats.run_folder import iso, utc_now
@@ -36,11 +35,3 @@ class NodeLog:
     def close(self) -> None:
         self.file.close()
 
-
-def write_once(path: Path, text: str) -> None:
-    with path.open("x") as f:
-        f.write(text)
-
-
-def write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    write_once(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Iterator
 
 from stages.core.config import CampaignError
-from stages.core.provenance import GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX
+from stages.formats.run_folder import GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX
 
 FOLDER, SUFFIX = GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX
 # nvidia-smi --query-gpu fields, in the order of the file's columns.

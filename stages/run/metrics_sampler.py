@@ -40,7 +40,7 @@ from typing import IO, Iterator
 import httpx
 
 from stages.core.config import CampaignError
-from stages.core.provenance import METRICS_SERIES_SUFFIX
+from stages.formats.run_folder import METRICS_SERIES_SUFFIX
 
 FOLDER, SUFFIX = "bench", METRICS_SERIES_SUFFIX     # beside the point's result files
 SETTING = "metrics_sampler"           # the profile's key

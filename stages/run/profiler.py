@@ -36,7 +36,7 @@ from typing import Callable, Iterator
 import httpx
 
 from stages.core.config import CampaignError
-from stages.core.provenance import PROFILE_FOLDER, PROFILE_TABLE_SUFFIX
+from stages.formats.run_folder import PROFILE_FOLDER, PROFILE_TABLE_SUFFIX
 
 SETTING = "profiler"                  # the profile's key
 WORKLOAD_KEY = "profile"              # a workload's key: true, or a list of concurrencies

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stages.core.config import CampaignError
-from stages.core.provenance import SLURM_STATE_KEY, seal
-from stages.formats.launch_out import LaunchOut, read_launch_facts
+from stages.formats.sealed import seal, write_once
+from stages.formats.launch_out import SLURM_STATE_KEY, LaunchOut, read_launch_facts
 from stages.formats.run_folder import LAUNCH_OUT
 from stages.run.interrupts import Interrupts
 
@@ -194,11 +194,11 @@ def finalize(folder: Path, job: Job, rec: dict, *, cancelled: bool) -> str | Non
     (None when the job never made its folder)."""
     if not folder.is_dir():
         return None
-    (folder / "slurm.json").open("x").write(json.dumps({
+    write_once(folder / "slurm.json", json.dumps({
         "job_id": job.job_id, "sbatch": job.sbatch, "script": job.script,
         "record_source": rec.get("source"), "record": {k: rec.get(k) for k in RECORD_FIELDS},
         "record_text": rec.get("text"),
-    }, indent=2) + "\n")
+    }, indent=2) + "\n", scratch=folder.parent)
     if job.output.is_file():
         shutil.copyfile(job.output, folder / "slurm.out")
     facts = read_launch_facts(folder / LAUNCH_OUT)

@@ -36,14 +36,15 @@ from stages.run.executors import Launch, executor_for, free_port, internal_ports
 from stages.formats.lines import read_chunks
 from stages.formats.sglang_log import parse_sglang_log
 from stages.formats.vllm_log import parse_vllm_log
-from stages.formats.launch_out import LaunchOut
+from stages.formats.launch_out import SLURM_JOB_KEY, LaunchOut
 from stages.formats.run_folder import (CMD_SH, LAUNCH_OUT, META_JSON, NIAH_LOG, SERVER_LOG,
                                        iso, make_run_id, params_hash, record_text, run_meta, utc_now)
 from stages.run.quads import spans_quads
 from stages.run import prompts
 from stages.run.prompts import PromptBank
 from stages.run.steps import Tally, benchmark, point_argv, sampling, stamp, steps_of, sweep_points
-from stages.core.provenance import RUN_MANIFEST, SLURM_JOB_KEY, git_sha, seal, write_once
+from stages.core.provenance import git_sha
+from stages.formats.sealed import RUN_MANIFEST, seal, write_once
 from stages.core.secrets import redact_mapping
 
 
@@ -270,7 +271,7 @@ def run_prompt_jobs(gate: Gate, max_model_len: int, tokenizer_file: Path, sweeps
             + prompts.point_jobs(sweep_points(sweeps), argv_of))
 
 
-# seal(folder), from stages.core.provenance, makes a finished run folder write-once.
+# seal(folder), from stages.formats.sealed, makes a finished run folder write-once.
 MANIFEST = RUN_MANIFEST
 
 

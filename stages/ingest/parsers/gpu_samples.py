@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from stages.formats.lines import ParseError, SampledFile, text_lines
-from stages.core.provenance import GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX
+from stages.formats.run_folder import GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX
 
 FOLDER, SUFFIX = GPU_SAMPLES_FOLDER, GPU_SAMPLES_SUFFIX
 # column -> the names nvidia-smi heads it with (units in brackets left off)

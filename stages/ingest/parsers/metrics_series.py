@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 
-from stages.core.provenance import METRICS_SERIES_SUFFIX
+from stages.formats.run_folder import METRICS_SERIES_SUFFIX
 from stages.formats.lines import ParseError, SampledFile, text_lines
 from stages.ingest.parsers.metrics import Sample, sample_of_line
 

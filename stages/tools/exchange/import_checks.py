@@ -17,9 +17,10 @@ from typing import Any
 from stages.core import rawfile
 from stages.core.config import CampaignError
 from stages.core.names import ctx_label, max_context
-from stages.core.provenance import IMPORT_RECORD, RUN_MANIFEST
+from stages.formats.sealed import RUN_MANIFEST
 from stages.ingest.parsers.cmd import parse_cmd
-from stages.formats.run_folder import BENCH, CMD_SH, LAUNCH_OUT, META_JSON, SERVER_LOG, is_run_id, parse_run_id
+from stages.formats.run_folder import (BENCH, CMD_SH, IMPORT_RECORD, LAUNCH_OUT, META_JSON, SERVER_LOG, is_run_id,
+                                       parse_run_id)
 
 RUN_FILES = (CMD_SH, SERVER_LOG, LAUNCH_OUT)     # a run folder holds at least one of these
 # A name MANIFEST.sha256 can list as `sha256sum -c` reads it back: no newline, no backslash.

@@ -36,8 +36,8 @@ from typing import Any, Callable, Iterator
 from stages.core import rawfile
 from stages.core.config import CampaignError
 from stages.core.files import process_alive
-from stages.core.provenance import IMPORT_RECORD, seal
-from stages.formats.run_folder import SCHEMA_VERSION, iso, record_text, utc_now
+from stages.formats.sealed import seal, write_once
+from stages.formats.run_folder import IMPORT_RECORD, SCHEMA_VERSION, iso, record_text, utc_now
 from stages.tools.exchange.import_checks import Source, check_sources, cmd_image, match_spec, shown, size_text
 
 STAGING_PREFIX = ".import-"
@@ -83,11 +83,7 @@ def stage(source: Source, profile: str, params: dict[str, Any], staged: Staged) 
               "profile": profile, "spec": spec, "spec_match": why, "source": str(source.path),
               "source_host": socket.gethostname(), "imported_at": iso(utc_now()),
               "imported_by": getpass.getuser(), "files": digests}
-    try:
-        with (folder / IMPORT_RECORD).open("x") as fh:
-            fh.write(record_text(record))
-    except OSError as exc:      # a failed write names no file by itself
-        raise OSError(exc.errno, exc.strerror, str(folder / IMPORT_RECORD)) from None
+    write_once(folder / IMPORT_RECORD, record_text(record), scratch=folder.parent)    # names the file if it fails
     seal(folder)
     staged.spec, staged.files = spec, len(digests)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from stages.core.provenance import RUN_MANIFEST, manifest_text
+from stages.formats.sealed import RUN_MANIFEST, manifest_text
 from stages.formats.launch_out import parse_launch_out
 from stages.formats.run_folder import LAUNCH_OUT
 from stages.tools.faults import crash_outputs as co

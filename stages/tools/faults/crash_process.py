@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from stages.core.provenance import RUN_MANIFEST, manifest_text
+from stages.formats.sealed import RUN_MANIFEST, manifest_text
 from stages.tools.faults import crash_outputs as co
 from stages.tools.faults.crash_cases import Scenario
 from stages.tools.faults.hostile_folders import make_writable

@@ -17,7 +17,9 @@ from typing import Any, Callable
 
 import yaml
 
-from stages.core.provenance import RUN_MANIFEST, file_sha256, manifest_text
+from stages.core.provenance import file_sha256
+
+from stages.formats.sealed import RUN_MANIFEST, manifest_text
 from stages.formats.launch_out import LaunchOut
 from stages.formats.run_folder import LAUNCH_OUT
 

@@ -25,7 +25,7 @@ from stages.core.config import CampaignError, load_params, profile as get_profil
 from stages.core.names import ctx_label
 from stages.core.gate import gate_settings
 from stages.run.quads import spans_quads
-from stages.core.provenance import RUN_MANIFEST, manifest_text
+from stages.formats.sealed import RUN_MANIFEST, manifest_text
 from stages.run import bench_client as bench
 from stages.run import gpu_sampler, needle
 from stages.run.executors import DockerExecutor
