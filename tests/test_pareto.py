@@ -144,7 +144,7 @@ def test_cost_per_million_output_tokens_by_hand():
 
 
 def test_the_schema_checks_hold_on_the_constructed_points():
-    from stages.derive.tables import SQL_DIR
+    from stages.core.catalogue import SQL_DIR
     schema = yaml.safe_load((SQL_DIR / "marts" / "schema.yaml").read_text())
     con = build()
     for mart in MARTS:

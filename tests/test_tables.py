@@ -15,7 +15,7 @@ from stages.derive import stage as derive
 from stages.ingest import rows as ingest_rows
 from stages.ingest import nodes as ingest_nodes
 from stages.core import raw_schema
-from stages.derive import tables
+from stages.core import catalogue as tables
 from stages.render import warehouse_page
 from stages.core.config import CampaignError
 

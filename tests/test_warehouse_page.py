@@ -12,7 +12,7 @@ import yaml
 
 from helpers.render_campaign import PROJECT, build_campaign
 from stages.derive import stage as derive
-from stages.derive import tables
+from stages.core import catalogue as tables
 from stages.render import warehouse_page
 from stages.render.warehouse_page import WarehouseDocError
 

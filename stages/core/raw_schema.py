@@ -1,7 +1,7 @@
 """The raw tables, declared once: the `create table` statements of `stages/core/sql/schema/raw.sql`,
 in their order, each in the section its header comment opens (`-- ------ node probes`); the
 comment block above a table describes it, a line's trailing comment its last column. Ingest
-writes these tables; derive's staging models read them (stages/derive/tables.py).
+writes these tables; derive's staging models read them (stages/core/catalogue.py).
 
 Example:
     from stages.core import raw_schema

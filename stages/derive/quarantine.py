@@ -27,7 +27,7 @@ from typing import Any
 import duckdb
 
 from stages.core.config import CampaignError
-from stages.derive.tables import reads
+from stages.core.catalogue import reads
 
 QUARANTINE = "quarantine"        # the public table of held-back rows (schema.yaml)
 MAX_ROUNDS = 20                  # re-test rounds before derive gives up on settling

@@ -1,6 +1,6 @@
 """Derive: build the public tables from the warehouse with the SQL models, check, export.
 
-The models live in `stages/derive/sql/` (staging, intermediate, marts; stages/derive/tables.py lists them)
+The models live in `stages/derive/sql/` (staging, intermediate, marts; the catalogue, stages/core/catalogue.py, lists them)
 and run in dependency order against a fresh `campaign.duckdb`, with the warehouse attached
 read-only as `raw`. The rules and workloads from params enter only as bound parameters (the rules
 shared by every run) and the `param_rules` and `param_workloads` tables, keyed by profile: each run
@@ -31,7 +31,8 @@ from typing import Any
 
 import duckdb
 
-from stages.derive import launch_plan_rows, tables
+from stages.core import catalogue
+from stages.derive import launch_plan_rows
 from stages.derive.costs import create_cost_tables
 from stages.derive.quarantine import QUARANTINE, DataTestError, Tester, columns_of  # noqa: F401 (DataTestError: raised here for callers)
 from stages.core.config import CampaignError
@@ -41,11 +42,11 @@ from stages.derive.params_tables import (create_param_tables, energy_values, eng
 from stages.core.files import process_alive, replace_folder, write_file
 from stages.planning.plans import MEMORY_ERROR_PATTERN
 
-SQL_DIR = tables.SQL_DIR      # staging, intermediate, marts (a test may point it elsewhere)
+SQL_DIR = catalogue.SQL_DIR   # staging, intermediate, marts (a test may point it elsewhere)
 
-# The models, from their files and stages/derive/sql/marts/schema.yaml (stages/derive/tables.py). `run` reads
+# The models, from their files and stages/derive/sql/marts/schema.yaml (stages/core/catalogue.py). `run` reads
 # them again from SQL_DIR, so that a test can point derive at another folder.
-MODELS = tables.models(SQL_DIR)
+MODELS = catalogue.models(SQL_DIR)
 STAGING_MODELS: dict[str, str] = MODELS.staging       # model -> the raw table it reads
 INTERMEDIATE_MODELS: tuple[str, ...] = MODELS.intermediate
 MART_MODELS: tuple[str, ...] = MODELS.marts             # in build order
@@ -75,7 +76,7 @@ def bind(sql: str, values: dict[str, Any]) -> dict[str, Any]:
 
 def load_schema(sql_dir: Path | None = None) -> dict[str, dict[str, Any]]:
     """schema.yaml's entry of each public table, in its order: what derive tests and exports."""
-    return tables.models(sql_dir or SQL_DIR).schema
+    return catalogue.models(sql_dir or SQL_DIR).schema
 
 
 # ---------------------------------------------------------------------------------------------
@@ -83,7 +84,7 @@ def load_schema(sql_dir: Path | None = None) -> dict[str, dict[str, Any]]:
 
 
 def attach_warehouse(con: duckdb.DuckDBPyConnection, warehouse: Path,
-                     models: tables.Models = MODELS) -> None:
+                     models: catalogue.Models = MODELS) -> None:
     if not warehouse.is_file():
         raise CampaignError(f"{warehouse}: no warehouse (run `campaign ingest` first)")
     try:
@@ -101,7 +102,7 @@ def attach_warehouse(con: duckdb.DuckDBPyConnection, warehouse: Path,
 
 
 def build_models(con: duckdb.DuckDBPyConnection, values: dict[str, Any],
-                 models: tables.Models = MODELS, sql_dir: Path | None = None,
+                 models: catalogue.Models = MODELS, sql_dir: Path | None = None,
                  tester: Tester | None = None, before: dict[str, Any] | None = None) -> None:
     """Create every model as a table, in dependency order (the quarantine first), telling
     `tester` of each so that it tests them as they are built (stages/derive/quarantine.py).
@@ -243,7 +244,7 @@ def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: 
     values.update(energy_values(energy))
     values["memory_error_pattern"] = MEMORY_ERROR_PATTERN
     rule_rows, workload_rows_ = param_rows(rules, workloads, profiles)
-    models = tables.models(SQL_DIR)
+    models = catalogue.models(SQL_DIR)
     schema = models.schema
     campaign_db, derived_dir = Path(campaign_db), Path(derived_dir)
     for target in (campaign_db, derived_dir, Path(metrics_file)):

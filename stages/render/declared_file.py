@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from stages.core.config import SAFE_LOADER
-from stages.derive.stage import PUBLIC_TABLES
+from stages.core.catalogue import public_tables
 from stages.render.declared import (DISPLAYS, EXPRESSION_TOKEN, IDENTIFIER, LITERAL, NAME, NOTE, UNIT,
                                     ChangeFact, ColumnFact, CountFact, DeclaredFact)
 from stages.render.errors import FactError
@@ -137,7 +137,7 @@ def _group(path: Path, raw: Any) -> dict:
             raise FactError(f"{path.name}: a change group has change (its parameter) and facts only")
         return {"kind": kind, "by": _declared(path, "change", raw["change"], IDENTIFIER, "parameter")}
     table = raw[kind]
-    if table not in PUBLIC_TABLES:
+    if table not in public_tables():
         raise FactError(f"{path.name}: {table!r} is not a public table")
     keys = raw.get("keys")
     if not isinstance(keys, list) or not keys:

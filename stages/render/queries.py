@@ -7,7 +7,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from stages.derive.stage import PUBLIC_TABLES
+from stages.core.catalogue import public_tables
 from stages.render.declared import NAME
 from stages.render.declared_file import column_facts
 from stages.render.errors import FactError
@@ -42,7 +42,7 @@ def tables_in(sql: str) -> list[str]:
 
 @lru_cache(maxsize=1024)
 def _tables_in(sql: str) -> tuple[str, ...]:
-    return tuple(t for t in PUBLIC_TABLES if re.search(rf"\b{t}\b", sql))
+    return tuple(t for t in public_tables() if re.search(rf"\b{t}\b", sql))
 
 
 def load_query(directory: Path, name: str, kind: str) -> str:

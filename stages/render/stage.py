@@ -40,7 +40,7 @@ from stages.derive import stage as derive
 from stages.render import warehouse_page
 from stages.core.config import CampaignError
 from stages.render.chart_writer import ChartWriter
-from stages.derive.stage import PUBLIC_TABLES
+from stages.core.catalogue import public_tables
 from stages.render.escape import escape_text
 from stages.render.facts import FactBook
 from stages.render.incremental import (DocsWriter, PageCache, code_version, digest, file_digest,
@@ -70,11 +70,11 @@ def write_csv_downloads(con: duckdb.DuckDBPyConnection, docs_dir: Path, out: Doc
                         key: str | None = None) -> list[str]:
     """The public tables as the site's CSV downloads: the same files derive exports. With `out`,
     linked from the old docs folder when the database and the code are the ones of `key`."""
-    rels = [f"downloads/{table}.csv" for table in PUBLIC_TABLES]
+    rels = [f"downloads/{table}.csv" for table in public_tables()]
     if out is not None and key is not None and out.link_all(rels, lambda rel: digest(key, rel)):
         return rels
     derive.export_csv(con, docs_dir / "downloads", derive.load_schema())
-    for table in PUBLIC_TABLES:
+    for table in public_tables():
         redact_csv(docs_dir / "downloads" / f"{table}.csv")
     if out is not None and key is not None:
         for rel in rels:

@@ -20,7 +20,7 @@ from typing import Any
 
 import duckdb
 
-from stages.derive import tables
+from stages.core import catalogue
 from stages.core.config import CampaignError, read_yaml
 from stages.render.escape import code, escape_cell, escape_text
 from stages.render.digits import FactCheckError, check_digits
@@ -28,7 +28,7 @@ from stages.render.fact_record import Fact
 from stages.render.queries import ROWS_SQL, load_query
 from stages.core.raw_schema import RAW_SCHEMA, Column, Table, parse_raw_schema
 
-SQL_DIR = tables.SQL_DIR
+SQL_DIR = catalogue.SQL_DIR
 PAGE_NAME = "warehouse.md"
 HELD_BACK = "quarantine"          # the public table of rows derive held back (schema.yaml)
 HELD_BACK_ROWS = "held_back_rows"  # its row query (stages/render/sql/render/), shared with the Parts
@@ -64,14 +64,14 @@ def model_tables(con: duckdb.DuckDBPyConnection) -> dict[str, list[Column]]:
 
 def staging_models(sql_dir: Path = SQL_DIR) -> list[tuple[str, str, str, str]]:
     """(layer, model, what it reads, description) for the staging and intermediate models."""
-    models = tables.models(sql_dir)
+    models = catalogue.models(sql_dir)
     out = []
     for name, raw in models.staging.items():
         sql = (sql_dir / "staging" / f"{name}.sql").read_text()
         out.append(("staging", name, raw, leading_comment(sql)))
     for name in models.intermediate:
         sql = (sql_dir / "intermediate" / f"{name}.sql").read_text()
-        reads = sorted(tables.reads(sql, set(models.build_order())) - {name})
+        reads = sorted(catalogue.reads(sql, set(models.build_order())) - {name})
         out.append(("intermediate", name, ", ".join(reads), leading_comment(sql)))
     return out
 
@@ -120,7 +120,7 @@ def check_descriptions(docs: dict[str, dict[str, Any]], tables: dict[str, list[s
 def public_columns(con: duckdb.DuckDBPyConnection,
                    public: tuple[str, ...] | None = None) -> dict[str, list[Column]]:
     """Columns of each public table (schema.yaml's, unless given), in its order."""
-    public = tables.models().public if public is None else public
+    public = catalogue.models().public if public is None else public
     found = model_tables(con)
     missing = [t for t in public if t not in found]
     if missing:
@@ -264,7 +264,7 @@ def build(*, con: duckdb.DuckDBPyConnection, descriptions_file: Path, downloads:
     """The Warehouse page's Markdown: the tables of `sql_dir`, the records of facts.json as
     `descriptions_file` describes them. Raises WarehouseDocError when a column is undocumented."""
     try:
-        schema = tables.models(sql_dir).schema
+        schema = catalogue.models(sql_dir).schema
     except CampaignError as exc:
         raise WarehouseDocError(str(exc)) from None
     public = public_columns(con, tuple(schema))

@@ -1,5 +1,7 @@
-"""The models derive builds, each declared once, where it is defined (the raw tables they read
-are declared in stages/core/raw_schema.py).
+"""The table catalogue: the models derive builds, each declared once, where it is defined (the raw
+tables they read are declared in stages/core/raw_schema.py). Derive builds and tests them; render
+lists, documents and serves the public ones. It reads derive's SQL folder by path and imports no
+stage.
 
 - Staging models: the files `stages/derive/sql/staging/stg_*.sql`, each reading the one raw table it names
   as `raw.<table>`, listed in the order of those raw tables.
@@ -14,8 +16,9 @@ Models are built in an order computed from the models each one's SQL reads (the 
 after `from` or `join`); a CTE may not take a model's name, which would hide the model it shadows.
 
 Example:
-    from stages.derive import tables
-    tables.models().public                     # ("runs", "launches", ...)
+    from stages.core import catalogue
+    catalogue.models().public                  # ("runs", "launches", ...)
+    catalogue.public_tables()                  # the same, read once
 """
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ import yaml
 from stages.core.config import CampaignError
 from stages.core.raw_schema import raw_tables
 
-SQL_DIR = Path(__file__).parent / "sql"
+SQL_DIR = Path(__file__).parent.parent / "derive" / "sql"     # derive's models
 MART_KEYS = {"public", "description", "columns", "unique", "not_null", "checks"}
 _COMMENT_OR_TEXT = re.compile(r"--[^\n]*|'(?:[^']|'')*'")
 _RAW_READ = re.compile(r"\braw\.([a-z_][a-z0-9_]*)")
@@ -152,3 +155,9 @@ def models(sql_dir: Path = SQL_DIR) -> Models:
                   public=public,
                   schema={n: marts[n] for n in public},
                   built=order)
+
+
+@functools.cache
+def public_tables() -> tuple[str, ...]:
+    """The public tables of derive's SQL folder, in schema.yaml's order (read once a process)."""
+    return models(SQL_DIR).public
