@@ -16,7 +16,7 @@ from stages.ingest.parsers.bench_json import parse_bench
 from stages.ingest.parsers.cmd import parse_cmd
 from stages.ingest.parsers.metrics import parse_metrics
 from stages.ingest.parsers.node_json import parse_allreduce, parse_env, parse_p2p
-from stages.ingest.parsers.node_smi import parse_gpus_csv, parse_nvlink_status, parse_topo
+from stages.formats.node_smi import parse_gpus_csv, parse_nvlink_status, parse_topo
 from stages.formats.prefixes import strip_prefixes
 from stages.formats.sglang_log import parse_sglang_log
 from stages.formats.launch_out import parse_launch_out

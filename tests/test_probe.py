@@ -15,7 +15,8 @@ from stages.probe import probe_inventory
 from stages.probe import probe_measure
 from stages.probe import probe_plan
 from stages.core.config import CampaignError
-from stages.ingest.parsers import node, node_json, node_smi
+from stages.formats import node_smi
+from stages.ingest.parsers import node, node_json
 
 NODE = Path(__file__).parent / "fixtures" / "node"
 NOW = dt.datetime(2026, 11, 30, 6, 15, 0, tzinfo=dt.timezone.utc)

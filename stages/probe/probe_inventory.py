@@ -6,6 +6,8 @@ import platform
 import subprocess
 from typing import Any, Mapping, Sequence
 
+from stages.formats.node_smi import parse_gpus_csv
+
 GPU_QUERY = "index,name,uuid,pci.bus_id,memory.total,driver_version,power.limit,clocks.max.sm"
 COMMANDS = {
     "gpus.csv": ["nvidia-smi", f"--query-gpu={GPU_QUERY}", "--format=csv"],
@@ -40,7 +42,6 @@ def versions(gpus_csv: bytes | None) -> dict[str, Any]:
             nccl = None
     driver = None
     if gpus_csv:
-        from stages.ingest.parsers.node_smi import parse_gpus_csv
         rows, _ = parse_gpus_csv(gpus_csv)
         driver = next((r.get("driver_version") for r in rows if r.get("driver_version")), None)
     return {"driver": driver, "cuda": torch.version.cuda, "torch": torch.__version__, "nccl": nccl,

@@ -7,7 +7,7 @@
     allreduce.jsonl  one object per (group, message size)             -> allreduce
     env.json         versions and NCCL_*/CUDA_* variables             -> env, env_vars
     meta.json        what the probe was asked and what it did         -> meta
-Each parser (the nvidia-smi printouts in stages.ingest.parsers.node_smi, the JSON files in
+Each parser (the nvidia-smi printouts in stages.formats.node_smi, the JSON files in
 stages.ingest.parsers.node_json) takes the file's bytes and returns rows carrying `source_line`
 plus a list of ParseError; `read_node_folder` reads a whole folder (only regular files, through
 stages.core.rawfile) and adds `source_file` to every row; its text values are redacted.
@@ -21,7 +21,7 @@ from typing import Any
 from stages.core.rawfile import SMALL_BYTES, Refused, read_raw
 from stages.formats.lines import ParseError
 from stages.ingest.parsers.node_json import parse_allreduce, parse_env, parse_meta, parse_p2p
-from stages.ingest.parsers.node_smi import parse_gpus_csv, parse_nvlink_status, parse_topo
+from stages.formats.node_smi import parse_gpus_csv, parse_nvlink_status, parse_topo
 from stages.core.secrets import redact_value
 
 
