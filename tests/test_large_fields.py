@@ -178,7 +178,7 @@ def test_shorten_keeps_a_short_text_and_cuts_a_long_one_saying_how_much_it_left_
 
 
 def test_a_csv_download_with_a_field_over_the_csv_limit_is_redacted_and_kept_whole(tmp_path):
-    from stages.render.stage import redact_csv
+    from stages.render.downloads import redact_csv
 
     big = "echo " * 100_000                     # 500,000 characters, over csv's 131,072
     path = tmp_path / "t.csv"

@@ -131,5 +131,5 @@ def test_a_failed_build_leaves_the_previous_site(hostile, tmp_path):
     assert tree_digest(data / "site") == site_before
     assert tree_digest(data / "docs") == docs_before
     assert (data / "facts.json").read_bytes() == facts_before
-    assert sorted(p.name for p in data.iterdir()) == ["campaign.duckdb", "docs", "facts.json",
+    assert sorted(p.name for p in data.iterdir()) == ["campaign.duckdb", "derived", "docs", "facts.json",
                                                       "runs", "site"]   # no scratch folder left

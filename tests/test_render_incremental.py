@@ -56,6 +56,7 @@ def edited(tmp_path_factory):
     scratch = tmp_path_factory.mktemp("scratch")
     shutil.copytree(root / "data" / "runs", scratch / "data" / "runs")
     shutil.copy(root / "data" / "campaign.duckdb", scratch / "data" / "campaign.duckdb")
+    shutil.copytree(root / "data" / "derived", scratch / "data" / "derived")
     shutil.copytree(root / "site", scratch / "site")
     full = render.run(**kwargs(scratch))
     return root, scratch, {"first": first, "again": again, "edit": after_edit, "full": full,
@@ -131,7 +132,7 @@ def test_pages_held_in_memory_by_the_preview_give_what_the_cache_folder_gives(ed
     sites = {}
     for how in ("memory", "folder"):
         copy = tmp_path / how
-        for sub in ("data/runs", "site"):
+        for sub in ("data/runs", "data/derived", "site"):
             shutil.copytree(root / sub, copy / sub)
         shutil.copy(root / "data" / "campaign.duckdb", copy / "data" / "campaign.duckdb")
         memo = site_memo.SiteMemo(copy / "data" / "chart_cache") if how == "memory" else None
@@ -154,7 +155,7 @@ def test_a_page_rendered_again_takes_each_chart_it_calls_the_same_way_from_its_l
 
     root, scratch, _ = edited
     copy = tmp_path / "copy"
-    for sub in ("data/runs", "site"):
+    for sub in ("data/runs", "data/derived", "site"):
         shutil.copytree(root / sub, copy / sub)
     shutil.copy(root / "data" / "campaign.duckdb", copy / "data" / "campaign.duckdb")
     render.run(**kwargs(copy))

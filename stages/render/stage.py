@@ -10,7 +10,8 @@ while that query returns no rows, e.g. the node article before any node was prob
 (a setup under two images, a spec and its follow-up) and the pairs of run sets listed under params
 `compare:` (stages/render/compare_page.py); a Part links its own with `compare_link`. The stage writes the docs folder from
 scratch: pages, one audit page per run with an entry per fact (stages/render/audit.py), SOURCES.md, the Warehouse page
-(stages/render/warehouse_page.py), CSV downloads of the public tables, chart specs with static SVG
+(stages/render/warehouse_page.py), CSV downloads of the public tables (derive's exports, copied
+and redacted), chart specs with static SVG
 and PNG, the site's own Vega bundle; then runs `mkdocs build --strict`; then data/facts.json.
 
 Docs and site are built into fresh folders beside their targets and renamed into place only when
@@ -21,26 +22,22 @@ for HTML and Markdown alike).
 """
 from __future__ import annotations
 
-import contextlib
-import csv
 import functools
 import gc
 import json
-import os
 import shutil
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, TypeVar
 
 import duckdb
 import jinja2
 from markupsafe import Markup
 
 from stages.render import blog, compare_page
-from stages.derive import stage as derive
 from stages.render import warehouse_page
+from stages.render.downloads import redact_csv, write_csv_downloads  # noqa: F401 (redact_csv: the crash cases call it here)
 from stages.core.config import CampaignError
 from stages.render.chart_writer import ChartWriter
-from stages.core.catalogue import public_tables
 from stages.render.escape import escape_text
 from stages.render.facts import FactBook
 from stages.render.incremental import (DocsWriter, PageCache, code_version, digest, file_digest,
@@ -53,8 +50,6 @@ from stages.render.pages import (PageSpec, arm_labels, load_page, load_series, p
 from stages.render.site_build import build_site, check_ours, fresh_dir, mark, site_nav, swap_in
 from stages.render.timing import Phases
 from stages.render.sources import load_sources, sources_page
-from stages.core.secrets import may_hold_secret, redact_text
-from stages.core.faults import naming
 from stages.core.files import write_atomic, write_file
 from stages.core.provenance import git_sha
 
@@ -65,56 +60,6 @@ VEGA_BUNDLE = "assets/javascripts/vega-bundle.js"
 
 
 # ---------------------------------------------------------------- outputs
-
-def write_csv_downloads(con: duckdb.DuckDBPyConnection, docs_dir: Path, out: DocsWriter | None = None,
-                        key: str | None = None) -> list[str]:
-    """The public tables as the site's CSV downloads: the same files derive exports. With `out`,
-    linked from the old docs folder when the database and the code are the ones of `key`."""
-    rels = [f"downloads/{table}.csv" for table in public_tables()]
-    if out is not None and key is not None and out.link_all(rels, lambda rel: digest(key, rel)):
-        return rels
-    derive.export_csv(con, docs_dir / "downloads", derive.load_schema())
-    for table in public_tables():
-        redact_csv(docs_dir / "downloads" / f"{table}.csv")
-    if out is not None and key is not None:
-        for rel in rels:
-            out.after[rel] = [digest(key, rel), (docs_dir / rel).stat().st_size]
-    return rels
-
-
-@contextlib.contextmanager
-def csv_fields_up_to(size: int) -> Iterator[None]:
-    """Python's csv reader refuses a field over 131,072 characters (`csv.field_size_limit`), and a
-    download keeps every field whole: an engine's "generated text" of a 1M-token prompt echoed
-    back is millions of characters. Within this block the limit is `size`, the bytes of the file
-    being read, which no field of that file can exceed; the previous limit is put back after."""
-    before = csv.field_size_limit()
-    csv.field_size_limit(max(size, before))
-    try:
-        yield
-    finally:
-        csv.field_size_limit(before)
-
-
-def redact_csv(path: Path) -> None:
-    """Rewrite a CSV file with every cell redacted (the site publishes it), a row at a time, so that
-    a large field is read once and held once; the file is replaced only when a cell changed."""
-    partial = path.with_name(f".{path.name}.redacted")
-    changed = False
-    with csv_fields_up_to(path.stat().st_size + 1), path.open(newline="") as fh, naming(partial), \
-            partial.open("w", newline="") as out:
-        writer = csv.writer(out, lineterminator="\n")
-        for row in csv.reader(fh):
-            if any(map(may_hold_secret, row)):
-                redacted = [redact_text(cell) for cell in row]
-                changed = changed or redacted != row
-                row = redacted
-            writer.writerow(row)
-    if changed:
-        os.replace(partial, path)
-    else:
-        partial.unlink()
-
 
 def write_assets(assets_dir: Path, out: DocsWriter, cache_dir: Path | None = None) -> bool:
     """Copy the site's own scripts and styles; write the Vega bundle (kept in `cache_dir` per
@@ -166,7 +111,7 @@ def _print(value: Any) -> Markup:
     return value if isinstance(value, Markup) else Markup(escape_text(value))
 
 
-def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, sources: dict,
+def write_docs(docs_dir: Path, *, campaign_db: Path, derived_dir: Path, templates_dir: Path, sources: dict,
                index: PageSpec | None, parts: list[PageSpec], compare_spec: PageSpec | None,
                runs_dir: Path, root: Path, nodes_dir: Path | None, compare: list[dict] | None,
                run_sets: dict | None, warehouse_file: Path, notices: list[str],
@@ -247,7 +192,7 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, templates_dir: Path, source
         with phases("audit"):
             write_audit(out, book, titles, base, runs_dir=runs_dir, root=root)
         with phases("downloads"):
-            downloads = write_csv_downloads(con, docs_dir, out, db_key)
+            downloads = write_csv_downloads(derived_dir, docs_dir, out, db_key)
         with phases("warehouse page"):
             out.put(warehouse_page.PAGE_NAME, digest(db_key, file_digest(warehouse_file), downloads),
                     lambda: warehouse_page.build(con=con, descriptions_file=warehouse_file,
@@ -290,15 +235,16 @@ def collector_paused(fn: Callable[..., T]) -> Callable[..., T]:
 
 
 @collector_paused
-def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, runs_dir: Path,
-        root: Path, build: bool = True, templates_dir: Path | None = None,
+def run(*, campaign_db: Path, derived_dir: Path, docs_dir: Path, site_dir: Path, facts_file: Path,
+        runs_dir: Path, root: Path, build: bool = True, templates_dir: Path | None = None,
         sources_file: Path | None = None, mkdocs_config: Path | None = None,
         warehouse_file: Path | None = None, nodes_dir: Path | None = None,
         compare: list[dict] | None = None, run_sets: dict | None = None,
         diff_settings: dict | None = None, series_file: Path | None = None, arms: dict | None = None,
         chart_cache: Path | None = None, static_images: tuple[str, ...] = (),
         phases: Phases | None = None, memo: Any = None) -> dict[str, Any]:
-    """Render the article series from campaign.duckdb and (when build) build the site.
+    """Render the article series from campaign.duckdb and (when build) build the site, its CSV
+    downloads copied from derive's exports in `derived_dir`.
     `nodes_dir` holds the node probe folders that node evidence blocks read. `compare` is
     params.yaml's list of {base, head, title} pairs for the Compare page (which finds more in the
     runs, and in `arms`' follow-ups); `run_sets` the run sets a side may name
@@ -307,7 +253,7 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
     (svg, png) drawn of each chart besides its spec; `chart_cache` keeps them between renders
     (stages/render/chart_writer.py).
 
-    Example: run(campaign_db=p.campaign_db, docs_dir=p.docs, site_dir=p.site,
+    Example: run(campaign_db=p.campaign_db, derived_dir=p.derived, docs_dir=p.docs, site_dir=p.site,
                  facts_file=p.facts, runs_dir=p.runs, root=p.root, nodes_dir=p.nodes)
     """
     root = Path(root)
@@ -332,7 +278,8 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
     docs_tmp, site_tmp = fresh_dir(docs_dir), None
     try:
         rendered, facts, downloads, interactive, book, writer, out = write_docs(
-            docs_tmp, campaign_db=campaign_db, templates_dir=templates_dir, sources=sources,
+            docs_tmp, campaign_db=campaign_db, derived_dir=Path(derived_dir), templates_dir=templates_dir,
+            sources=sources,
             index=index, parts=parts, compare_spec=compare_spec, runs_dir=runs_dir, root=root,
             nodes_dir=nodes_dir, compare=compare, run_sets=run_sets, diff_settings=diff_settings,
             warehouse_file=warehouse_file,
@@ -386,7 +333,7 @@ def run(*, campaign_db: Path, docs_dir: Path, site_dir: Path, facts_file: Path, 
 
 def run_params(params: dict[str, Any], paths: Any, *, build: bool = True, memo: Any = None) -> dict[str, Any]:
     """run() with its folders from `paths` (stages.core.config.Paths) and its settings from params."""
-    return run(campaign_db=paths.campaign_db, docs_dir=paths.docs, site_dir=paths.site,
+    return run(campaign_db=paths.campaign_db, derived_dir=paths.derived, docs_dir=paths.docs, site_dir=paths.site,
                facts_file=paths.facts, runs_dir=paths.runs, nodes_dir=paths.nodes, root=paths.root,
                build=build, templates_dir=paths.templates, series_file=paths.series,
                sources_file=paths.sources, warehouse_file=paths.table_docs, mkdocs_config=paths.mkdocs,

@@ -195,13 +195,23 @@ def build_campaign(root: Path) -> Path:
     add_later_columns(con)
     in_schema_order(con)
     con.close()
+    export_tables(root)
     return db
+
+
+def export_tables(root: Path) -> None:
+    """The CSV exports of root/data/campaign.duckdb in root/data/derived, as derive writes them (the
+    site's downloads are copied from there): again after the tables are changed."""
+    from stages.derive import stage as derive
+    with duckdb.connect(str(root / "data" / "campaign.duckdb"), read_only=True) as con:
+        derive.export_csv(con, root / "data" / "derived", derive.load_schema())
 
 
 def render_kwargs(root: Path, **extra) -> dict:
     data = root / "data"
     kwargs = dict(
-        campaign_db=data / "campaign.duckdb", docs_dir=data / "docs", site_dir=data / "site",
+        campaign_db=data / "campaign.duckdb", derived_dir=data / "derived", docs_dir=data / "docs",
+        site_dir=data / "site",
         facts_file=data / "facts.json", runs_dir=data / "runs", root=root,
         templates_dir=PROJECT / "site" / "templates", sources_file=PROJECT / "site" / "sources.yaml",
         mkdocs_config=PROJECT / "mkdocs.yml", build=False, static_images=("svg", "png"))
@@ -251,6 +261,7 @@ def make_hostile(root: Path) -> dict[str, str]:
     con.execute("update gate_probes set answer = ? || ? where probe_idx = 2",
                 [HOSTILE_TEXT, f" Authorization: Bearer {SECRETS[1]}"])
     con.close()
+    export_tables(root)
     return renamed
 
 
