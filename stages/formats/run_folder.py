@@ -120,9 +120,15 @@ def parse_time(value: Any) -> dt.datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
 
 
-def params_hash(*parts) -> str:
-    """meta.json's params_hash: the settings a run was launched with, digested."""
-    blob = json.dumps(parts, sort_keys=True, default=str).encode()
+# What of a profile is not a setting of its launches: what `campaign plan` reads to plan them.
+NOT_LAUNCH_SETTINGS = ("plan",)
+
+
+def params_hash(spec: dict, profile: dict, *parts) -> str:
+    """meta.json's params_hash: the settings a run was launched with (its spec, its profile less
+    its planning settings, and `parts`), digested."""
+    launched = {k: v for k, v in profile.items() if k not in NOT_LAUNCH_SETTINGS}
+    blob = json.dumps([spec, launched, *parts], sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
