@@ -339,7 +339,10 @@ def trace(fact: str | None, value: str | None, verify: bool, limit: int, root: s
     found = trace_mod.find(facts, fact)
     click.echo(trace_mod.chain(found, paths, limit=max(limit, 0)))
     if verify:
-        verdict = trace_mod.verify(found, paths=paths, params=params, progress=progress)
+        from stages.tools.rederive import rederived
+
+        with rederived(paths, params, progress) as campaign_db:
+            verdict = trace_mod.verify(found, paths=paths, campaign_db=campaign_db)
         click.echo(f"verify    {'OK' if verdict.matches else 'MISMATCH'}: {verdict.detail}")
         if not verdict.matches:
             sys.exit(1)

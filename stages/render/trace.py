@@ -3,14 +3,14 @@
 The chain of a fact: its query and parameters -> the derived rows it read -> the raw file and
 line, with the excerpt as it is in the file now -> the run folder, its cmd.sh, image and digest ->
 the stage that computed it and that stage's hash in dvc.lock -> the git sha of the build.
-`verify` recomputes the fact from the raw files alone (ingest and derive into a scratch folder,
-then the fact's own SQL) and says whether the published value still follows.
+`verify` recomputes the fact by its own SQL against the campaign derived again from the raw files
+alone (stages/tools/rederive.py does that in a scratch folder) and says whether the published value
+still follows.
 """
 from __future__ import annotations
 
 import json
 import math
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from typing import Any
 import duckdb
 import yaml
 
-from stages.core.config import CampaignError, Paths, derive_settings
+from stages.core.config import CampaignError, Paths
 from stages.render.evidence import RawFileRefused, read_line, read_raw
 from stages.render.inputs import recompute
 from stages.render.numbers import format_value, with_unit
@@ -200,23 +200,11 @@ def input_lines(fact: dict, limit: int | None) -> list[str]:
     return lines
 
 
-def verify(fact: dict, *, paths: Paths, params: dict, progress=lambda s: None) -> Verdict:
-    """Recompute `fact` from the raw run folders now, by the published SQL."""
-    from stages.derive import stage as derive
-    from stages.ingest import stage as ingest
-    from stages.ingest import nodes as ingest_nodes
-
-    with tempfile.TemporaryDirectory(prefix="campaign-verify-") as tmp:
-        tmp = Path(tmp)
-        progress(f"re-reading the raw run folders into {tmp}")
-        ingest.run(runs_dir=paths.runs, warehouse=tmp / "warehouse.duckdb", root=paths.root)
-        ingest_nodes.run(nodes_dir=paths.nodes, warehouse=tmp / "warehouse.duckdb", root=paths.root)
-        progress("re-deriving the public tables")
-        derive.run(warehouse=tmp / "warehouse.duckdb", campaign_db=tmp / "campaign.duckdb",
-                   derived_dir=tmp / "derived", metrics_file=tmp / "metrics.json",
-                   strict=False, **derive_settings(params))   # as `campaign derive` built it
-        with duckdb.connect(str(tmp / "campaign.duckdb"), read_only=True) as db:
-            rows = db.execute(fact["sql"], fact["params"]).fetchall()
+def verify(fact: dict, *, paths: Paths, campaign_db: Path) -> Verdict:
+    """Recompute `fact` by the published SQL against `campaign_db`, the campaign derived again from
+    the raw run folders now (stages/tools/rederive.py), and judge it against what was published."""
+    with duckdb.connect(str(campaign_db), read_only=True) as db:
+        rows = db.execute(fact["sql"], fact["params"]).fetchall()
     if len(rows) != 1:
         return Verdict(fact["id"], fact["value"], None, False, None,
                        f"the query now returns {len(rows)} rows")
