@@ -219,6 +219,14 @@ def add_later_columns(con) -> None:
     con.execute("alter table bench_requests add column if not exists invalid_reasons varchar")
     con.execute("update bench_requests set invalid_reasons = (select string_agg(i.reason, ', ' order by i.reason)"
                 f" from invalid_rows as i where {same})")
+    # each point's prefill rate over its repeats, as derive's point_repeats takes it from bench_requests
+    con.execute("alter table point_repeats add column if not exists prefill_tok_s double")
+    con.execute("alter table point_repeats add column if not exists prefill_requests integer default 0")
+    con.execute("update point_repeats set prefill_tok_s = q.rate, prefill_requests = q.n from"
+                " (select run_id, workload, concurrency, median(prefill_tok_s) as rate, count(prefill_tok_s) as n"
+                "  from bench_requests where counts_for_ttft group by all) as q"
+                " where q.run_id = point_repeats.run_id and q.workload = point_repeats.workload"
+                " and q.concurrency = point_repeats.concurrency")
     # each figure's own line in its result file: the record's line, the files being one line each
     for table, column, line in (("bench_points", "concurrency_line", "source_line"),
                                 ("bench_points", "output_tok_s_line", "source_line"),

@@ -1,8 +1,7 @@
 -- One request at a time, every model of a Part: each one-user point of the reported attempts
--- (runs.is_current) among $run_ids with its prompt length and its prefill rate, the median over
--- its requests (every repeat) of prompt tokens over time to first token, over the requests that
--- count for the first token (bench_requests.counts_for_ttft), as the fact point_prefill_tok_s
--- does. For the chart of prefill rate against prompt length.
+-- (runs.is_current) among $run_ids with its prompt length and its prefill rate (derive's
+-- point_repeats.prefill_tok_s, over the requests of every repeat that count for the first token),
+-- as the fact point_prefill_tok_s prints it. For the chart of prefill rate against prompt length.
 with points as (
     select
         p.run_id, p.point_id, p.workload, p.concurrency, p.prompt_tokens, p.provisional,
@@ -13,11 +12,9 @@ with points as (
 ),
 
 rates as (
-    select q.run_id, q.workload, median(q.prefill_tok_s) as prefill_tok_s, count(*) as requests
-    from bench_requests as q
-    where list_contains($run_ids::varchar[], q.run_id) and q.concurrency = 1 and q.counts_for_ttft
-      and q.prefill_tok_s is not null
-    group by q.run_id, q.workload
+    select run_id, workload, prefill_tok_s, prefill_requests as requests
+    from point_repeats
+    where list_contains($run_ids::varchar[], run_id) and concurrency = 1 and prefill_requests > 0
 ),
 
 final as (
