@@ -32,8 +32,9 @@ def model(params: dict, name: str, models_dir: Path, model_path: str | None = No
         if folder is not None and (folder / "config.json").is_file():
             return Model(json.loads((folder / "config.json").read_text()), checkpoint_size(folder),
                          str(folder / "config.json"))
-    raise CampaignError(f"model {name!r}: no config.json in {models_dir / name} or the spec's model_path "
-                        f"(copy the checkpoint's config.json and model.safetensors.index.json there)")
+    raise CampaignError(f"model {name!r}: no config.json in the models folder (paths.models) under "
+                        f"{name}/ or in the spec's model_path (copy the checkpoint's config.json and "
+                        f"model.safetensors.index.json to {name}/ there)")
 
 
 def checkpoint_size(folder: Path) -> int | None:
