@@ -44,7 +44,7 @@ repro: $(STAMP)
 	@echo "Site built: $(CURDIR)/data/site/index.html  (browse it with: make serve)"
 
 test: $(STAMP) $(CHROMIUM) $(SLURMCTLD) $(FIU)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 # Debian's chromium, for the browser test of the built site.
 $(CHROMIUM):

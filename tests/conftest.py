@@ -11,23 +11,29 @@ import os
 
 import pytest
 
-from helpers.shared_builds import Build, read_only, xdist_groups
+from helpers.shared_builds import Build, engine_first, read_only, shared_build_scheduling
 from helpers.shared_folder import REAL_LOGS
 
 SKIP_REASON = "needs ../shared/real_logs beside the project"
-# The session fixtures below: under `pytest -n N --dist loadgroup` the files that read one of them
-# run in one worker, so that it is built once (helpers.shared_builds.xdist_groups).
-SHARED_BUILDS = {"node_repro", "imported_node", "node_probe", "hostile_render", "scripted_node"}
+# The session fixtures below: under `pytest -n N --dist loadfile` the files that read one of them
+# run in one worker, so that it is built once (helpers.shared_builds.shared_build_scheduling).
+SHARED_BUILDS = {"node_repro", "imported_node", "node_render", "hostile_render", "scripted_node"}
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "shared: reads ../shared/real_logs (skipped where it is absent, outside CI)")
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") == "loadfile":
+        return shared_build_scheduling(config, log, SHARED_BUILDS)
+    return None
+
+
 def pytest_collection_modifyitems(config, items):
-    if hasattr(config, "workerinput"):      # a worker of pytest-xdist
-        items[:] = xdist_groups(items, SHARED_BUILDS)
+    if hasattr(config, "workerinput"):      # a worker of pytest-xdist: the longest files first
+        items[:] = engine_first(items)
     if REAL_LOGS.is_dir() or os.environ.get("CI"):
         return
     skip = pytest.mark.skip(reason=SKIP_REASON)
@@ -69,10 +75,10 @@ def imported_node(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def node_probe(tmp_path_factory):
+def node_render(tmp_path_factory):
     """The render tests' campaign with the node probe, rendered and its site built (`made`:
     render's summary)."""
-    from helpers.node_probe import render_node_campaign
+    from helpers.node_render import render_node_campaign
     root = tmp_path_factory.mktemp("node-probe")
     summary = render_node_campaign(root, build=True)
     with read_only(root):

@@ -22,10 +22,10 @@ PARTS = {"part-node": "Part 1: The node", "part-local-cpu": "Part 2: A dress reh
 
 
 @pytest.fixture(scope="module")
-def site(node_probe):
+def site(node_render):
     """The render fixture's campaign with the node probe: Parts 1 and 2 are shown (the session's
     build, tests/conftest.py)."""
-    return node_probe.root / "data", copy.deepcopy(node_probe.made)
+    return node_render.root / "data", copy.deepcopy(node_render.made)
 
 
 def hrefs(page: Path) -> list[str]:

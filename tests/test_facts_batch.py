@@ -38,8 +38,8 @@ class Counting:
 
 
 @pytest.fixture(scope="module")
-def rendered(node_probe):
-    root = node_probe.root
+def rendered(node_render):
+    root = node_render.root
     con = duckdb.connect(str(root / "data" / "campaign.duckdb"), read_only=True)
     yield root, con
     con.close()

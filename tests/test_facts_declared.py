@@ -19,8 +19,8 @@ FIELDS = ("id", "value", "display", "unit", "source_file", "source_line", "run_i
 
 
 @pytest.fixture(scope="module")
-def campaign(node_probe):
-    return node_probe.root
+def campaign(node_render):
+    return node_render.root
 
 
 def test_published_facts_are_the_reference(campaign):

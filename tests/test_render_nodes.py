@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from helpers.node_probe import NODE, NODE_TABLES
+from helpers.node_render import NODE, NODE_TABLES
 from helpers.render_campaign import audit_entry, audit_ref, build_campaign, render_kwargs
 from stages.render import charts, charts_node
 from stages.render import stage as render
@@ -20,10 +20,10 @@ from stages.render.page_macros import PageMacros
 
 
 @pytest.fixture(scope="module")
-def rendered(node_probe):
+def rendered(node_render):
     """The render fixture's campaign with the node probe, rendered with its site built (the
     session's build, tests/conftest.py): its folder and render's summary."""
-    return node_probe.root, copy.deepcopy(node_probe.made)
+    return node_render.root, copy.deepcopy(node_render.made)
 
 
 def page(root: Path, name: str = "posts/part-node.md") -> str:

@@ -59,8 +59,8 @@ JSON.stringify({
 
 
 @pytest.fixture(scope="module")
-def site(node_probe) -> Path:
-    return node_probe.root / "data" / "site"
+def site(node_render) -> Path:
+    return node_render.root / "data" / "site"
 
 
 @pytest.fixture(scope="module")

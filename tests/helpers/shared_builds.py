@@ -4,6 +4,7 @@ when it is made and again at the end of the session; a test that wrote into one 
 naming what changed."""
 from __future__ import annotations
 
+import re
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,26 +37,44 @@ def copy_build(build: Path, dest: Path) -> Path:
     return dest
 
 
-def xdist_groups(items: list, builds: set[str], first: str = "engine") -> list:
-    """Each test marked xdist_group with its file's group, for `pytest -n N --dist loadgroup`: a
-    file is one group, and the files that read one of the shared `builds` (the fixture names) are
-    one group together, so that each build is made once; the groups holding a test marked `first`
-    (the ones that start an engine: the longest) come first. Returns the items in that order."""
-    import pytest
+def engine_first(items: list, mark: str = "engine") -> list:
+    """The items with the files that hold a test marked `mark` (those that start an engine: the
+    longest) first, each file's tests kept together and in order."""
+    early = {item.path for item in items if item.get_closest_marker(mark)}
+    return sorted(items, key=lambda item: item.path not in early)
 
-    group: dict[str, str] = {}          # file, or "build:name" -> the name it is joined under
 
-    def root(name: str) -> str:
-        while group.setdefault(name, name) != name:
-            name = group[name]
+def file_groups(files: list[str], builds: set[str], root: Path) -> dict[str, str]:
+    """Each test file (relative to root) -> its group under pytest-xdist: the file itself, or for
+    the files that request one of the shared `builds` (fixtures, named in their source), one group
+    for all the files joined through the builds they name, so that each build is made once."""
+    joined: dict[str, str] = {}
+
+    def group(name: str) -> str:
+        while joined.setdefault(name, name) != name:
+            name = joined[name]
         return name
 
-    for item in items:
-        for build in sorted(builds & set(item.fixturenames)):
-            a, b = sorted((root(item.nodeid.split("::")[0]), root(f"build:{build}")))
-            group[b] = a
-    names = {item.nodeid: root(item.nodeid.split("::")[0]) for item in items}
-    early = {names[item.nodeid] for item in items if item.get_closest_marker(first)}
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(names[item.nodeid]))
-    return sorted(items, key=lambda item: names[item.nodeid] not in early)
+    named = re.compile(r"\b(" + "|".join(sorted(builds)) + r")\b")
+    for file in files:
+        for build in sorted(set(named.findall((root / file).read_text()))):
+            first, second = sorted((group(file), group(f"build:{build}")))
+            joined[second] = first
+    return {file: group(file) for file in files}
+
+
+def shared_build_scheduling(config, log, builds: set[str]):
+    """pytest-xdist's `--dist loadfile`, with the files that read one of the shared `builds` sent
+    to one worker together (file_groups)."""
+    from xdist.scheduler import LoadFileScheduling
+    groups: dict[str, str] = {}
+
+    class SharedBuildScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            if file not in groups:
+                groups.update(file_groups(sorted({n.split("::", 1)[0] for n in self.collection}),
+                                          builds, config.rootpath))
+            return groups[file]
+
+    return SharedBuildScheduling(config, log)
