@@ -1,6 +1,6 @@
 -- Every launch of one model in a Part beside its plan (launch_plans): the verdict, the arithmetic
--- and what the plan rested on; the figures are facts (launch_plans' group of columns.yaml). A launch
--- that could not be planned (its model's config is not here) is left out.
+-- and what the plan rested on; the figures are facts (launch_plans' group of columns.yaml). The
+-- block that prints it is left out where no launch could be planned (no model config here).
 with attempts as (
     select * from section_runs($run_ids::varchar[], $model)
 ),
@@ -15,7 +15,6 @@ final as (
         p.foreseen
     from attempts as a
     inner join launch_plans as p on p.run_id = a.run_id
-    where p.verdict <> 'not planned'            -- no model config here: launch_plans.why says so
     order by a.started_at, a.run_id
 )
 
