@@ -15,11 +15,10 @@ import yaml
 
 import duckdb
 
-from stages.planning import capacity
+from stages.planning import capacity, plans
 from stages.planning import inputs as plan_inputs
 from stages.core.generated_model import generated_config
 from stages.core.config import CampaignError
-from stages.plan import stage as plan_stage
 from stages.run import fit_check, schedule
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -165,7 +164,7 @@ def planned(tmp_path_factory) -> dict:
     cur = con.execute("select * from launch_plans")
     launches = {r[0]: dict(zip([d[0] for d in cur.description], r)) for r in cur.fetchall()}
     con.close()
-    specs = {p["spec"]: p for p in json.loads((root / "data" / "plan" / plan_stage.SPECS_FILE).read_text())}
+    specs = {p["spec"]: p for p in json.loads((root / "data" / "plan" / plans.SPECS_FILE).read_text())}
     facts = json.loads((root / "data" / "facts.json").read_text())
     page = (root / "data" / "docs" / "posts" / "part-one-gpu.md").read_text()
     return {"root": root, "launches": launches, "specs": specs, "said": out.stdout, "facts": facts,
@@ -283,7 +282,7 @@ def test_a_spec_without_est_minutes_takes_its_plan_time(tmp_path):
     rates = fit_check.minutes(params, ["llama1m-gpu1", "llama1b-gpu1"], tmp_path, None)
     assert list(rates) == ["llama1m-gpu1"] and 4 < rates["llama1m-gpu1"] < 30
     (tmp_path / "plan").mkdir()
-    (tmp_path / "plan" / fit_check.PLAN_FILE).write_text(json.dumps([{"spec": "llama1m-gpu1", "run_s": 600}]))
+    (tmp_path / "plan" / plans.SPECS_FILE).write_text(json.dumps([{"spec": "llama1m-gpu1", "run_s": 600}]))
     assert fit_check.minutes(params, ["llama1m-gpu1"], tmp_path, tmp_path / "plan") == {"llama1m-gpu1": 10.0}
     jobs = schedule.jobs_from(params, ["llama1m-gpu1"], minutes={"llama1m-gpu1": 10.0})
     assert jobs[0].minutes == 10.0

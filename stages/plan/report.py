@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from stages.core.config import CampaignError, read_yaml
-
-SELECT_KEYS = ("profile", "specs", "models", "image")
+from stages.core.run_sets import definition
 
 
 def selects(params: dict, selection: dict, name: str) -> bool:
-    """Whether spec `name` is in a run set's selection (every key given must match)."""
+    """Whether spec `name` is in a run set's selection (stages/core/run_sets.py), as its runs would be."""
     s = (params.get("specs") or {})[name]
     profiles = params.get("profiles") or {}
     prof = s.get("profile") or params.get("profile")
@@ -33,7 +32,7 @@ def resolve(params: dict, names: list[str]) -> tuple[list[str], dict[str, list[s
         if name in specs:
             chosen = [name]
         elif name in run_sets:
-            chosen = groups[name] = run_set_specs(params, run_sets[name] or {})
+            chosen = groups[name] = run_set_specs(params, definition(name, run_sets, "params.yaml run_sets"))
         else:
             raise CampaignError(f"{name!r} is neither a spec nor a run set of params.yaml")
         out += [c for c in chosen if c not in out]
@@ -47,16 +46,9 @@ def parts(params: dict, series_file: Path | None) -> dict[str, dict]:
     series = read_yaml(Path(series_file)) or {}
     out = {}
     for part in series.get("parts") or []:
-        runs = part.get("runs")
-        if isinstance(runs, str):
-            runs = (params.get("run_sets") or {}).get(runs)
-        if isinstance(runs, dict):
-            out[str(part.get("title"))] = runs
+        if part.get("runs"):
+            out[str(part.get("title"))] = definition(part["runs"], params.get("run_sets"), Path(series_file).name)
     return out
-
-
-def _gib(v) -> str:
-    return "-" if v is None else f"{v:,.2f}"
 
 
 def spec_lines(p: dict) -> list[str]:

@@ -14,7 +14,6 @@ from pathlib import Path
 from stages.core.files import write_atomic
 from stages.planning import history, plans
 
-SPECS_FILE = "specs.json"
 
 
 def run(params: dict, *, names: list[str], models_dir: Path, campaign_db: Path,
@@ -23,5 +22,5 @@ def run(params: dict, *, names: list[str], models_dir: Path, campaign_db: Path,
     specs = plans.plan_specs(params, names, history.read(campaign_db), models_dir)
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
-        write_atomic(out_dir / SPECS_FILE, json.dumps(specs, indent=1, sort_keys=True) + "\n")
+        write_atomic(out_dir / plans.SPECS_FILE, json.dumps(specs, indent=1, sort_keys=True) + "\n")
     return specs

@@ -3,6 +3,7 @@ the memory they kept beside weights and KV cache, and the time of each part of t
 model's config and a profile's planning settings are read by stages/planning/inputs.py."""
 from __future__ import annotations
 
+import functools
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,9 +24,9 @@ class History:
 
     def reserve(self, profile: str, engine: str, version: str | None, budget_of, *,
                 leave_out: str | None = None) -> tuple[float | None, int]:
-        """The median memory a ready launch of this engine version on the profile's GPUs (any version of the engine, for
-        a spec not launched yet) kept beside its weights and KV cache (its budget less both), and
-        how many launches say so."""
+        """The median memory a ready launch of this engine version on the profile's GPUs (any
+        version of the engine, for a spec not launched yet) kept beside its weights and KV cache
+        (its budget less both), and how many launches say so."""
         seen = []
         for la in self.launches:
             if (la["run_id"] == leave_out or la["engine"] != engine or la["profile"] != profile
@@ -43,15 +44,22 @@ class History:
         scheduler runs a slot's specs back to back). vLLM's kernels are built and cached on a
         machine's first launch: the second launch of llama-1m on an H200, 5 s after another ended,
         spent 30.9 s in 'init engine' against 156.0 s on a fresh machine."""
-        start = launch.get("started_at")
-        for other in self.launches:
-            end = other.get("finished_at")
-            if (other["run_id"] == launch["run_id"] or start is None or end is None
-                    or other["engine"] != launch["engine"] or other["profile"] != launch["profile"]):
-                continue
-            if 0 <= (start - end).total_seconds() <= WARM_GAP_S:
-                return True
-        return False
+        return launch["run_id"] in self._warm_runs
+
+    @functools.cached_property
+    def _warm_runs(self) -> frozenset[str]:
+        """The warm launches, found once (each launch against the ends of its engine and profile's)."""
+        ends: dict[tuple, list] = {}
+        for la in self.launches:
+            if la.get("finished_at") is not None:
+                ends.setdefault((la["engine"], la["profile"]), []).append((la["finished_at"], la["run_id"]))
+        warm = set()
+        for la in self.launches:
+            start = la.get("started_at")
+            if start is not None and any(run_id != la["run_id"] and 0 <= (start - end).total_seconds() <= WARM_GAP_S
+                                         for end, run_id in ends.get((la["engine"], la["profile"]), ())):
+                warm.add(la["run_id"])
+        return frozenset(warm)
 
     def times(self, model: str, engine: str, *, leave_out: str | None = None) -> tuple[dict, int]:
         """Median seconds of each part (engine_start on a fresh machine, engine_start_warm after

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from stages.core.config import CampaignError
+from stages.core.config import CampaignError, profile_workloads
 from stages.core.gate import gate_settings
 from stages.core.generated_model import generated_config
 from stages.planning import capacity
@@ -84,6 +84,20 @@ def sequence_tokens(workloads: dict, names: list[str]) -> dict[str, int]:
         elif "prompt_tokens" in w:
             out[name] = int(w["prompt_tokens"]) + int(w["output_tokens"])
     return out
+
+
+def spec_fields(params: dict, name: str) -> dict:
+    """What a plan takes of spec `name` of params.yaml: its profile, engine, model, flags and
+    workloads (spec_plan's arguments, and model_path)."""
+    specs = params.get("specs") or {}
+    if name not in specs:
+        raise CampaignError(f"unknown spec {name!r}")
+    s = specs[name]
+    profile = s.get("profile") or params.get("profile")
+    engine = s.get("engine") or ((params.get("profiles") or {}).get(profile) or {}).get("engine", "vllm")
+    return {"profile": profile, "engine": engine, "model_name": s["model"], "args": s.get("args") or {},
+            "workloads": profile_workloads(params, profile), "workload_names": list(s.get("workloads") or []),
+            "model_path": s.get("model_path")}
 
 
 @dataclass(frozen=True)

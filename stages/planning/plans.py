@@ -22,16 +22,18 @@ from stages.core.config import CampaignError, profile_workloads
 from stages.planning import capacity, inputs
 from stages.planning.history import History
 
-def _budget_of(params: dict):
-    def budget(launch: dict, flags: dict | None = None) -> float | None:
-        try:
-            s = inputs.settings(params, launch["profile"])
-        except CampaignError:
-            return None
-        if s.memory_gib is None:
-            return None
-        return capacity.layout_from_args(launch["engine"], flags or {}).util * s.memory_gib
-    return budget
+SPECS_FILE = "specs.json"    # the plan stage's plans of the specs, under paths.plan; the scheduler reads it
+
+def budget_gib(params: dict, launch: dict, flags: dict) -> float | None:
+    """The memory a launch's engine was allowed a GPU: its utilisation flag times its profile's GPU
+    memory (None on a CPU engine, or where the profile has no planning settings)."""
+    try:
+        s = inputs.settings(params, launch["profile"])
+    except CampaignError:
+        return None
+    if s.memory_gib is None:
+        return None
+    return capacity.layout_from_args(launch["engine"], flags).util * s.memory_gib
 
 
 def plan_one(params: dict, *, name: str, profile: str, engine: str, engine_version: str | None,
@@ -41,9 +43,9 @@ def plan_one(params: dict, *, name: str, profile: str, engine: str, engine_versi
              warm: bool = False) -> dict:
     """One plan: the arithmetic, the verdict and the time, as a flat dict. `warm`: the launch
     follows another on the same machine (its engine starts as such launches did)."""
-    budget = _budget_of(params)
     reserve, reserve_n = hist.reserve(
-        profile, engine, engine_version, lambda la: budget(la, hist.flags.get(la["run_id"])), leave_out=leave_out)
+        profile, engine, engine_version, lambda la: budget_gib(params, la, hist.flags.get(la["run_id"], {})),
+        leave_out=leave_out)
     sp = inputs.spec_plan(params, profile=profile, engine=engine, model_name=model_name, args=args,
                           workloads=workloads, workload_names=workload_names, models_dir=models_dir,
                           model_path=model_path, reserve_gib=reserve)
@@ -75,26 +77,19 @@ def plan_one(params: dict, *, name: str, profile: str, engine: str, engine_versi
 def plan_specs(params: dict, names: list[str], hist: History, models_dir: Path) -> list[dict]:
     """The plans of `names`, launched in that order: each after the first of its profile finds
     the machine's caches warm, as the scheduler runs them (stages/planning/history.py, warm)."""
-    specs = params.get("specs") or {}
     out, profiles_seen = [], set()
+    prices = params.get("prices") or {}
     for name in names:
-        if name not in specs:
-            raise CampaignError(f"unknown spec {name!r}")
-        s = specs[name]
-        prof_name = s.get("profile") or params["profile"]
-        prof = (params.get("profiles") or {}).get(prof_name) or {}
-        warm, _ = prof_name in profiles_seen, profiles_seen.add(prof_name)
+        fields = inputs.spec_fields(params, name)
+        warm = fields["profile"] in profiles_seen
+        profiles_seen.add(fields["profile"])
         try:
-            p = plan_one(params, name=name, profile=prof_name, engine=s.get("engine") or prof.get("engine", "vllm"),
-                         engine_version=None, model_name=s["model"], args=s.get("args") or {},
-                         workloads=profile_workloads(params, prof_name),
-                         workload_names=list(s.get("workloads") or []),
-                         hist=hist, models_dir=models_dir, model_path=s.get("model_path"), warm=warm)
+            p = plan_one(params, name=name, engine_version=None, hist=hist, models_dir=models_dir,
+                         warm=warm, **fields)
         except CampaignError as exc:
-            out.append({"spec": name, "profile": prof_name, "model": s.get("model"), "gpus": s.get("gpus"),
-                        "verdict": "not planned", "why": str(exc)})
+            out.append({"spec": name, "profile": fields["profile"], "model": fields["model_name"],
+                        "gpus": params["specs"][name].get("gpus"), "verdict": "not planned", "why": str(exc)})
             continue
-        prices = params.get("prices") or {}
         p["cost_usd"] = {k: round(p["gpu_hours"] * float(v["usd_per_gpu_hour"]), 2) for k, v in prices.items()}
         out.append(p)
     return out

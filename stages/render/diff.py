@@ -31,6 +31,7 @@ import duckdb
 from stages.core.config import CampaignError, Paths
 from stages.core.files import write_file
 from stages.render import diff_stats
+from stages.core import run_sets as core_run_sets
 from stages.render import run_sets as run_set_lib
 
 SQL = Path(__file__).parent / "sql" / "diff"
@@ -110,7 +111,7 @@ def resolve(token: str, *, params: dict, paths: Paths, current: duckdb.DuckDBPyC
     run_sets = params.get("run_sets") or {}
     specs = params.get("specs") or {}
     if token in run_sets:
-        rs = run_set_lib.definition(token, run_sets, "params.yaml run_sets")
+        rs = core_run_sets.definition(token, run_sets, "params.yaml run_sets")
         return Side(token, run_set_lib.select(current, rs, current_only=True), "current", current)
     if token in specs:
         return Side(token, run_set_lib.select(current, {"specs": [token]}, current_only=True),

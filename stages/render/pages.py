@@ -15,6 +15,7 @@ import jinja2
 import yaml
 
 from stages.render import blog, compare_page
+from stages.core import run_sets as core_run_sets
 from stages.render import run_sets as run_set_lib
 from stages.render.chart_writer import ChartWriter
 from stages.core.config import CampaignError, read_yaml
@@ -108,7 +109,7 @@ def load_series(series_file: Path, templates_dir: Path, run_sets: dict[str, Any]
         meta = {k: v for k, v in entry.items() if k != "runs"}
         meta["author_names"] = blog.author_names(entry.get("authors", []), authors, origin)
         if entry.get("runs") is not None:
-            meta["run_set"] = run_set_lib.definition(entry["runs"], run_sets, origin)
+            meta["run_set"] = core_run_sets.definition(entry["runs"], run_sets, origin)
             meta["run_set_name"] = entry["runs"] if isinstance(entry["runs"], str) else None
             meta.setdefault("profile", meta["run_set"].get("profile"))
         meta_text, body = split_front_matter(path.read_text(), template)

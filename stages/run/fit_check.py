@@ -12,20 +12,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from stages.core.config import CampaignError, profile as get_profile, profile_workloads
+from stages.core.config import CampaignError, profile as get_profile
 from stages.planning import inputs as plan_inputs
-
-PLAN_FILE = "specs.json"        # the plan stage's plans of the specs (paths.plan)
+from stages.planning.plans import SPECS_FILE
 
 
 def _spec_plan(params: dict, name: str, models_dir: Path) -> plan_inputs.SpecPlan:
-    s = params["specs"][name]
-    prof_name = s.get("profile") or params.get("profile")
-    prof = get_profile(params, prof_name)
-    return plan_inputs.spec_plan(
-        params, profile=prof_name, engine=s.get("engine") or prof.get("engine", "vllm"),
-        model_name=s["model"], args=s.get("args") or {}, workloads=profile_workloads(params, prof_name),
-        workload_names=list(s.get("workloads") or []), models_dir=models_dir, model_path=s.get("model_path"))
+    return plan_inputs.spec_plan(params, models_dir=models_dir, **plan_inputs.spec_fields(params, name))
 
 
 def verdicts(params: dict, names: list[str], models_dir: Path) -> dict[str, tuple[str, str]]:
@@ -63,9 +56,9 @@ def minutes(params: dict, names: list[str], models_dir: Path, plan_dir: Path | N
     """Minutes of each spec without est_minutes: its plan's (the plan stage's file), else from the
     profile's rates; specs that cannot be planned are left out (the scheduler's default applies)."""
     written = {}
-    if plan_dir is not None and (plan_dir / PLAN_FILE).is_file():
+    if plan_dir is not None and (plan_dir / SPECS_FILE).is_file():
         try:
-            written = {p["spec"]: p.get("run_s") for p in json.loads((plan_dir / PLAN_FILE).read_text())}
+            written = {p["spec"]: p.get("run_s") for p in json.loads((plan_dir / SPECS_FILE).read_text())}
         except (ValueError, TypeError, KeyError):
             written = {}
     out = {}
@@ -80,7 +73,7 @@ def minutes(params: dict, names: list[str], models_dir: Path, plan_dir: Path | N
             sp = _spec_plan(params, name, models_dir)
         except CampaignError:
             continue
-        workloads = profile_workloads(params, spec.get("profile"))
-        est = plan_inputs.estimate(params, name, sp, workloads, list(spec.get("workloads") or []))
+        fields = plan_inputs.spec_fields(params, name)
+        est = plan_inputs.estimate(params, name, sp, fields["workloads"], fields["workload_names"])
         out[name] = est.total_s / 60
     return out
