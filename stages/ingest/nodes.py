@@ -18,11 +18,12 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import duckdb
 
 from stages.core import raw_schema
+from stages.core.progress import Progress
 from stages.core.warehouse import folder_entries, relative, table_columns, text_value, typed_frame
 from stages.ingest.parsers import node as node_parser
 from stages.formats.run_folder import parse_time
@@ -32,8 +33,6 @@ SCHEMA_SQL = raw_schema.RAW_SCHEMA
 NODE_SQL = SQL_DIR / "ingest_nodes"
 # The tables of raw.sql's node probes section; identifiers used in SQL come only from this list.
 NODE_TABLES = raw_schema.raw_table_names("node probes", path=SCHEMA_SQL)
-
-Progress = Callable[[str], None]
 
 
 # ---------------------------------------------------------------- one folder -> rows by table

@@ -61,7 +61,7 @@ BATCH_ROWS = 1_000_000
 BULK_TABLES = ("raw_log_stats", "raw_metrics", "raw_bench_requests")
 READ_AHEAD = 8                 # folders read ahead of the writer, per worker process
 
-Progress = Callable[[str], None]
+from stages.core.progress import Progress  # noqa: E402 - declared once, in the core
 
 
 def _size(n: int) -> str:

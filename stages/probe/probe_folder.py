@@ -11,7 +11,7 @@ from stages.formats.run_folder import iso, utc_now
 
 _KIND = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
-Progress = Callable[[str], None]
+from stages.core.progress import Progress  # noqa: E402 - declared once, in the core
 
 
 def node_id(kind: str, now: dt.datetime) -> str:

@@ -38,12 +38,11 @@ import httpx
 
 from stages.run.bench_client import scrape_metrics
 from stages.core.multiturn_shapes import Workload
+from stages.core.progress import Progress
 from stages.run.needle import QUESTION, filler, needle_sentence
 
 NEXT_STEP = "\n\nContinue the task with the notes above. Reply with the next step.\n"
 ANSWER_CHARS = 200
-
-Progress = Callable[[str], None]
 
 
 # ---------------------------------------------------------------- prompt text

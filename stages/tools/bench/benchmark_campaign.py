@@ -7,14 +7,13 @@ import shutil
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from stages.core.progress import Progress
 from stages.tools.synth import campaign as synth
 
 RUNS_AT_1X = 300
 BYTES_AT_1X = 5 * 10**9
-
-Progress = Callable[[str], None]
 
 
 def campaign_params(scale: float, seed: int, runs_at_1x: int = RUNS_AT_1X,

@@ -32,7 +32,7 @@ from stages.tools.synth.synth_plan import RunPlan, label_tokens, kv_tokens, plan
 
 SYNTH_VERSION = 3               # 3: meta.json's gpus as the run stage writes them, "0,1"
 
-Progress = Callable[[str], None]
+from stages.core.progress import Progress  # noqa: E402 - declared once, in the core
 
 
 # ---------------------------------------------------------------- small files
