@@ -8,10 +8,10 @@ numactl, timeout, ...), and the engine entry points `python -m vllm.entrypoints.
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 
 from stages.formats.lines import ParseError
+from stages.ingest.parsers.shell_text import continued_lines, split_words, token_lines
 
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _REDIRECT = re.compile(r"^\d*(?:>>?|<)|^&>")
@@ -78,67 +78,6 @@ class Command:
         names = (names,) if isinstance(names, str) else names
         found = [n for n, (_, name, _) in enumerate(self.flags) if name in names]
         return self.flag_lines[found[-1]] if found and len(self.flag_lines) == len(self.flags) else self.line
-
-
-def logical_lines(text: str) -> list[tuple[int, str]]:
-    """(first physical line, text) with backslash-newline continuations joined."""
-    return [(start, joined) for start, joined, _ in continued_lines(text)]
-
-
-def continued_lines(text: str) -> list[tuple[int, str, list[tuple[int, str]]]]:
-    """(first physical line, text, pieces) with backslash-newline continuations joined; pieces
-    are (physical line, its text without the continuation) of each line joined."""
-    out: list[tuple[int, str, list[tuple[int, str]]]] = []
-    buf: list[tuple[int, str]] = []
-    start = 1
-
-    def joined() -> str:
-        return " ".join(part.strip() for _, part in buf if part.strip())
-
-    for number, raw in enumerate(text.split("\n"), start=1):
-        raw = raw.rstrip("\r")
-        if not buf:
-            start = number
-        stripped = raw.rstrip()
-        backslashes = len(stripped) - len(stripped.rstrip("\\"))
-        if backslashes % 2 == 1:
-            buf.append((number, stripped[:-1]))
-            continue
-        buf.append((number, raw))
-        out.append((start, joined(), buf))
-        buf = []
-    if buf:
-        out.append((start, joined(), buf))
-    return out
-
-
-def token_lines(tokens: list[str], pieces: list[tuple[int, str]], start: int) -> list[int]:
-    """The physical line of each token of a continued command: each piece split on its own gives
-    the same words as the whole line in the common case (no quote or comment across a
-    continuation), and then each word's line is its piece's; otherwise every word is said to be
-    on the command's first line."""
-    if len(pieces) > 1:
-        words: list[str] = []
-        lines: list[int] = []
-        for number, piece in pieces:
-            try:
-                split = shlex.split(piece, comments=True, posix=True)
-            except ValueError:
-                break
-            words += split
-            lines += [number] * len(split)
-        else:
-            if words == tokens:
-                return lines
-    return [start] * len(tokens)
-
-
-def _tokens(text: str, line: int, errors: list[ParseError]) -> list[str]:
-    try:
-        return shlex.split(text, comments=True, posix=True)
-    except ValueError as exc:
-        errors.append(ParseError(line, f"cmd.sh: {exc}; split on whitespace instead"))
-        return text.split()
 
 
 def human_int(value: str | None) -> int | None:
@@ -372,7 +311,7 @@ def parse_cmd(text: str) -> tuple[Command | None, list[ParseError]]:
         body = logical.strip()
         if not body or body.startswith("#"):
             continue
-        tokens = _tokens(body, line, errors)
+        tokens = split_words(body, line, errors)
         if not tokens:
             continue
         lines = token_lines(tokens, pieces, line)
