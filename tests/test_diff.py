@@ -13,7 +13,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from stages.render import diff, diff_facts
+from stages.render import diff, diff_facts, diff_sides
 from stages.cli import main
 from stages.core.config import CampaignError, Paths
 
@@ -215,7 +215,7 @@ def test_empty_side_is_an_error(tmp_path):
     db_file = tmp_path / "c.duckdb"
     build(db_file)
     with duckdb.connect(str(db_file), read_only=True) as db:
-        side = diff.Side("x", [], "current", db)
+        side = diff_sides.Side("x", [], "current", db)
         with pytest.raises(CampaignError, match="selects no runs"):
             diff.compare(side, side)
 

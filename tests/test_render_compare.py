@@ -19,7 +19,7 @@ import yaml
 
 from helpers.fact_lines import line_problems
 from helpers.render_campaign import PROJECT, RUN4, RUN16, audit_entry, audit_ref, build_campaign, render_kwargs
-from stages.render import compare_page
+from stages.render import compare_page, compare_pairs
 from stages.render import stage as render
 from stages.core.config import CampaignError
 from stages.render.errors import FactError
@@ -232,7 +232,7 @@ def test_a_value_that_disagrees_with_its_fact_fails(tmp_path):
     db = build_campaign(tmp_path)
     con = duckdb.connect(str(db), read_only=True)
     try:
-        [c] = compare_page.draw(compare_page.plan(con, pairs=[PAIR]), con=con)
+        [c] = compare_pairs.draw(compare_pairs.plan(con, pairs=[PAIR]), con=con)
         macros = PageMacros(FactBook(con, root=tmp_path, sha=None), page="compare.md",
                             runs_dir=tmp_path / "data" / "runs", root=tmp_path)
         tables = compare_page.CompareTables(macros)
@@ -245,12 +245,12 @@ def test_a_value_that_disagrees_with_its_fact_fails(tmp_path):
 
 
 def test_compare_params_are_checked():
-    assert compare_page.check_pairs(None) == []
-    assert compare_page.check_pairs([{"base": "a", "head": "b"}])[0]["title"] == "a against b"
+    assert compare_pairs.check_pairs(None) == []
+    assert compare_pairs.check_pairs([{"base": "a", "head": "b"}])[0]["title"] == "a against b"
     with pytest.raises(CampaignError, match="compare item 1 needs base and head"):
-        compare_page.check_pairs([{"base": "a"}])
+        compare_pairs.check_pairs([{"base": "a"}])
     with pytest.raises(CampaignError, match="must be a list"):
-        compare_page.check_pairs({"base": "a", "head": "b"})
+        compare_pairs.check_pairs({"base": "a", "head": "b"})
 
 
 def test_a_point_without_ttft_is_marked_and_its_ttft_not_compared(tmp_path):

@@ -33,7 +33,7 @@ import duckdb
 import jinja2
 from markupsafe import Markup
 
-from stages.render import blog, compare_page
+from stages.render import blog, compare_page, compare_pairs
 from stages.render import warehouse_page
 from stages.render.downloads import redact_csv, write_csv_downloads  # noqa: F401 (redact_csv: the crash cases call it here)
 from stages.core.config import CampaignError
@@ -164,11 +164,11 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, derived_dir: Path, template
 
         # the Compare page's comparisons, found and listed: their sides now (a Part links its
         # comparison; a listed pair that selects nothing is a notice), their points when the page renders
-        comparisons = compare_page.plan(con, pairs=compare, run_sets=run_sets, arms=arms,
-                                        notices=notices) if compare_spec is not None else []
+        comparisons = compare_pairs.plan(con, pairs=compare, run_sets=run_sets, arms=arms,
+                                         notices=notices) if compare_spec is not None else []
 
         def compare_globals():
-            compare_page.draw(comparisons, con=con, diff_settings=diff_settings)
+            compare_pairs.draw(comparisons, con=con, diff_settings=diff_settings)
             return lambda macros: compare_page.page_globals(macros, comparisons)
 
         def part_globals():
@@ -248,7 +248,7 @@ def run(*, campaign_db: Path, derived_dir: Path, docs_dir: Path, site_dir: Path,
     `nodes_dir` holds the node probe folders that node evidence blocks read. `compare` is
     params.yaml's list of {base, head, title} pairs for the Compare page (which finds more in the
     runs, and in `arms`' follow-ups); `run_sets` the run sets a side may name
-    (stages/render/compare_page.py); `diff_settings` params.yaml's `diff:` block,
+    (stages/render/compare_pairs.py); `diff_settings` params.yaml's `diff:` block,
     how the page tells a change from noise (stages/render/diff_stats.py). `static_images`: the kinds of static image
     (svg, png) drawn of each chart besides its spec; `chart_cache` keeps them between renders
     (stages/render/chart_writer.py).

@@ -1,5 +1,5 @@
 -- The comparisons a campaign's runs hold without anyone listing them (the Compare page,
--- stages/render/compare_page.py): pairs of reported runs (runs.is_current) of one model on one
+-- stages/render/compare_pairs.py): pairs of reported runs (runs.is_current) of one model on one
 -- profile, the earlier run the base.
 --   images: one setup (runs.spec_label) measured under two engine images: the reported run of
 --           each image against that of the image the setup ran under next;

@@ -11,7 +11,7 @@
 -- (its side and why), provisional.
 with pooled as (
     -- a side may hold several rows of one point (its repeats): one row per point, the figures
-    -- of a single repeat as they are, of several their mean (diff.py pools the requests)
+    -- of a single repeat as they are, of several their mean (diff_sides.py pools the requests)
     select
         side, match_key, workload, concurrency, point_table,
         min(run_id) as run_id, count(*) as repeats,

@@ -1,7 +1,7 @@
 -- Which of one side's requests bench_points leaves out of its TTFT (failed, served from the prefix
 -- cache, a text its tokens cannot spell) and of its TPOT (output in one burst, more tokens
 -- than asked), from invalid_rows, for a side whose bench_requests has no counts_for_ttft and
--- counts_for_tpot (a campaign derived before derive published them; stages/render/diff.py reads
+-- counts_for_tpot (a campaign derived before derive published them; stages/render/diff_sides.py reads
 -- those where they are). By reason rather than excludes_ttft/excludes_tpot: such a side may be
 -- a campaign derived before invalid_rows had those columns. $run_ids: the side's runs.
 select

@@ -1,5 +1,5 @@
 -- The per-request samples of one side's benchmark points, for the intervals of the change.
--- stages/render/diff.py keeps, as bench_points computes its figures, TTFT of the requests that
+-- stages/render/diff_sides.py keeps, as bench_points computes its figures, TTFT of the requests that
 -- count for the first token and TPOT of those that count per token (bench_requests.counts_for_ttft,
 -- counts_for_tpot); a side derived before bench_requests had them is read from its invalid_rows
 -- (side_request_flags.sql), and one without invalid_rows keeps TTFT of the valid requests. The
