@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from stages.core.errors import CampaignError
+from stages.core.numbers import is_number
 
 MIN_PROMPT_TOKENS = 256      # the least room a gate prompt needs beside the answer budget
 
@@ -74,10 +75,6 @@ def gate_settings(params: dict[str, Any], spec_name: str) -> dict[str, Any]:
     return merged
 
 
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
 def settings_problems(layer: Any, where: str, *, complete: bool = False) -> list[str]:
     """Problems of one layer of gate settings (every setting present, when `complete`)."""
     if not isinstance(layer, dict):
@@ -87,7 +84,7 @@ def settings_problems(layer: Any, where: str, *, complete: bool = False) -> list
     if complete:
         problems += [f"{where} is missing {k}" for k in SETTINGS if k not in layer]
     depths = layer.get("depths", [0.5])
-    if not isinstance(depths, list) or not depths or not all(_number(d) and 0 <= d <= 1 for d in depths):
+    if not isinstance(depths, list) or not depths or not all(is_number(d) and 0 <= d <= 1 for d in depths):
         problems.append(f"{where}.depths must be a list of shares between 0 and 1, not {depths!r}")
     for key in _INTEGERS:
         v = layer.get(key, 1)
@@ -97,7 +94,7 @@ def settings_problems(layer: Any, where: str, *, complete: bool = False) -> list
             problems.append(f"{where}.{key} must be {kind}, not {v!r}")
     for key in _RATES:
         v = layer.get(key, 1)
-        if not _number(v) or v <= 0:
+        if not is_number(v) or v <= 0:
             problems.append(f"{where}.{key} must be a positive number, not {v!r}")
     return problems
 

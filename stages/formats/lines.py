@@ -154,28 +154,80 @@ def text_lines(data: bytes) -> Iterator[tuple[int, str]]:
             yield number, text
 
 
-def json_object(text: str, number: int, what: str) -> dict[str, Any] | ParseError:
-    """A line that holds one JSON object, or the error `<what>not valid JSON: ...` or
-    `<what>not a JSON object` (`what`: the file, and what the line is, as the message starts)."""
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return ParseError(number, f"{what}not valid JSON: {exc.msg}")
-    if not isinstance(obj, dict):
-        return ParseError(number, f"{what}not a JSON object")
+@dataclass(frozen=True, slots=True)
+class JsonProblem:
+    """Why a text is not one JSON object: `detail` says what is wrong (the decoder's words, a key
+    given twice, nesting too deep), at `line` and `column` of the text (from 1); `syntax` is
+    false for a valid JSON value that is not an object."""
+    detail: str
+    line: int = 1
+    column: int = 1
+    syntax: bool = True
+
+    @property
+    def reason(self) -> str:
+        """As the parsers report it: `not valid JSON: <detail>` or `not a JSON object`."""
+        return f"not valid JSON: {self.detail}" if self.syntax else "not a JSON object"
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        raise _DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
     return obj
+
+
+def read_json_object(text: str) -> dict[str, Any] | JsonProblem:
+    """The one JSON object `text` holds (white space around it), by the one rule of every raw
+    file's JSON object (a line of niah.log or a node probe's JSON lines, meta.json, env.json, the
+    benchmark tools' summaries):
+      - the top level is an object: any other value is a problem (`syntax` false);
+      - a key given twice in any object is a problem: json.loads would keep the last value and
+        hide the first;
+      - NaN, Infinity and -Infinity are read as floats, since Python's json writes them (vllm
+        bench serve, for a statistic of no requests): each parser judges a figure
+        (stages.core.numbers.finite, bench_json.not_a_number) and says which one is not a number;
+      - nesting too deep to read is a problem, never a RecursionError.
+    The text is decoded by the caller with decode(), as every raw text is: an invalid UTF-8 byte
+    (inside a generated text, say) is replaced, not a reason to lose the whole object."""
+    try:
+        obj = json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as exc:
+        return JsonProblem(exc.msg, exc.lineno, exc.colno)
+    except _DuplicateKey as exc:
+        # where the key is written last (the value json.loads would have kept)
+        written = [m.start() for m in re.finditer(re.escape(json.dumps(exc.key)) + r"\s*:", text)]
+        at = written[-1] if written else 0
+        return JsonProblem(f"key {exc.key!r} given twice", text.count("\n", 0, at) + 1,
+                           at - text.rfind("\n", 0, at))
+    except RecursionError:
+        return JsonProblem("nested too deeply to read")
+    if not isinstance(obj, dict):
+        first = len(text) - len(text.lstrip())
+        return JsonProblem("not an object", text.count("\n", 0, first) + 1, syntax=False)
+    return obj
+
+
+def json_object(text: str, number: int, what: str) -> dict[str, Any] | ParseError:
+    """A line that holds one JSON object (read_json_object), or the error `<what>not valid JSON:
+    ...` or `<what>not a JSON object` (`what`: the file, and what the line is, as the message
+    starts)."""
+    obj = read_json_object(text)
+    return ParseError(number, f"{what}{obj.reason}") if isinstance(obj, JsonProblem) else obj
 
 
 def json_file_object(data: bytes, name: str) -> dict[str, Any] | ParseError:
-    """A file that holds one JSON object, or the error `<name>: not valid JSON: ...` (at the line
-    where it breaks) or `<name>: not a JSON object`."""
-    try:
-        obj = json.loads(decode(data))
-    except json.JSONDecodeError as exc:
-        return ParseError(exc.lineno, f"{name}: not valid JSON: {exc.msg}")
-    if not isinstance(obj, dict):
-        return ParseError(1, f"{name}: not a JSON object")
-    return obj
+    """A file that holds one JSON object (read_json_object), or the error `<name>: not valid JSON:
+    ...` (at the line where it breaks) or `<name>: not a JSON object`."""
+    obj = read_json_object(decode(data))
+    return ParseError(obj.line, f"{name}: {obj.reason}") if isinstance(obj, JsonProblem) else obj
 
 
 def excerpt(text: str) -> str:

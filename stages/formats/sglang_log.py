@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
+from stages.core.numbers import text_number
 from stages.formats.engine_log import line_fact, scan_log
 from stages.formats.prefixes import Prefixed
 from stages.formats.lines import BulkShape, Chunk, Fact, LogParse, ParseError, Stat
@@ -83,13 +84,6 @@ def facts_of_line(p: Prefixed, raw: str, line: int) -> tuple[list[Fact], list[Pa
     return out, errors
 
 
-def _number(text: str) -> float | None:
-    try:
-        return float(text.strip().rstrip(".").replace(",", ""))
-    except ValueError:
-        return None
-
-
 def _fast_stats(p: Prefixed, line: int) -> Stat | None:
     """The two most common batch line shapes, read in one match each."""
     m = _DECODE_COMMON.match(p.message)
@@ -132,7 +126,7 @@ def stats_of_line(p: Prefixed, line: int) -> Stat | ParseError | None:
     found = 0
     for key, value in _FIELD.findall(m.group(2)):
         key = key.strip()
-        number = _number(value)
+        number = text_number(value)
         if number is None:
             stat.extra[key] = value.strip()
             continue

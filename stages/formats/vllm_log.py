@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
+from stages.core.numbers import text_number
 from stages.formats.engine_log import line_fact, scan_log
 from stages.formats.prefixes import Prefixed
 from stages.formats.lines import BulkShape, Chunk, Fact, LogParse, ParseError, Stat
@@ -83,10 +84,6 @@ _STATS_MAP = {
 _ATTENTION_WORDS = ("attn", "attention", "flash", "sdpa", "xformers", "mla", "flex", "triton_attn")
 
 
-def _num(text: str) -> float:
-    return float(text.replace(",", ""))
-
-
 def facts_of_line(p: Prefixed, raw: str, line: int) -> tuple[list[Fact], list[ParseError]]:
     """Every startup fact one vLLM log line states. Unknown lines give nothing."""
     msg = p.message
@@ -95,6 +92,14 @@ def facts_of_line(p: Prefixed, raw: str, line: int) -> tuple[list[Fact], list[Pa
 
     def add(name: str, **values) -> None:
         out.append(line_fact(name, p, raw, line, **values))
+
+    def add_number(name: str, text: str, what: str, **values) -> None:
+        """A fact whose value is a number in the line's text; an error where it is not one."""
+        number = text_number(text)
+        if number is None:
+            errors.append(ParseError(line, f"{what} line: {text!r} is not a number"))
+        else:
+            add(name, value_num=number, **values)
 
     def read(pattern: re.Pattern, not_understood: str | None = None) -> re.Match | None:
         """The pattern's match in the line; a line that does not match is an error where
@@ -106,11 +111,11 @@ def facts_of_line(p: Prefixed, raw: str, line: int) -> tuple[list[Fact], list[Pa
 
     if "KV cache size" in msg:
         if m := read(_KV_SIZE, "KV cache size line without a token count" if "tokens" in msg else None):
-            add("kv_tokens", value_num=_num(m.group(2)), detail=m.group(1))
+            add_number("kv_tokens", m.group(2), "KV cache size", detail=m.group(1))
     if "Maximum concurrency" in msg:
         if m := read(_CONCURRENCY, "Maximum concurrency line not understood"):
-            add("max_concurrency_x", value_num=_num(m.group(2)))
-            add("max_concurrency_len", value_num=_num(m.group(1)))
+            add_number("max_concurrency_x", m.group(2), "Maximum concurrency")
+            add_number("max_concurrency_len", m.group(1), "Maximum concurrency")
     if "GPU blocks" in msg or "cuda blocks" in msg:
         if m := read(_GPU_BLOCKS):
             add("kv_blocks", value_num=float(m.group(1)))
@@ -206,7 +211,9 @@ def stats_of_line(p: Prefixed, line: int) -> Stat | ParseError | None:
         key = key.strip()
         if key.startswith("Engine "):
             continue
-        number = _num(value)
+        number = text_number(value)
+        if number is None:                      # not as the pattern reads it: never a figure
+            continue
         column = _STATS_MAP.get(key)
         if key == "CPU KV cache usage" and stat.kv_usage_pct is None and "GPU KV cache usage" not in msg:
             column = "kv_usage_pct"

@@ -23,6 +23,7 @@ from typing import Any
 import duckdb
 
 from stages.core import raw_schema
+from stages.core.numbers import strict_int
 from stages.core.progress import Progress
 from stages.core.warehouse import folder_entries, relative, table_columns, text_value, typed_frame
 from stages.ingest.parsers import node as node_parser
@@ -37,10 +38,6 @@ NODE_TABLES = raw_schema.raw_table_names("node probes", path=SCHEMA_SQL)
 
 # ---------------------------------------------------------------- one folder -> rows by table
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def node_row(folder: node_parser.NodeFolder, folder_rel: str) -> dict[str, Any]:
     """The raw_nodes row: meta.json flattened, or what the folder name says when it is absent."""
     meta = folder.meta or {}
@@ -50,16 +47,16 @@ def node_row(folder: node_parser.NodeFolder, folder_rel: str) -> dict[str, Any]:
         "node_id": folder.node_id, "folder": folder_rel,
         "node_kind": text_value(meta.get("node_kind")) or folder.node_id.split("__")[0],
         "status": text_value(meta.get("status")), "backend": text_value(meta.get("backend")),
-        "device": text_value(meta.get("device")), "device_count": _int(meta.get("device_count")),
-        "groups_asked": text_value(meta.get("groups_asked")), "iters": _int(meta.get("iters")),
-        "warmup": _int(meta.get("warmup")),
+        "device": text_value(meta.get("device")), "device_count": strict_int(meta.get("device_count")),
+        "groups_asked": text_value(meta.get("groups_asked")), "iters": strict_int(meta.get("iters")),
+        "warmup": strict_int(meta.get("warmup")),
         "sizes": ",".join(str(s) for s in sizes) if isinstance(sizes, list) else text_value(sizes),
-        "p2p_bytes": _int(p2p.get("bytes")), "p2p_repeats": _int(p2p.get("repeats")),
+        "p2p_bytes": strict_int(p2p.get("bytes")), "p2p_repeats": strict_int(p2p.get("repeats")),
         "skipped": text_value(meta.get("skipped")), "error": text_value(meta.get("error")),
         "git_sha": text_value(meta.get("git_sha")),
         "started_at": parse_time(meta.get("started_at")),
         "finished_at": parse_time(meta.get("finished_at")),
-        "schema_version": _int(meta.get("schema_version")),
+        "schema_version": strict_int(meta.get("schema_version")),
         "source_file": meta.get("source_file") or folder_rel,
         "source_line": meta.get("source_line") or 1,
     }
@@ -77,7 +74,7 @@ def group_rows(folder: node_parser.NodeFolder) -> list[dict[str, Any]]:
         rows.append({
             "node_id": folder.node_id, "group_label": str(g["group"]),
             "gpus": ",".join(str(i) for i in gpus) if isinstance(gpus, list) else text_value(gpus),
-            "status": text_value(g.get("status")), "sizes_measured": _int(g.get("sizes_measured")),
+            "status": text_value(g.get("status")), "sizes_measured": strict_int(g.get("sizes_measured")),
             "error": text_value(g.get("error")),
             "source_file": meta["source_file"], "source_line": meta["source_line"],
         })

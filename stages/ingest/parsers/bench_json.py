@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from stages.core.numbers import loose_float, loose_int
 from stages.formats.lines import ParseError, decode
 from stages.ingest.parsers.bench_objects import objects_at
 
@@ -54,26 +55,6 @@ class BenchParse:
     points: list[dict[str, Any]] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     errors: list[ParseError] = field(default_factory=list)
-
-
-def _float(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip())  # also Infinity and inf, in any case
-        except ValueError:
-            return None
-    return None
-
-
-def _int(value: Any) -> int | None:
-    number = _float(value)
-    if number is None or not math.isfinite(number):
-        return None
-    return int(number)
 
 
 def not_a_number(value: Any, infinite_ok: bool = False) -> str | None:
@@ -144,9 +125,9 @@ def point_of(obj: dict[str, Any], point_id: str, line: int, file_stem: str | Non
             if name in _TEXT:
                 row[name] = None if value is None else str(value)
             elif name in _INTS:
-                row[name] = _int(value)
+                row[name] = loose_int(value)
             else:
-                row[name] = _float(value)
+                row[name] = loose_float(value)
         else:
             extra[name] = _scalar_for_json(value)
     if _SGLANG_KEYS & obj.keys() and "concurrency" in extra:
@@ -154,7 +135,7 @@ def point_of(obj: dict[str, Any], point_id: str, line: int, file_stem: str | Non
     _complete_counts(row, extra)
     workload, concurrency, repeat = split_point_id(file_stem or point_id)
     meta_workload = extra.get("workload")
-    meta_concurrency = _int(extra.get("concurrency"))
+    meta_concurrency = loose_int(extra.get("concurrency"))
     row["workload"] = str(meta_workload) if meta_workload not in (None, "") else workload
     row["concurrency"] = (meta_concurrency if meta_concurrency is not None
                           else concurrency if concurrency is not None
@@ -164,7 +145,7 @@ def point_of(obj: dict[str, Any], point_id: str, line: int, file_stem: str | Non
     if given and key_lines.get(given, line) != line:
         lines["concurrency"] = key_lines[given]
     row["value_lines"] = json.dumps(lines, sort_keys=True) if lines else None
-    meta_repeat = _int(extra.get("repeat"))
+    meta_repeat = loose_int(extra.get("repeat"))
     row["repeat"] = (meta_repeat if meta_repeat is not None and meta_repeat > 0
                      else repeat if repeat else 1)
     row["metadata_json"] = json.dumps(extra, sort_keys=True, ensure_ascii=False) if extra else None
@@ -250,14 +231,14 @@ def requests_of(obj: dict[str, Any], point_id: str, line: int) -> tuple[list[dic
         rows.append({
             "point_id": point_id,
             "request_idx": i,
-            "input_tokens": _int(at("input_lens", i)),
-            "output_tokens": _int(at("output_lens", i)),
-            "ttft_s": _float(at("ttfts", i)),
-            "latency_s": _float(at("latencies", i)),
+            "input_tokens": loose_int(at("input_lens", i)),
+            "output_tokens": loose_int(at("output_lens", i)),
+            "ttft_s": loose_float(at("ttfts", i)),
+            "latency_s": loose_float(at("latencies", i)),
             "itl_count": itl_count,
             "itl_sum_s": itl_sum,
-            "start_time_s": _float(at("start_times", i)),
-            "queue_time_s": _float(at("queue_times", i)),
+            "start_time_s": loose_float(at("start_times", i)),
+            "queue_time_s": loose_float(at("queue_times", i)),
             "error": None if error is None else str(error),
             "generated_text": None if text is None else str(text).replace("\x00", ""),
             "source_line": line,

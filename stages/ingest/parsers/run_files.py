@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from stages.core.numbers import loose_float
 from stages.formats.lines import ParseError, json_file_object, json_object, text_lines
 from stages.formats.run_folder import SCHEMA_VERSIONS
 
@@ -46,28 +47,19 @@ def parse_niah(data: bytes) -> tuple[list[dict[str, Any]], list[tuple[str, float
     return probes, gates, errors
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def _probe(obj: dict[str, Any], idx: int, line: int) -> dict[str, Any]:
     ok = obj.get("ok")
-    tokens = _number(obj.get("prompt_tokens"))
-    reasoning = _number(obj.get("reasoning_tokens"))
+    tokens = loose_float(obj.get("prompt_tokens"))
+    reasoning = loose_float(obj.get("reasoning_tokens"))
     answer, failure = obj.get("answer"), obj.get("failure")
     key = obj.get("key")
     return {
         "probe_idx": idx,
         "needle_key": None if key is None else str(key),
-        "depth": _number(obj.get("depth")),
+        "depth": loose_float(obj.get("depth")),
         "prompt_tokens": None if tokens is None else int(tokens),
         "ok": ok if isinstance(ok, bool) else None,
-        "latency_s": _number(obj.get("latency_s")),
+        "latency_s": loose_float(obj.get("latency_s")),
         "answer": None if answer is None else str(answer).replace("\x00", ""),
         "failure": None if failure is None else str(failure).replace("\x00", ""),
         "reasoning_tokens": None if reasoning is None else int(reasoning),

@@ -18,13 +18,13 @@ such as {"ttft_s": "time_to_first_token_ms"}).
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import PurePosixPath
 from typing import Any, Callable, Iterable, Iterator
 
+from stages.core.numbers import finite  # noqa: F401 (re-exported: the tools' parsers read common.finite)
 from stages.ingest.parsers.bench_json import BenchParse, split_point_id  # noqa: F401 (re-exported)
-from stages.formats.lines import ParseError, decode  # noqa: F401 (ParseError re-exported)
+from stages.formats.lines import JsonProblem, ParseError, decode, read_json_object  # noqa: F401 (ParseError re-exported)
 
 # Seconds in one unit of time, as the tools write their units.
 SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0,
@@ -48,14 +48,6 @@ def millis(value: Any, unit: str) -> float | None:
     """`value` in `unit` as milliseconds (the *_ms columns)."""
     got = seconds(value, unit)
     return None if got is None else got * 1000.0
-
-
-def finite(value: Any) -> float | None:
-    """A finite number as float, else None (bool, str, NaN, infinity, null)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
 
 
 def path(*parts: str | int) -> str:
@@ -98,14 +90,17 @@ def dig(obj: Any, parts: Iterable[str | int]) -> Any:
     return obj
 
 
-def load_json(text: str, invalid: str, consequence: str) -> tuple[Any, ParseError | None]:
-    """The JSON document `text` holds, or the error that stops it being read, which says
-    `<invalid>: <what is wrong> (line L column C); <consequence>`."""
-    try:
-        return json.loads(text), None
-    except json.JSONDecodeError as exc:
-        return None, ParseError(exc.lineno, f"{invalid}: {exc.msg} (line {exc.lineno} column {exc.colno}); "
-                                            f"{consequence}")
+def load_json(text: str, invalid: str, consequence: str) -> tuple[dict[str, Any] | None, ParseError | None]:
+    """The JSON object `text` holds (the raw files' one rule, formats.lines.read_json_object), or
+    the error that stops it being read, which says `<invalid>: <what is wrong> (line L column C);
+    <consequence>`, or `not a JSON object; <consequence>` for another JSON value."""
+    obj = read_json_object(text)
+    if not isinstance(obj, JsonProblem):
+        return obj, None
+    if not obj.syntax:
+        return None, ParseError(obj.line, f"{obj.reason}; {consequence}")
+    return None, ParseError(obj.line, f"{invalid}: {obj.detail} (line {obj.line} column {obj.column}); "
+                                      f"{consequence}")
 
 
 def json_lines(text: str) -> Iterator[tuple[int, Any, ParseError | None]]:
@@ -120,8 +115,8 @@ def json_lines(text: str) -> Iterator[tuple[int, Any, ParseError | None]]:
 
 
 def read_json(data: bytes, empty: str, invalid: str, consequence: str
-              ) -> tuple[str, Any, ParseError | None]:
-    """A whole file's text and the JSON document it holds, or the error that stops it being read:
+              ) -> tuple[str, dict[str, Any] | None, ParseError | None]:
+    """A whole file's text and the JSON object it holds, or the error that stops it being read:
     `empty` for a file of nothing but white space, else as load_json says."""
     text = decode(data)
     if not text.strip():

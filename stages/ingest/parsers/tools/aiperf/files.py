@@ -3,12 +3,11 @@ the name whose stem names a file's point (its own, its folder's, or its summary'
 its files the same for every run."""
 from __future__ import annotations
 
-import json
 import re
 from pathlib import PurePosixPath
 from typing import Any
 
-from stages.formats.lines import decode
+from stages.formats.lines import JsonProblem, decode, read_json_object
 from stages.ingest.parsers.tools import common
 
 
@@ -20,11 +19,10 @@ _FOLDER_CONCURRENCY = re.compile(r"-concurrency(\d+)(?:-|$)")
 
 
 def json_object(raw: bytes) -> dict | None:
-    try:
-        obj = json.loads(decode(raw))
-    except (json.JSONDecodeError, RecursionError):
-        return None
-    return obj if isinstance(obj, dict) else None
+    """The JSON object `raw` holds (formats.lines.read_json_object), else None: what a file is
+    is told by its keys, and parse says what is wrong with one that is not read."""
+    obj = read_json_object(decode(raw))
+    return None if isinstance(obj, JsonProblem) else obj
 
 
 def is_record(obj: dict) -> bool:
