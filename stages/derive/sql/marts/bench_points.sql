@@ -35,8 +35,10 @@ with points as (
     select * from stg_bench_points
 ),
 
+-- each request with the rule of whether it counts for the TTFT and the TPOT figures
+-- (bench_requests.counts_for_ttft, counts_for_tpot), and valid: listed in no invalid_rows reason
 requests as (
-    select * from int_requests
+    select * from bench_requests
 ),
 
 flags as (
@@ -45,7 +47,6 @@ flags as (
         point_id,
         request_idx,
         bool_or(excludes_ttft)                         as excluded_from_ttft,
-        bool_or(excludes_tpot)                         as excluded_from_tpot,
         bool_or(reason = 'prefix_cache')               as prefix_cache
     from invalid_rows
     group by run_id, point_id, request_idx
@@ -55,31 +56,23 @@ request_stats as (
     select
         requests.run_id,
         requests.point_id,
-        count(*)                                                    as requests,
-        count(requests.ttft_s)                                      as timed_requests,
-        count(*) filter (where requests.ok)                         as ok_requests,
-        count(*) filter (where not requests.ok)                     as failed_requests,
-        count(*)
-            filter (where requests.ok and not coalesce(flags.excluded_from_ttft, false))          as ttft_requests,
-        median(requests.ttft_s)
-            filter (where requests.ok and not coalesce(flags.excluded_from_ttft, false))          as ttft_median_s,
-        quantile_cont(requests.ttft_s, 0.9)
-            filter (where requests.ok and not coalesce(flags.excluded_from_ttft, false))          as ttft_p90_s,
-        quantile_cont(requests.ttft_s, 0.99)
-            filter (where requests.ok and not coalesce(flags.excluded_from_ttft, false))          as ttft_p99_s,
-        median(requests.tpot_ms)
-            filter (where requests.ok and not coalesce(flags.excluded_from_tpot, false))          as tpot_median_ms,
-        quantile_cont(requests.tpot_ms, 0.9)
-            filter (where requests.ok and not coalesce(flags.excluded_from_tpot, false))          as tpot_p90_ms,
-        quantile_cont(requests.tpot_ms, 0.99)
-            filter (where requests.ok and not coalesce(flags.excluded_from_tpot, false))          as tpot_p99_ms,
+        count(*)                                                                as requests,
+        count(requests.ttft_s)                                                  as timed_requests,
+        count(*) filter (where requests.ok)                                     as ok_requests,
+        count(*) filter (where not requests.ok)                                 as failed_requests,
+        count(*) filter (where requests.counts_for_ttft)                        as ttft_requests,
+        median(requests.ttft_s) filter (where requests.counts_for_ttft)         as ttft_median_s,
+        quantile_cont(requests.ttft_s, 0.9) filter (where requests.counts_for_ttft)  as ttft_p90_s,
+        quantile_cont(requests.ttft_s, 0.99) filter (where requests.counts_for_ttft) as ttft_p99_s,
+        median(requests.tpot_ms) filter (where requests.counts_for_tpot)        as tpot_median_ms,
+        quantile_cont(requests.tpot_ms, 0.9) filter (where requests.counts_for_tpot)  as tpot_p90_ms,
+        quantile_cont(requests.tpot_ms, 0.99) filter (where requests.counts_for_tpot) as tpot_p99_ms,
         max(requests.tpot_from)
-            filter (where requests.ok and not coalesce(flags.excluded_from_tpot, false)
-                      and requests.tpot_ms is not null)                                            as tpot_from,
-        count(requests.tpot_ms)                                     as tpot_timed_requests,
-        count(flags.request_idx)                                    as invalid_requests,
-        count(*) filter (where flags.excluded_from_ttft)            as ttft_left_out,
-        count(*) filter (where flags.prefix_cache)                  as prefix_cache_requests
+            filter (where requests.counts_for_tpot and requests.tpot_ms is not null) as tpot_from,
+        count(requests.tpot_ms)                                                 as tpot_timed_requests,
+        count(*) filter (where not requests.valid)                              as invalid_requests,
+        count(*) filter (where flags.excluded_from_ttft)                        as ttft_left_out,
+        count(*) filter (where flags.prefix_cache)                              as prefix_cache_requests
     from requests
     left join flags
         on flags.run_id = requests.run_id
