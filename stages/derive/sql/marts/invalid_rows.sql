@@ -184,7 +184,8 @@ burst_output as (
     where ok and output_tokens > 1 and tpot_ms < burst_tpot_ms
 ),
 
-unioned as (
+-- each reason's rows already stand in the published columns' order
+final as (
     select * from prefix_cache
     union all
     select * from failed
@@ -198,24 +199,6 @@ unioned as (
     select * from text_not_output
     union all
     select * from output_count
-),
-
-final as (
-    select
-        run_id,
-        point_id,
-        workload,
-        concurrency,
-        request_idx,
-        reason,
-        detail,
-        value,
-        threshold,
-        source_file,
-        source_line,
-        excludes_ttft,
-        excludes_tpot
-    from unioned
 )
 
 select * from final
