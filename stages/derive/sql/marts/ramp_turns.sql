@@ -17,12 +17,12 @@ turn_stats as (
         run_id,
         workload,
         turn,
-        count(*) filter (where ok)                              as answered,
+        (count(*) filter (where ok))::integer                   as answered,
         max(input_tokens)                                       as context_tokens,
         max(ttft_s) filter (where ok)                           as longest_wait_s,
         max(latency_s) filter (where ok)                        as latency_max_s,
-        count(*) filter (where ok and needle_ok)                as needle_found,
-        count(*) filter (where ok and needle_ok is not null)    as needle_checked
+        (count(*) filter (where ok and needle_ok))::integer     as needle_found,
+        (count(*) filter (where ok and needle_ok is not null))::integer as needle_checked
     from requests
     group by run_id, workload, turn
 ),
@@ -36,7 +36,7 @@ evidence as (
     ) = 1
 ),
 
-joined as (
+final as (
     select
         turn_stats.run_id,
         turn_stats.workload,
@@ -49,7 +49,7 @@ joined as (
         turn_stats.needle_found,
         turn_stats.needle_checked,
         point_cache.cache_hit_pct,
-        gate_flags.provisional                            as provisional,
+        gate_flags.provisional,
         evidence.source_file,
         evidence.source_line
     from turn_stats
@@ -65,25 +65,6 @@ joined as (
        and point_cache.point_id = printf('%s__t%02d', turn_stats.workload, turn_stats.turn)
     left join int_run_gate_flags as gate_flags
         on gate_flags.run_id = turn_stats.run_id
-),
-
-final as (
-    select
-        run_id,
-        workload,
-        turn::integer                   as turn,
-        sessions::integer               as sessions,
-        answered::integer               as answered,
-        context_tokens::bigint          as context_tokens,
-        longest_wait_s::double          as longest_wait_s,
-        latency_max_s::double           as latency_max_s,
-        needle_found::integer           as needle_found,
-        needle_checked::integer         as needle_checked,
-        cache_hit_pct::double           as cache_hit_pct,
-        provisional,
-        source_file,
-        source_line
-    from joined
 )
 
 select * from final
