@@ -1,15 +1,11 @@
 -- The needle gate of each gated launch of one model in a Part.
-with attempts as (
-    select * from section_runs($run_ids::varchar[], $model)
-),
-
-final as (
+with final as (
     select
         a.run_id,
         a.spec,
         case when g.provisional then 'provisional' else 'passed' end as verdict,
         g.provisional
-    from attempts as a
+    from section_runs($run_ids::varchar[], $model) as a
     inner join gates as g on g.run_id = a.run_id and g.gate = 'niah'
     order by a.started_at, a.run_id
 )

@@ -3,17 +3,10 @@
 -- read the engine, in seconds since the point's requests began (see point_metrics_series), with
 -- the interval each rate was measured over (rate_from_s to seconds), whether the sample was read
 -- while the requests ran, and how long they ran (requests_s). The rows of the metrics series chart.
-with point as (
-    select * from timeline_point($run_ids::varchar[], $model)
-),
-
-final as (
+-- The point's columns are timeline_point's, its spec named series.
+with final as (
     select
-        s.run_id,
-        point.spec                                      as series,
-        s.point_id,
-        s.workload,
-        s.concurrency,
+        point.* rename (spec as series),
         s.sample_idx,
         s.seconds,
         s.in_requests,
@@ -24,7 +17,8 @@ final as (
         s.rate_from_s,
         m.requests_s
     from point_metrics_series as s
-    inner join point on point.run_id = s.run_id and point.point_id = s.point_id
+    inner join timeline_point($run_ids::varchar[], $model) as point
+        on point.run_id = s.run_id and point.point_id = s.point_id
     inner join point_metrics_summary as m
         on m.run_id = s.run_id and m.point_id = s.point_id and m.source_file = s.source_file
     where s.error is null and m.sampled_enough

@@ -1,11 +1,5 @@
 -- GPUs of one node probe, in index order, with the text columns the inventory table prints.
-with gpus as (
-    select *
-    from node_gpus
-    where node_id = $node_id
-),
-
-final as (
+with final as (
     select
         node_id,
         gpu_index,
@@ -15,7 +9,8 @@ final as (
         cpu_affinity,
         numa_affinity,
         nvlink_island
-    from gpus
+    from node_gpus
+    where node_id = $node_id
     order by gpu_index
 )
 
