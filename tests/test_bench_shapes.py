@@ -12,9 +12,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from helpers.derive_rows import ingest_and_derive
 from helpers.render_campaign import render_kwargs
-from stages.derive import stage as derive
-from stages.ingest import stage as ingest
 from stages.render import stage as render
 from stages.render.inputs import input_rows, recompute
 
@@ -51,13 +50,7 @@ def derived(tmp_path_factory) -> dict:
         (runs / run_id / "launch.out").write_text("status=ready\n")
         (runs / run_id / "bench" / "short_chat__c02.json").write_bytes((SHAPES / name).read_bytes())
         ids[name] = run_id
-    data = root / "data"
-    summary = ingest.run(runs_dir=runs, warehouse=data / "warehouse.duckdb", root=root)
-    assert summary["errors"] == 0
-    derive.run(warehouse=data / "warehouse.duckdb", campaign_db=data / "campaign.duckdb",
-               derived_dir=data / "derived", metrics_file=data / "metrics.json", rules=RULES,
-               workloads={}, energy=None)
-    con = duckdb.connect(str(data / "campaign.duckdb"), read_only=True)
+    con = duckdb.connect(str(ingest_and_derive(root, RULES)), read_only=True)
     yield {"con": con, "ids": ids}
     con.close()
 
@@ -133,12 +126,7 @@ def test_points_no_frontier_places_say_why(tmp_path):
                 "engine": "vllm", "model": "tiny-chat", "layout": run_id.split("__")[1],
                 "max_model_len": 4096, "gpus": gpus}))
         (runs / run_id / "bench" / "short_chat__c02.json").write_text(json.dumps(result))
-    data = tmp_path / "data"
-    assert ingest.run(runs_dir=runs, warehouse=data / "warehouse.duckdb", root=tmp_path)["errors"] == 0
-    derive.run(warehouse=data / "warehouse.duckdb", campaign_db=data / "campaign.duckdb",
-               derived_dir=data / "derived", metrics_file=data / "metrics.json", rules=RULES,
-               workloads={}, energy=None)
-    con = duckdb.connect(str(data / "campaign.duckdb"), read_only=True)
+    con = duckdb.connect(str(ingest_and_derive(tmp_path, RULES)), read_only=True)
     reasons = dict(con.execute("select split_part(run_id, '__', 2), reason from pareto_left_out").fetchall())
     assert reasons == {"nogpus": "no GPU set", "notpot": "no decode speed", "failed": "no request completed"}
     # the point whose requests hold no TPOT is placed, its TPOT the tool's, its TTFT its requests'

@@ -370,9 +370,8 @@ def test_report_schema_2_of_0_8_at_a_constant_rate_has_its_time_to_first_token_t
     benchmark's warnings) at a constant rate: a point by its position with its rate, its time to
     first token the tool's successful requests' (recomputed here from the records) through ingest
     and derive."""
-    from stages.derive import stage as derive
-    from stages.ingest import stage as ingest
     import duckdb
+    from helpers.derive_rows import ingest_and_derive
     raw = json.loads((HERE / "guidellm_v08_constant.json").read_text())
     bench = raw["benchmarks"][0]
     assert raw["metadata"]["version"] == 2 and bench["config"]["strategy"]["type_"] == "constant"
@@ -382,14 +381,9 @@ def test_report_schema_2_of_0_8_at_a_constant_rate_has_its_time_to_first_token_t
     (run / "bench").mkdir(parents=True)
     (run / "launch.out").write_text("status=ready\n")
     (run / "bench" / "benchmarks.json").write_bytes((HERE / "guidellm_v08_constant.json").read_bytes())
-    data = tmp_path / "data"
-    assert ingest.run(runs_dir=data / "runs", warehouse=data / "warehouse.duckdb", root=tmp_path)["errors"] == 0
     rules = {"prefix_cache_tok_s": 60000, "gate_min_score": 1.0, "cached_share_max_pct": 20,
              "default_max_num_seqs": 256, "burst_tpot_ms": 0.5, "cached_mark_pct": 10}
-    derive.run(warehouse=data / "warehouse.duckdb", campaign_db=data / "campaign.duckdb",
-               derived_dir=data / "derived", metrics_file=data / "metrics.json", rules=rules,
-               workloads={}, energy=None)
-    con = duckdb.connect(str(data / "campaign.duckdb"), read_only=True)
+    con = duckdb.connect(str(ingest_and_derive(tmp_path, rules)), read_only=True)
     row = con.execute("select concurrency, sent, completed, ttft_median_s, figures_from, tool_version "
                       "from bench_points").fetchone()
     rate = con.execute("select request_rate from stg_bench_points").fetchone()[0]

@@ -18,8 +18,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from stages.derive import stage as derive
-from stages.ingest import stage as ingest
+from helpers.derive_rows import ingest_and_derive
 from stages.ingest.parsers.tools import aiperf, genai_perf, inference_perf, llmperf
 
 TOOLS = Path(__file__).parent / "fixtures" / "bench_tools"
@@ -192,13 +191,7 @@ def derived(tmp_path_factory) -> duckdb.DuckDBPyConnection:
         (run / "bench" / where).parent.mkdir(parents=True, exist_ok=True)
         (run / "launch.out").write_text("status=ready\n")
         (run / "bench" / where).write_bytes(path.read_bytes())
-    data = root / "data"
-    summary = ingest.run(runs_dir=runs, warehouse=data / "warehouse.duckdb", root=root)
-    assert summary["errors"] == 0
-    derive.run(warehouse=data / "warehouse.duckdb", campaign_db=data / "campaign.duckdb",
-               derived_dir=data / "derived", metrics_file=data / "metrics.json", rules=RULES,
-               workloads={}, energy=None)
-    con = duckdb.connect(str(data / "campaign.duckdb"), read_only=True)
+    con = duckdb.connect(str(ingest_and_derive(root, RULES)), read_only=True)
     yield con
     con.close()
 

@@ -227,3 +227,17 @@ def derive_into(tmp_path: Path, rows=None, rules=None, workloads=None) -> tuple[
 
 def query(out: Path, sql: str, params: dict | None = None) -> list[dict]:
     return db_rows(out / "campaign.duckdb", sql, params)
+
+
+def ingest_and_derive(root: Path, rules: dict) -> Path:
+    """The run folders of root/data/runs ingested (the ingest reading every file without an error)
+    and derived with `rules`, no workloads and no energy settings, into root/data; its
+    campaign.duckdb."""
+    from stages.ingest import stage as ingest
+    data = root / "data"
+    summary = ingest.run(runs_dir=data / "runs", warehouse=data / "warehouse.duckdb", root=root)
+    assert summary["errors"] == 0, summary
+    derive.run(warehouse=data / "warehouse.duckdb", campaign_db=data / "campaign.duckdb",
+               derived_dir=data / "derived", metrics_file=data / "metrics.json", rules=rules,
+               workloads={}, energy=None)
+    return data / "campaign.duckdb"
