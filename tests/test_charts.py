@@ -7,7 +7,7 @@ import altair as alt
 import pandas as pd
 import pytest
 
-from stages.render import chart_notes, charts, charts_ramp
+from stages.render import chart_notes, chart_parts, charts, charts_ramp
 
 
 def points() -> pd.DataFrame:
@@ -51,7 +51,7 @@ def test_chart_encodes_concurrency_value_and_spec_colour(name, field):
     assert enc["color"]["field"] == "series"
     # the campaign-wide domain fixes each spec's colour; the chart names only the specs it draws
     assert enc["color"]["scale"]["domain"] == ["tiny-seqs16", "tiny-seqs4"]
-    assert enc["color"]["scale"]["range"] == charts.PALETTE[1:3]
+    assert enc["color"]["scale"]["range"] == chart_parts.PALETTE[1:3]
     assert enc["strokeDash"]["field"] == "run_kind"
     assert "run_id" in [t["field"] for t in enc["tooltip"]]
 
@@ -102,8 +102,8 @@ def test_capacity_limited_points_are_grey_and_hatched():
     ls = layers(charts.decode_chart(points()))
     limited = filtered(ls, "datum.capacity_limited")
     marks = {l["mark"]["type"]: l["mark"] for l in limited}
-    assert marks["square"]["color"] == charts.GREY
-    assert marks["point"]["shape"] == charts.HATCH_SHAPE
+    assert marks["square"]["color"] == chart_parts.GREY
+    assert marks["point"]["shape"] == chart_parts.HATCH_SHAPE
     assert "color" not in limited[0].get("encoding", {}), "grey overrides the spec colour"
     subtitle = " ".join(charts.decode_chart(points()).to_dict()["title"]["subtitle"])
     assert "capacity-limited" in subtitle and "provisional" in subtitle
@@ -139,17 +139,17 @@ def test_unknown_chart_name():
 
 @pytest.mark.parametrize("workloads,columns", [(1, 1), (2, 2), (3, 3), (5, 3)])
 def test_facets_share_the_article_width(workloads, columns):
-    cols, width = charts.facet_layout(workloads)
+    cols, width = chart_parts.facet_layout(workloads)
     assert cols == columns
-    used = charts.Y_AXIS_ALLOWANCE + cols * width + (cols - 1) * charts.FACET_SPACING
-    assert charts.CHART_WIDTH - cols < used <= charts.CHART_WIDTH
+    used = chart_parts.Y_AXIS_ALLOWANCE + cols * width + (cols - 1) * chart_parts.FACET_SPACING
+    assert chart_parts.CHART_WIDTH - cols < used <= chart_parts.CHART_WIDTH
 
 
 def test_chart_width_and_wrapping_follow_the_workloads():
     df = pd.concat([points().assign(workload=w) for w in ("long", "chat", "agent", "rag")])
     spec = charts.decode_chart(df).to_dict()
-    assert spec["columns"] == charts.MAX_FACET_COLUMNS
-    assert spec["spec"]["width"] == charts.facet_layout(4)[1]
+    assert spec["columns"] == chart_parts.MAX_FACET_COLUMNS
+    assert spec["spec"]["width"] == chart_parts.facet_layout(4)[1]
     assert spec["config"]["legend"]["orient"] == "bottom"
 
 
@@ -277,5 +277,5 @@ def test_panels_an_order_of_magnitude_apart_get_their_own_y_scale():
 def test_log_axes_label_one_two_and_five_only():
     spec = charts.ttft_chart(node_points()).to_dict()
     line = next(l for l in spec["spec"]["layer"] if l["mark"]["type"] == "line")
-    assert line["encoding"]["y"]["axis"]["labelExpr"] == charts.LOG_LABELS
-    assert "indexof([1, 2, 5]" in charts.LOG_LABELS
+    assert line["encoding"]["y"]["axis"]["labelExpr"] == chart_parts.LOG_LABELS
+    assert "indexof([1, 2, 5]" in chart_parts.LOG_LABELS

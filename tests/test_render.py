@@ -14,7 +14,7 @@ import duckdb
 
 from helpers.fact_lines import holds, line_problems
 from helpers.render_campaign import PROJECT, RUN4, RUN16, audit_entry, audit_ref, build_campaign, render_kwargs
-from stages.render import charts
+from stages.render import chart_parts
 from stages.render import stage as render
 from stages.render.chart_writer import PNG_SCALE
 from stages.render.site_build import external_loads
@@ -237,7 +237,7 @@ def test_charts_fit_the_article_column(rendered):
     for rel in summary["charts"]:
         svg = (root / "data" / "docs" / f"{rel}.svg").read_text()
         width = float(re.search(r'<svg[^>]*\bwidth="([\d.]+)"', svg).group(1))
-        assert width <= charts.CHART_WIDTH + 20, (rel, width)
+        assert width <= chart_parts.CHART_WIDTH + 20, (rel, width)
         png = (root / "data" / "docs" / f"{rel}.png").read_bytes()
         png_width = int.from_bytes(png[16:20], "big")
         assert png_width == round(width * PNG_SCALE), (rel, png_width)

@@ -12,7 +12,7 @@ import pytest
 
 from helpers.node_render import NODE, NODE_TABLES
 from helpers.render_campaign import audit_entry, audit_ref, build_campaign, render_kwargs
-from stages.render import charts, charts_node
+from stages.render import chart_parts, charts_node
 from stages.render import stage as render
 from stages.render.errors import FactError
 from stages.render.evidence import cat_v
@@ -105,7 +105,7 @@ def test_allreduce_chart_files_fit_the_column(rendered):
     assert spec["layer"][0]["encoding"]["x"]["scale"] == {"base": 2, "type": "log"}
     svg = (docs / f"{rel}.svg").read_text()
     width = float(re.search(r'<svg[^>]*\bwidth="([\d.]+)"', svg).group(1))
-    assert width <= charts.CHART_WIDTH + 20
+    assert width <= chart_parts.CHART_WIDTH + 20
     assert (docs / f"{rel}.png").read_bytes().startswith(b"\x89PNG\r\n")
     assert f"Download: [SVG](../{rel}.svg) · [PNG](../{rel}.png) · [Vega-Lite spec](../{rel}.vl.json)" in page(root)
     html = (root / "data" / "site" / "part-node.html").read_text()

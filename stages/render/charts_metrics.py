@@ -18,7 +18,7 @@ import altair as alt
 import pandas as pd
 
 from stages.render import charts
-from stages.render.charts import CHART_WIDTH, GREY, Y_AXIS_ALLOWANCE, _checked, series_colors
+from stages.render.chart_parts import CHART_WIDTH, GREY, Y_AXIS_ALLOWANCE, _checked, series_colors
 
 SERIES_REQUIRED = ["run_id", "series", "point_id", "sample_idx", "seconds", "in_requests", "running",
                    "waiting", "gen_tok_s", "rate_from_s", "requests_s"]

@@ -11,7 +11,7 @@ import altair as alt
 import pandas as pd
 
 from stages.render import charts
-from stages.render.charts import PALETTE, _checked, single_panel
+from stages.render.chart_parts import PALETTE, _checked, single_panel
 
 ALLREDUCE_REQUIRED = ["gpu_group", "ranks", "message_bytes", "busbw_gbs", "algbw_gbs", "time_us",
                       "spans_islands"]

@@ -12,7 +12,7 @@ import altair as alt
 import pandas as pd
 
 from stages.render import charts
-from stages.render.charts import _checked, color_scale, series_colors
+from stages.render.chart_parts import _checked, color_scale, series_colors, single_panel
 
 PARETO_REQUIRED = ["run_id", "point_id", "workload", "concurrency", "setup", "gpus",
                    "output_tok_s_per_gpu", "decode_tok_s_per_user", "on_frontier",
@@ -76,8 +76,8 @@ def pareto_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = None
             x="compare_user_tok_s:Q",
             tooltip=[alt.Tooltip("compare_user_tok_s:Q", title="compared at (tokens/s per user)")]))
     workload = str(df["workload"].iloc[0]) if not df.empty else ""
-    return charts.single_panel(alt.layer(*layers), PARETO_HEIGHT,
-                               f"Throughput per GPU against speed per user: {workload}", PARETO_NOTE)
+    return single_panel(alt.layer(*layers), PARETO_HEIGHT,
+                        f"Throughput per GPU against speed per user: {workload}", PARETO_NOTE)
 
 
 charts.CHARTS["pareto_chart"] = pareto_chart

@@ -16,7 +16,8 @@ import altair as alt
 import pandas as pd
 
 from stages.render import charts
-from stages.render.charts import _checked, _with_run_kind, color_scale, series_colors
+from stages.render.chart_parts import (_checked, _layers, _with_run_kind, color_scale, series_colors,
+                                       single_panel)
 
 PREFILL_REQUIRED = ["run_id", "series", "workload", "prompt_tokens", "prefill_tok_s", "provisional"]
 POINT_KINDS = ["computed", "partly from the prefix cache"]
@@ -66,9 +67,9 @@ def prefill_chart(points: pd.DataFrame, color_domain: Sequence[str] | None = Non
     ] + ([alt.Tooltip("requests:Q", title="requests")] if "requests" in df.columns else [])
     shape = alt.Shape("kind:N", title="Prompt", scale=alt.Scale(domain=POINT_KINDS, range=["circle", "diamond"]))
     # a line per run and its markers, as the scaling charts draw them: hollow where provisional
-    layers = charts._layers(y, color_scale(colors), tooltip, shape=shape, x=x, capacity=False)
-    return charts.single_panel(alt.layer(*layers, data=df), PREFILL_HEIGHT,
-                               "Prefill rate against prompt length, one user", PREFILL_NOTE)
+    layers = _layers(y, color_scale(colors), tooltip, shape=shape, x=x, capacity=False)
+    return single_panel(alt.layer(*layers, data=df), PREFILL_HEIGHT,
+                        "Prefill rate against prompt length, one user", PREFILL_NOTE)
 
 
 # Registered with the charts of charts.py on import (chart_writer imports this module), drawn from

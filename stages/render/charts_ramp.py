@@ -11,8 +11,8 @@ import altair as alt
 import pandas as pd
 
 from stages.render import charts
-from stages.render.charts import (_checked, _layers, _with_run_kind, color_scale, series_colors,
-                                  single_panel)
+from stages.render.chart_parts import (_checked, _layers, _with_run_kind, color_scale, series_colors,
+                                       single_panel)
 
 RAMP_REQUIRED = ["run_id", "series", "workload", "turn", "sessions", "context_tokens", "longest_wait_s",
                  "needle_found", "provisional"]

@@ -19,8 +19,9 @@ import altair as alt
 import pandas as pd
 
 from stages.render import charts
-from stages.render.charts import (FACET_SPACING, GREY, LEGEND, _checked, _with_run_kind, color_scale, facet_layout,
-                                  series_colors, with_workload_rank, workload_facet, LOG_LABELS)
+from stages.render.chart_parts import (FACET_SPACING, GREY, LEGEND, LOG_LABELS, Shape, _checked, _with_run_kind,
+                                       color_scale, facet_layout, series_colors, single_panel, workload_facet)
+from stages.render.charts import with_workload_rank
 
 CDF_REQUIRED = ["run_id", "series", "workload", "concurrency", "provisional", "ttft_s"]
 CDF_NOTE = [
@@ -53,13 +54,13 @@ def cdf_rows(requests: pd.DataFrame) -> pd.DataFrame:
 
 
 def cdf_shape(requests: pd.DataFrame, color_domain: Sequence[str] | None = None
-              ) -> tuple[pd.DataFrame, charts.Shape]:
+              ) -> tuple[pd.DataFrame, Shape]:
     """The CDF chart's rows (cdf_rows) and what its layout depends on: workloads and colours."""
     df = cdf_rows(requests)
-    return df, charts.Shape(int(df["workload"].nunique()), (), (), series_colors(color_domain, df))
+    return df, Shape(int(df["workload"].nunique()), (), (), series_colors(color_domain, df))
 
 
-def cdf_layout(shape: charts.Shape, data) -> alt.FacetChart:
+def cdf_layout(shape: Shape, data) -> alt.FacetChart:
     columns, width = facet_layout(shape.workloads)
     tooltip = [
         alt.Tooltip("run_id:N", title="run"),
@@ -113,7 +114,7 @@ def timeline_rows(requests: pd.DataFrame) -> pd.DataFrame:
 
 
 def timeline_shape(requests: pd.DataFrame, color_domain: Sequence[str] | None = None
-                   ) -> tuple[pd.DataFrame, charts.Shape]:
+                   ) -> tuple[pd.DataFrame, Shape]:
     """The timeline's rows (timeline_rows) and what its layout depends on: the point it draws
     (the note), the phases' colours (grey, then the run spec's), its height and tooltip."""
     df = timeline_rows(requests)
@@ -122,11 +123,11 @@ def timeline_shape(requests: pd.DataFrame, color_domain: Sequence[str] | None = 
     first = df.iloc[0] if len(df) else None
     what = (f"{first['run_id']}, {first['point_id']}" if first is not None else "")
     height = max(TIMELINE_MIN_HEIGHT, min(TIMELINE_MAX_HEIGHT, TIMELINE_ROW_PX * int(df["order"].max() or 0)))
-    return df, charts.Shape(0, (), (f"Point {what}.",), tuple(zip(TIMELINE_PHASES, (GREY, colour))),
+    return df, Shape(0, (), (f"Point {what}.",), tuple(zip(TIMELINE_PHASES, (GREY, colour))),
                             extra=(height, "output_tokens" in df.columns))
 
 
-def timeline_layout(shape: charts.Shape, data) -> alt.TopLevelMixin:
+def timeline_layout(shape: Shape, data) -> alt.TopLevelMixin:
     height, output_tokens = shape.extra
     tooltip = [
         alt.Tooltip("request_idx:Q", title="request (file index)"),
@@ -143,9 +144,9 @@ def timeline_layout(shape: charts.Shape, data) -> alt.TopLevelMixin:
         y=alt.Y("order:O", title="Requests, in the order sent", axis=alt.Axis(labels=False, ticks=False)),
         color=alt.Color("phase:N", title="Phase", scale=color_scale(shape.colors)),
         tooltip=tooltip)
-    return charts.single_panel(bars, height, "Each request of one point, from sent to last token",
-                               [*shape.note, "Grey: sent until its first token (waiting and prefill); "
-                                             "colour: first token until the last (decoding)."])
+    return single_panel(bars, height, "Each request of one point, from sent to last token",
+                        [*shape.note, "Grey: sent until its first token (waiting and prefill); "
+                                      "colour: first token until the last (decoding)."])
 
 
 def request_timeline_chart(requests: pd.DataFrame, color_domain: Sequence[str] | None = None

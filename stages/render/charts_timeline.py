@@ -15,7 +15,7 @@ import altair as alt
 import pandas as pd
 
 from stages.render import charts
-from stages.render.charts import _checked
+from stages.render.chart_parts import CHART_WIDTH, _checked, single_panel
 
 RUN_TIME_REQUIRED = ["run_id", "series", "phase", "seconds", "estimated"]
 # the phases in the order they are stacked, with the label the legend gives each
@@ -76,8 +76,8 @@ def run_time_chart(phases: pd.DataFrame, color_domain: Sequence[str] | None = No
     height = max(ROW_HEIGHT * len(runs), 60)
     # the run labels are wider than a scaling chart's y axis: the bars give way so the chart
     # keeps to the article column
-    return (charts.single_panel(bars, height, "Where each run's time went", RUN_TIME_NOTE)
-            .properties(width=charts.CHART_WIDTH - RUN_LABEL_PX - 20))
+    return (single_panel(bars, height, "Where each run's time went", RUN_TIME_NOTE)
+            .properties(width=CHART_WIDTH - RUN_LABEL_PX - 20))
 
 
 # Registered with the charts of charts.py on import (chart_writer imports this module), drawn from
