@@ -1,6 +1,7 @@
 """The chart cache: static images drawn once per spec, served again only for the same spec."""
 from __future__ import annotations
 
+import ast
 import csv
 import json
 from pathlib import Path
@@ -9,7 +10,7 @@ import pandas as pd
 import pytest
 
 from stages.render import charts
-from stages.render.chart_writer import STATIC, ChartWriter, cache_key, draw
+from stages.render.chart_writer import STATIC, ChartWriter, cache_key, chart_modules, draw
 from stages.render.errors import FactError
 
 
@@ -162,3 +163,23 @@ def test_the_spec_carries_only_the_columns_it_draws_and_draws_the_same_chart(tmp
 def test_a_static_image_kind_not_known_is_refused(tmp_path):
     with pytest.raises(FactError, match="charts.static_images: unknown gif"):
         ChartWriter(tmp_path, Book(point_rows()), static=("gif",))
+
+
+def drawn_with(module) -> set[str]:
+    """The chart modules of stages/render (chart_*.py and charts*.py, the writer aside) that
+    `module` imports."""
+    names = set()
+    for node in ast.walk(ast.parse(Path(module.__file__).read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module == "stages.render":
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("stages.render."):
+            names.add(node.module.rpartition(".")[2])
+    return {n for n in names if n.startswith("chart") and n != "chart_writer"}
+
+
+def test_every_module_the_charts_draw_with_keys_the_spec_cache():
+    """A cached spec is keyed by the source of chart_writer.chart_modules(): a module the chart
+    functions draw with that is not among them could change and the cache serve the old spec."""
+    hashed = {module.__name__.rpartition(".")[2] for module in chart_modules()}
+    used = set().union(*(drawn_with(module) for module in chart_modules()))
+    assert sorted(used - hashed) == [], "not in chart_writer.chart_modules(), so not in the spec cache's key"
