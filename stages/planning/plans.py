@@ -56,10 +56,16 @@ def plan_one(params: dict, *, name: str, profile: str, engine: str, engine_versi
     from_history = sum(1 for b in est.basis.values() if b == "history")
     gpus = lay.gpus if st.memory_gib is not None else 0
     version = engine_version or "any version"
-    reserve_from = (f"{reserve_n} launches of {engine} {version}" if reserve_n else "the profile")
+    reserve_from = (f"{_launches(reserve_n)} of {engine} {version}" if reserve_n else "the profile")
+    parts = len(est.basis)
+    if not history_n:
+        time_from = f"all {parts} parts from the profile's rates (no other launch of {model_name} on {engine})"
+    else:
+        share = f"all {parts}" if from_history == parts else f"{from_history} of {parts}"
+        rest = "" if from_history == parts else ", the rest from the profile's rates"
+        time_from = f"{share} parts from {_launches(history_n, 'other ')} of {model_name} on {engine}{rest}"
     basis = (f"reserve: {reserve_from if st.memory_gib is not None else 'none (a CPU engine)'}"
-             f"; time: {from_history} of {len(est.basis)} parts from {history_n} other launches of "
-             f"{model_name} on {engine}, the rest from the profile's rates"
+             f"; time: {time_from}"
              f"{'; a warm start (it follows another launch on the machine)' if warm else ''}")
     return {
         "spec": name, "profile": profile, "model": model_name, "engine": engine,
@@ -134,3 +140,7 @@ def plan_launches(params: dict, hist: History, models_dir: Path) -> list[dict]:
             "planned_run_s": p.get("run_s") if ready else None,
         })
     return rows
+
+
+def _launches(n: int, kind: str = "") -> str:
+    return f"{n} {kind}launch" + ("" if n == 1 else "es")
