@@ -1,5 +1,7 @@
 """The docker executor: commands checked against golden files, and a real run through a stand-in
-docker that records its arguments and starts the local engine instead of a container."""
+docker that records its arguments and starts the light stand-in engine instead of a container
+(what is checked is the executor's docker calls, the container's removal and the run folder; the
+real engine runs end to end in tests/test_pipeline_engine.py)."""
 from __future__ import annotations
 
 import json
@@ -73,7 +75,6 @@ def test_a_waiting_node_spec_is_not_overtaken():
     assert slots["node"].start_min == 10 and slots["q2"].start_min == 20
 
 
-@pytest.mark.engine
 def test_docker_executor_runs_the_engine_and_removes_the_container(tmp_path):
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["profile"] = "docker-test"
@@ -88,7 +89,8 @@ def test_docker_executor_runs_the_engine_and_removes_the_container(tmp_path):
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     log = tmp_path / "docker.log"
     env = {**os.environ, "PATH": f"{FAKE}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "FAKE_DOCKER_LOG": str(log), "FAKE_DOCKER_PYTHON": sys.executable}
+           "FAKE_DOCKER_LOG": str(log), "FAKE_DOCKER_PYTHON": sys.executable,
+           "FAKE_DOCKER_ENGINE": "standin"}
     subprocess.run(["campaign", "model", "tiny-llama"], cwd=tmp_path, env=env, check=True, capture_output=True)
     out = subprocess.run(["campaign", "run", "tiny-seqs4"], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=600)
