@@ -2,10 +2,11 @@
 
 The commands it builds are checked against the profile and spec settings; then a real single-host
 Slurm cluster (tests/helpers/slurm_cluster.py) runs the local-cpu specs as jobs through `dvc repro` on a
-profile whose executor is slurm: one spec completes and the pipeline ingests, derives and renders
-it as it would a local run; another hits its time limit and becomes a failed launch with Slurm's
-reason. A third is interrupted mid-run: its job is cancelled, no engine is left and its run is
-marked interrupted.
+profile whose executor is slurm: one spec completes on the real engine and the pipeline ingests,
+derives and renders it as it would a local run; another hits its time limit and becomes a failed
+launch with Slurm's reason. A third is interrupted mid-run: its job is cancelled, no engine is left
+and its run is marked interrupted. What the last two check is Slurm's handling of the job and its
+processes, not the engine: they run the light stand-in engine (tests/fixtures/standin_python).
 """
 from __future__ import annotations
 
@@ -31,8 +32,12 @@ from stages.run.executors import ContainerStepExecutor, executor_for
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 SHIPPED = yaml.safe_load((ROOT / "params.yaml").read_text())
-PORT = 8031
+PORT = 8331      # above the other tests' engines (real or stand-in), which run at 8011 to 8057
 JOB_PORTS = range(PORT, PORT + 200)   # a job's engine takes a free port from PORT on
+# The profile's engine Python: the real interpreter, or for a spec whose env sets STANDIN_ENGINE the
+# light stand-in engine (relative to the project root, as a profile may name it).
+STANDIN_PYTHON = "tests/fixtures/standin_python"
+STANDIN = {"STANDIN_ENGINE": "1"}
 
 
 def node_spec(gpus: int, **extra) -> dict:
@@ -116,8 +121,14 @@ def test_the_container_engine_is_a_job_step_in_the_image():
     assert launch.env == {"NCCL_P2P_LEVEL": "SYS"}
 
 
+def job_env(env: dict) -> dict:
+    """`env` with this environment's commands first on PATH, and the interpreter the stand-in
+    Python runs (tests/fixtures/standin_python); Slurm passes both on to the jobs."""
+    return {**env, "PATH": f"{BIN}{os.pathsep}{env['PATH']}", "STANDIN_PYTHON": sys.executable}
+
+
 def sh(*args: str, cwd: Path, env: dict, check: bool = True, timeout: float = 900) -> subprocess.CompletedProcess:
-    env = {**env, "PATH": f"{BIN}{os.pathsep}{env['PATH']}"}
+    env = job_env(env)
     out = subprocess.run(list(args), cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     if check and out.returncode != 0:
         raise AssertionError(f"{' '.join(args)} exited {out.returncode}:\n{out.stdout[-3000:]}\n"
@@ -134,21 +145,25 @@ def test_a_run_outside_a_job_is_refused(tmp_path):
 
 
 def slurm_params() -> dict:
-    """Local-cpu with the slurm executor: tiny-seqs4 small (chat at 1 and 4), one CPU each so that
-    both run at once, and tiny-timeout under a one-minute time limit with a workload it cannot
-    finish in that time. Slurm checks time limits every half minute or so, so a run that merely
-    takes about a minute may end before Slurm notices (as a full run of tiny-seqs16 did on a
-    quiet machine); 3,000 requests of 256 output tokens one at a time take several minutes."""
+    """Local-cpu with the slurm executor: tiny-seqs4 small (chat at 1 and 4) on the real engine,
+    one CPU each so that both run at once, and tiny-timeout under a one-minute time limit with a
+    workload it cannot finish in that time. Slurm checks time limits every half minute or so, so a
+    run that merely takes about a minute may end before Slurm notices (as a full run of
+    tiny-seqs16 did on a quiet machine); 3,000 requests of 256 output tokens one at a time, each
+    answered after half a second by the stand-in engine, take far longer. tiny-seqs16 (the
+    interrupt test's) and tiny-timeout run the stand-in engine."""
     params = small_params()
     prof = params["profiles"]["local-cpu"]
-    prof.update(executor="slurm", port=PORT)
+    prof.update(executor="slurm", port=PORT, python=STANDIN_PYTHON)
     prof["slurm"].update(cpus_per_task=1, poll_s=2, time_limit="00:20:00")
     params["specs"]["tiny-seqs4"]["workloads"] = ["chat"]
     params["workloads"]["local-cpu"]["endless"] = {
         "description": "more requests than a one-minute job can send", "prompt_tokens": 256,
         "output_tokens": 256, "concurrency": [1], "prompts_per_user": 3000}
+    params["specs"]["tiny-seqs16"]["env"] = dict(STANDIN)
     params["specs"]["tiny-timeout"] = {**params["specs"]["tiny-seqs16"], "layout": "cpu_timeout",
-                                       "workloads": ["endless"], "time_limit": "00:01:00"}
+                                       "workloads": ["endless"], "time_limit": "00:01:00",
+                                       "env": {**STANDIN, "STANDIN_ANSWER_DELAY_S": "0.5"}}
     params["run_specs"] = ["tiny-seqs4", "tiny-timeout"]
     return params
 
@@ -229,7 +244,7 @@ def test_dvc_repro_runs_the_specs_as_slurm_jobs(project: Path, cluster):
 
 @pytest.mark.engine
 def test_an_interrupt_cancels_the_jobs_and_marks_the_run(project: Path, cluster):
-    env = {**cluster.env, "PATH": f"{BIN}{os.pathsep}{cluster.env['PATH']}"}
+    env = job_env(cluster.env)
     proc = subprocess.Popen([sys.executable, "-m", "stages.cli", "schedule", "--executor", "slurm",
                              "tiny-seqs16"], cwd=project, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)

@@ -1,5 +1,5 @@
 """A copy of the project to run the pipeline in (copy_project), the small campaign it runs on the
-local engine (small_params), a command run there (sh), and the engines left running
+local engine (small_params), a command run there (sh), and the engines left running, real or stand-in
 (engine_processes)."""
 from __future__ import annotations
 
@@ -49,7 +49,9 @@ def copy_project(dest: Path) -> None:
 
 
 def engine_processes(ports: range | None = None) -> list[str]:
-    """Command lines of the vLLM servers running here (those listening on `ports`, if given)."""
+    """Command lines of the vLLM servers (or the tests' stand-in engines,
+    tests/fixtures/fake_docker/standin_engine.py) running here (those listening on `ports`, if
+    given)."""
     out = []
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
@@ -57,6 +59,7 @@ def engine_processes(ports: range | None = None) -> list[str]:
                 cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
             except OSError:
                 continue
-            if "vllm.entrypoints" in cmd and (ports is None or any(f"--port {p}" in cmd for p in ports)):
+            engine = "vllm.entrypoints" in cmd or "standin_engine.py" in cmd
+            if engine and (ports is None or any(f"--port {p}" in cmd for p in ports)):
                 out.append(cmd)
     return out
