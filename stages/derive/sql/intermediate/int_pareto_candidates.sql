@@ -1,6 +1,8 @@
 -- One row per benchmark point of a reported attempt (runs.is_current), not a public table: the
 -- point with its run's setup and GPUs, what pareto_points places and pareto_left_out says why not.
--- Its columns are pareto_points' (their description there), with `completed` for pareto_left_out.
+-- Its columns are pareto_points' (their description there), with `completed`, and
+-- `left_out_reason`: why the point has no place (pareto_left_out lists the reasons), null where it
+-- is placed. The one rule both tables read, so a point is in exactly one of them.
 with runs_with_gpus as (
     select
         r.run_id,
@@ -24,7 +26,7 @@ with runs_with_gpus as (
     where r.is_current
 ),
 
-final as (
+candidates as (
     select
         p.run_id,
         p.point_id,
@@ -55,6 +57,19 @@ final as (
         p.concurrency_line
     from bench_points as p
     inner join runs_with_gpus as r on r.run_id = p.run_id
+),
+
+final as (
+    select
+        *,
+        case
+            when coalesce(gpus, 0) = 0 then 'no GPU set'
+            when workload is null then 'no workload'
+            when completed = 0 then 'no request completed'
+            when not coalesce(decode_tok_s_per_user > 0, false) then 'no decode speed'
+            when not coalesce(output_tok_s > 0, false) then 'no output throughput'
+        end                                                         as left_out_reason
+    from candidates
 )
 
 select * from final

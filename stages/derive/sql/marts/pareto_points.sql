@@ -11,14 +11,11 @@
 -- output_tok_s_per_gpu: the point's output tokens/s (all users) divided by gpus.
 -- on_frontier: no other point of the same setup and workload is at least as fast per user and
 --   gives at least as many output tokens/s per GPU, and better in one of the two. A point without
---   a decode speed or a throughput has no place (not in this table).
+--   a decode speed or a throughput, or whose requests all failed, has no place (pareto_left_out).
 with points as (
     select *, output_tok_s / gpus                                   as output_tok_s_per_gpu
     from int_pareto_candidates
-    where gpus > 0
-      and workload is not null
-      and output_tok_s > 0
-      and decode_tok_s_per_user > 0
+    where left_out_reason is null          -- pareto_left_out lists the others, with the reason
 ),
 
 dominated as (
