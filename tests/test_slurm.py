@@ -26,6 +26,8 @@ import yaml
 from helpers.pipeline_project import copy_project, engine_processes, small_params
 from helpers.slurm_cluster import SlurmCluster
 from stages.core.config import CampaignError
+from stages.formats.launch_out import launch_facts
+from stages.formats.run_folder import LAUNCH_OUT
 from stages.run import slurm
 from stages.run.executors import ContainerStepExecutor, executor_for
 
@@ -190,7 +192,8 @@ def project(tmp_path_factory, cluster) -> Path:
 
 
 def launch_out(folder: Path) -> dict[str, str]:
-    return dict(line.split("=", 1) for line in (folder / "launch.out").read_text().splitlines())
+    """launch.out's facts as the run ended with them, read by the project's one reader."""
+    return launch_facts((folder / LAUNCH_OUT).read_bytes())
 
 
 @pytest.mark.engine

@@ -4,6 +4,7 @@ bring in run folders (the synthetic campaigns, the importer, the fault cases), r
   launch_out   launch.out's one writer and one reader
   sealed       write_once (whole or absent), the manifest and seal, whether a run is still writing
   lines        the line readers of the engine logs and small files (read_chunks, text_lines...)
+               and the one reader of a raw file's JSON object (read_json_object)
   tailed       a log tailing several services: the engine's own blocks
   vllm_log, sglang_log   the engine logs' parsers (with engine_log, bulk and prefixes)
   node_smi     a node folder's nvidia-smi printouts

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from helpers import FIXTURES, PROJECT
+from stages.formats import launch_out, run_folder
 
 ROOT = PROJECT
 FAKE = FIXTURES / "fake_docker"
@@ -67,5 +68,5 @@ def flag(call: list[str], name: str) -> str:
 
 def launch_facts(folder: Path) -> dict[str, str]:
     """launch.out of a run folder as key=value, without its per-point lines."""
-    return dict(line.split("=", 1) for line in (folder / "launch.out").read_text().splitlines()
-                if not line.startswith("point_"))
+    facts = launch_out.launch_facts((folder / run_folder.LAUNCH_OUT).read_bytes())
+    return {key: value for key, value in facts.items() if not key.startswith("point_")}
