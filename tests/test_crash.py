@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import errno
 import os
-import threading
 
 import pytest
 
@@ -184,10 +183,11 @@ def _full_disk(path):
 
 
 def _write_redacted_csv(tmp_path):
+    from stages.core.files import scratch
     from stages.render.stage import redact_csv
 
     (tmp_path / "runs.csv").write_text("run_id,notes\nr1,plain\n")
-    return redact_csv, (tmp_path / "runs.csv",), tmp_path / ".runs.csv.redacted"
+    return redact_csv, (tmp_path / "runs.csv",), scratch(tmp_path / "runs.csv")
 
 
 def _write_page(tmp_path):
@@ -204,11 +204,10 @@ def _mark_site(tmp_path):
 
 
 def _write_whole(tmp_path):
-    from stages.core.files import write_atomic
+    from stages.core.files import scratch, write_atomic
 
     # its temporary file, named after the process and thread
-    temporary = tmp_path / f".facts.json.{os.getpid()}-{threading.get_ident()}.tmp"
-    return write_atomic, (tmp_path / "facts.json", "{}"), temporary
+    return write_atomic, (tmp_path / "facts.json", "{}"), scratch(tmp_path / "facts.json")
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")

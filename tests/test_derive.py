@@ -318,7 +318,7 @@ def test_outputs_summary_csv_and_metrics(built):
     assert metrics["quarantined_rows"] == 0
     assert metrics["best_output_tok_s"] == 900.0
     assert metrics["min_ttft_median_s"] == 0.5
-    assert not list(out.glob("*.tmp"))
+    assert not list(out.glob("*.tmp-*"))
 
 
 def test_rebuild_replaces_the_previous_database(tmp_path):
@@ -462,11 +462,12 @@ def test_leftovers_of_a_killed_derive_are_removed_and_a_live_ones_kept(tmp_path)
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     out = tmp_path / "out"
-    (out / f"derived.tmp-{gone.pid}").mkdir(parents=True)
-    (out / f"derived.tmp-{gone.pid}" / "runs.csv").write_text("half\n")
-    (out / f"campaign.duckdb.tmp-{gone.pid}").write_bytes(b"half-built")
-    (out / f"derived.old-{gone.pid}").mkdir()
-    live = out / f"campaign.duckdb.tmp-{os.getppid()}"
+    (out / f".derived.tmp-{gone.pid}-1").mkdir(parents=True)
+    (out / f".derived.tmp-{gone.pid}-1" / "runs.csv").write_text("half\n")
+    (out / f".campaign.duckdb.tmp-{gone.pid}-1").write_bytes(b"half-built")
+    (out / f".campaign.duckdb.tmp-{gone.pid}-1.wal").write_bytes(b"half-built")
+    (out / f".derived.old-{gone.pid}-1").mkdir()
+    live = out / f".campaign.duckdb.tmp-{os.getppid()}-1"
     live.write_bytes(b"another derive, still building")
     derive_into(tmp_path)
     assert _leftovers(out) == [live.name]

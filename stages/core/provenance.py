@@ -1,11 +1,14 @@
-"""Provenance helpers shared by the stages: the project's commit, file digests, and the storage
-failing as a folder is walked. A run folder's seal and its manifest: stages/formats/sealed.py."""
+"""Provenance helpers shared by the stages: the project's commit, digests (of a file's bytes, of
+a list of parts), and the storage failing as a folder is walked. A run folder's seal and its
+manifest: stages/formats/sealed.py."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import subprocess
 from pathlib import Path
+from typing import Any, BinaryIO
 
 _SHA = re.compile(r"[0-9a-f]{40}")
 
@@ -22,11 +25,40 @@ def git_sha(root: Path) -> str | None:
     return sha if out.returncode == 0 and _SHA.fullmatch(sha) else None
 
 
-def file_sha256(path: Path) -> str:
+def stream_sha256(fh: BinaryIO) -> str:
+    """sha256 of what is left to read of a binary stream, read a MiB at a time."""
     h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
+    for block in iter(lambda: fh.read(1 << 20), b""):
+        h.update(block)
+    return h.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes (the digest `sha256sum` prints)."""
+    with open(path, "rb") as fh:
+        return stream_sha256(fh)
+
+
+def file_digest(path: Path | None) -> str:
+    """file_sha256 of a file; `absent` when there is none."""
+    if path is None or not Path(path).is_file():
+        return "absent"
+    return file_sha256(Path(path))
+
+
+def digest(*parts: Any) -> str:
+    """sha256 of the parts: bytes as they are, text as UTF-8 (a page's HTML is hashed without
+    being escaped as JSON first), anything else as JSON; each tagged with its kind and length."""
+    h = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, bytes):
+            kind, data = b"b", part
+        elif isinstance(part, str):
+            kind, data = b"s", part.encode("utf-8", "surrogatepass")
+        else:
+            kind, data = b"j", json.dumps(part, sort_keys=True, default=str).encode()
+        h.update(kind + str(len(data)).encode() + b":")
+        h.update(data)
     return h.hexdigest()
 
 

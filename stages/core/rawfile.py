@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import errno
 import gzip
-import hashlib
 import os
 import stat
 from pathlib import Path
 from typing import Iterable
 
 from stages.core.faults import DISK_ERRNOS
+from stages.core.provenance import stream_sha256
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -214,11 +214,8 @@ def read_raw(folder: Path, name: str, limit: int) -> bytes:
 def sha256(folder: Path, name: str) -> str:
     """The sha256 of the bytes of the regular file `name` inside `folder` (as stored: a .gz is
     not decompressed), opened as `open_fd` does."""
-    digest = hashlib.sha256()
     with os.fdopen(open_fd(folder, name), "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return stream_sha256(fh)
 
 
 def present(names: Iterable[str], name: str) -> str | None:

@@ -9,9 +9,9 @@ The engines' own defaults (`sql/intermediate/engine_defaults.yaml`) enter as `pa
 The invariants in `stages/derive/sql/marts/schema.yaml` run as the marts are built, before anything
 is exported: a row that breaks one is held back in the public `quarantine` table and the rest is
 published (stages/derive/quarantine.py); in strict mode a broken one raises `DataTestError` and
-leaves the previous outputs in place. Every output is built beside its
-place under a name of this process (`<name>.tmp-<pid>`) and renamed into place only when all of
-them are complete, so no reader ever sees a half-built database or folder.
+leaves the previous outputs in place. Every output is built beside its place under a name of this
+process (stages.core.files.scratch: `.<name>.tmp-<pid>-<thread>`) and renamed into place only when
+all of them are complete, so no reader ever sees a half-built database or folder.
 
 Example:
     from stages.derive import stage as derive
@@ -21,11 +21,9 @@ Example:
 """
 from __future__ import annotations
 
-import glob
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +37,8 @@ from stages.core.config import CampaignError
 from stages.core.params_check import SHARED_RULES
 from stages.derive.params_tables import (create_param_tables, energy_values, engine_default_rows, param_rows,
                                          rule_values, slo_rows)
-from stages.core.files import process_alive, replace_folder, write_file
+from stages.core.files import (built_beside, remove_path, scratch, stale_scratch, swap_in,
+                               write_atomic)
 from stages.planning.plans import MEMORY_ERROR_PATTERN
 
 SQL_DIR = catalogue.SQL_DIR   # staging, intermediate, marts (a test may point it elsewhere)
@@ -132,10 +131,8 @@ def export_csv(con: duckdb.DuckDBPyConnection, derived_dir: Path,
     derived_dir.mkdir(parents=True, exist_ok=True)
     for table, spec in schema.items():
         order = list(spec.get("unique") or []) or columns_of(con, table)
-        target = derived_dir / f"{table}.csv"
-        partial = derived_dir / f".{table}.csv.tmp"
-        con.sql(f"select * from {table} order by {', '.join(order)}").write_csv(str(partial))
-        os.replace(partial, target)
+        with built_beside(derived_dir / f"{table}.csv") as partial:
+            con.sql(f"select * from {table} order by {', '.join(order)}").write_csv(str(partial))
 
 
 def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
@@ -177,43 +174,15 @@ def headline_metrics(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     return {name: _scalar(con, sql) for name, sql in HEADLINE_SQL.items()}
 
 
-def partial(path: Path, pid: int | None = None) -> Path:
-    """Where this process builds `path` before renaming it into place: beside it."""
-    return path.with_name(f"{path.name}.tmp-{pid or os.getpid()}")
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    building = partial(path)
-    write_file(building, json.dumps(data, indent=2, sort_keys=True) + "\n")
-    os.replace(building, path)
-
-
-def swap_in(built: Path, target: Path) -> None:
-    """Put the folder `built` in place of `target` (in one step where the system can swap two
-    paths); the old folder is removed once replaced. The caller holds the output's write lock."""
-    _remove(replace_folder(built, target, target.with_name(f"{target.name}.old-{os.getpid()}")))
-
-
-def _remove(path: Path | None) -> None:
-    """A file, a database with its WAL, or a folder, if it is there."""
-    if path is None:
-        return
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        for p in (path, path.with_name(path.name + ".wal")):
-            p.unlink(missing_ok=True)
+def partial(path: Path) -> Path:
+    """Where this process builds `path` before renaming it into place: beside it (scratch)."""
+    return scratch(path)
 
 
 def remove_stale(target: Path) -> None:
-    """What a killed derive left beside `target` (`.tmp-<pid>`, `.old-<pid>` of a process gone)."""
-    for left in target.parent.glob(f"{glob.escape(target.name)}.*-*"):
-        kind, _, pid = left.name[len(target.name) + 1:].partition("-")
-        if kind in ("tmp", "old") and pid.isdigit() and not process_alive(int(pid)):
-            _remove(left)
-
-
+    """What a killed derive left beside `target` (its scratch paths, of a process gone)."""
+    for left in stale_scratch(target):
+        remove_path(left)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,8 +220,8 @@ def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: 
         target.parent.mkdir(parents=True, exist_ok=True)
         remove_stale(target)
     building, exporting = partial(campaign_db), partial(derived_dir)
-    _remove(building)
-    _remove(exporting)
+    remove_path(building)
+    remove_path(exporting)
     con = duckdb.connect(str(building))
     try:
         con.execute("set TimeZone = 'UTC'")
@@ -272,12 +241,12 @@ def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: 
         con.close()
     except BaseException:
         con.close()
-        _remove(building)
-        _remove(exporting)
+        remove_path(building)
+        remove_path(exporting)
         raise
     campaign_db.with_name(campaign_db.name + ".wal").unlink(missing_ok=True)
     os.replace(building, campaign_db)
     swap_in(exporting, derived_dir)
-    write_json(Path(metrics_file), metrics)
+    write_atomic(Path(metrics_file), json.dumps(metrics, indent=2, sort_keys=True) + "\n")
     return summary
 

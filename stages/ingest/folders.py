@@ -4,22 +4,18 @@ the seal of each folder to read (sealed first when it arrives without one).
 """
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable
 
 from stages.core.config import CampaignError
 from stages.core.faults import is_storage_fault, storage_fault
-from stages.core.provenance import raise_storage_fault
+from stages.core.files import fingerprint, folder_stats
 from stages.formats.sealed import RUN_MANIFEST, at_rest, seal, write_once
-from stages.core import raw_schema
+from stages.core import code
 from stages.core import rawfile
-from stages.core import secrets
-from stages.core import warehouse
-import stages.formats as formats
 from stages.formats.run_folder import is_run_id
 from stages.ingest.parsers import run_files
 from stages.core.rawfile import Refused
@@ -27,55 +23,13 @@ from stages.core.secrets import redact_text
 from stages.core.warehouse import folder_entries
 
 MANIFEST = RUN_MANIFEST
-# The code whose change re-reads every folder: all of ingest (parsers included), the raw folders'
-# formats, and the core modules and schema it reads with.
-CODE_FILES = (*sorted(Path(__file__).parent.rglob("*.py")), *sorted(Path(formats.__file__).parent.rglob("*.py")),
-              Path(rawfile.__file__), Path(secrets.__file__),
-              Path(warehouse.__file__), Path(raw_schema.__file__), raw_schema.RAW_SCHEMA)
+# The code whose change re-reads every folder: the ingest stage's modules and all they import
+# (parsers, the raw folders' formats, the core) and read (its SQL, the raw schema).
+ENTRIES = ("stages.ingest.stage", "stages.ingest.nodes")
 
 
 def code_version() -> str:
-    digest = hashlib.sha256()
-    for path in CODE_FILES:
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def folder_stats(folder: Path) -> list[tuple[str, int, int, int, int]]:
-    """(relative posix name, size, mtime_ns, ctime_ns, inode) of every entry under `folder` that
-    is not a folder, sorted. Any write or replacement changes a file's ctime or inode, and neither
-    can be set back (mtime can), so a fingerprint of these sees every edit without reading the
-    files. Links are not followed: a link, to a file or to a folder, is listed with its own
-    stat fields, and what it points to is not looked at. The storage failing while it lists
-    (a folder it cannot list, a file it cannot stat; not one that is gone) is raised: a listing
-    with files left out would be stored as the folder's fingerprint, and never read again."""
-    out = []
-    for dirpath, dirnames, filenames in os.walk(folder, onerror=raise_storage_fault):
-        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
-        dirnames[:] = sorted(d for d in dirnames if d not in links)
-        for name in filenames + links:
-            path = Path(dirpath) / name
-            try:
-                st = os.lstat(path)
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                if is_storage_fault(exc):
-                    raise
-                continue
-            out.append((path.relative_to(folder).as_posix(), st.st_size, st.st_mtime_ns,
-                        st.st_ctime_ns, st.st_ino))
-    out.sort()
-    return out
-
-
-def fingerprint(files: Iterable[tuple[str | int, ...]], version: str) -> str:
-    """A hash of the files' stat fields (folder_stats) and the code version."""
-    digest = hashlib.sha256(version.encode())
-    for entry in files:
-        digest.update(("\0".join(str(field) for field in entry) + "\n").encode())
-    return digest.hexdigest()
+    return code.code_version(ENTRIES)[:16]
 
 
 def run_folders(runs_dir: Path) -> tuple[list[Path], list[str]]:

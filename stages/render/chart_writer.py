@@ -30,7 +30,9 @@ from stages.render.queries import sql_params
 from stages.render.timing import Phases
 from stages.core.params_check import STATIC_IMAGES as STATIC
 from stages.core.faults import naming
+from stages.core import code
 from stages.core.files import write_atomic, write_file
+from stages.core.provenance import digest
 from stages.core.secrets import redact_value
 
 PNG_SCALE = 2  # pixels per chart unit: sharp on high-density screens and in slides
@@ -69,8 +71,8 @@ def file_suffix(params: dict[str, Any]) -> str:
     parts = []
     for key, value in sorted(params.items()):
         if isinstance(value, (list, tuple)):
-            digest = hashlib.sha1(json.dumps([str(v) for v in value]).encode()).hexdigest()[:8]
-            parts.append(f"-{digest}")
+            short = hashlib.sha1(json.dumps([str(v) for v in value]).encode()).hexdigest()[:8]
+            parts.append(f"-{short}")
         else:
             parts.append(f"-{re.sub(r'[^A-Za-z0-9_.-]', '-', str(value))}")
     return "".join(parts)
@@ -94,25 +96,19 @@ def cache_key(spec_json: str) -> str:
     """The cache key of a spec's static images: the spec, the renderer's version and the scale."""
     import vl_convert as vlc
 
-    blob = f"{getattr(vlc, '__version__', '')}\n{PNG_SCALE}\n{spec_json}".encode()
-    return hashlib.sha256(blob).hexdigest()
+    return digest(getattr(vlc, '__version__', ''), PNG_SCALE, spec_json)
 
 
-@functools.lru_cache(maxsize=1)
 def _code_version() -> str:
-    """What a chart's spec depends on besides its rows: the chart functions' source (charts.py and
-    each module that registers charts beside it) and Altair."""
-    import altair
-
-    source = b"".join(Path(module.__file__).read_bytes() for module in chart_modules())
-    return hashlib.sha256(source + altair.__version__.encode()).hexdigest()
+    """What a chart's spec depends on besides its rows: the chart functions' code (charts.py, each
+    module that registers charts beside it, and what they import: stages.core.code) and Altair."""
+    return code.code_version(tuple(module.__name__ for module in chart_modules()), ("altair",))
 
 
 def spec_key(name: str, df: pd.DataFrame, domain: list[str]) -> str:
     """The cache key of a chart's spec: the chart, its rows, the series domain, the code."""
     rows = df.to_json(orient="split", date_format="iso", default_handler=str)
-    blob = json.dumps([_code_version(), name, domain, rows]).encode()
-    return hashlib.sha256(blob).hexdigest()
+    return digest(_code_version(), name, domain, rows)
 
 
 def without_unused_columns(spec: dict[str, Any]) -> dict[str, Any]:
@@ -285,8 +281,7 @@ class ChartWriter:
         """A chart's files, and the Markdown that shows it (see _write), timed as `charts`; the
         previous render's, where this page made the same call then (`recall`)."""
         with self.phases("charts"):
-            key = hashlib.sha256(json.dumps([self.base, page_stem, name, profile, params, query],
-                                            sort_keys=True, default=str).encode()).hexdigest()
+            key = digest(self.base, page_stem, name, profile, params, query)
             made = self._recalled(key)
             if made is None:
                 before = len(self.written)

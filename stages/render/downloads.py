@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import os
 import shutil
 from pathlib import Path
 from typing import Iterator
@@ -16,8 +15,10 @@ from typing import Iterator
 from stages.core.catalogue import public_tables
 from stages.core.config import CampaignError
 from stages.core.faults import naming
+from stages.core.files import built_beside
 from stages.core.secrets import may_hold_secret, redact_text
-from stages.render.incremental import DocsWriter, digest, folder_fingerprint
+from stages.core.provenance import digest
+from stages.render.incremental import DocsWriter, folder_fingerprint
 
 
 def write_csv_downloads(derived_dir: Path, docs_dir: Path, out: DocsWriter | None = None,
@@ -62,18 +63,16 @@ def csv_fields_up_to(size: int) -> Iterator[None]:
 def redact_csv(path: Path) -> None:
     """Rewrite a CSV file with every cell redacted (the site publishes it), a row at a time, so that
     a large field is read once and held once; the file is replaced only when a cell changed."""
-    partial = path.with_name(f".{path.name}.redacted")
     changed = False
-    with csv_fields_up_to(path.stat().st_size + 1), path.open(newline="") as fh, naming(partial), \
-            partial.open("w", newline="") as out:
-        writer = csv.writer(out, lineterminator="\n")
-        for row in csv.reader(fh):
-            if any(map(may_hold_secret, row)):
-                redacted = [redact_text(cell) for cell in row]
-                changed = changed or redacted != row
-                row = redacted
-            writer.writerow(row)
-    if changed:
-        os.replace(partial, path)
-    else:
-        partial.unlink()
+    with built_beside(path) as partial:
+        with csv_fields_up_to(path.stat().st_size + 1), path.open(newline="") as fh, \
+                naming(partial), partial.open("w", newline="") as out:
+            writer = csv.writer(out, lineterminator="\n")
+            for row in csv.reader(fh):
+                if any(map(may_hold_secret, row)):
+                    redacted = [redact_text(cell) for cell in row]
+                    changed = changed or redacted != row
+                    row = redacted
+                writer.writerow(row)
+        if not changed:
+            partial.unlink()        # nothing to replace

@@ -15,22 +15,20 @@ key, and a from-scratch render (no cache, no old folder) writes the same bytes.
 """
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
 import os
 import pickle
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
-from stages.core.files import file_stats, write_atomic, write_file
+from stages.core import code
+from stages.core.files import paths_fingerprint, write_atomic, write_file
+from stages.core.provenance import digest, file_digest
 from stages.render.fact_record import Fact
 from stages.render.pages import PageSpec, RenderedPage
 
-CODE_DIRS = (Path(__file__).parent, Path(__file__).parents[1] / "core")
-CODE_SUFFIXES = (".py", ".sql", ".yaml", ".j2")
+ENTRIES = ("stages.render.stage",)   # the render stage's modules: what they import and read follows
 LIBRARIES = ("jinja2", "markupsafe", "altair", "pandas", "duckdb", "vl-convert-python", "markdown",
              "mkdocs", "mkdocs-material", "pymdown-extensions", "mkdocs-rss-plugin")
 PAGES_FOLDER = "pages"           # under the cache folder: one entry per page key
@@ -39,61 +37,17 @@ MANIFEST = "docs-manifest.json"  # under the cache folder: the docs folder's fil
 CACHE_VERSION = 1
 
 
-def digest(*parts: Any) -> str:
-    """sha256 of the parts: bytes as they are, text as UTF-8 (a page's HTML is hashed without
-    being escaped as JSON first), anything else as JSON; each tagged with its kind and length."""
-    h = hashlib.sha256()
-    for part in parts:
-        if isinstance(part, bytes):
-            kind, data = b"b", part
-        elif isinstance(part, str):
-            kind, data = b"s", part.encode("utf-8", "surrogatepass")
-        else:
-            kind, data = b"j", json.dumps(part, sort_keys=True, default=str).encode()
-        h.update(kind + str(len(data)).encode() + b":")
-        h.update(data)
-    return h.hexdigest()
-
-
-def file_digest(path: Path | None) -> str:
-    """sha256 of a file's bytes; `absent` when there is none."""
-    if path is None or not Path(path).is_file():
-        return "absent"
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-@functools.lru_cache(maxsize=1)
 def code_version() -> str:
-    """What every output depends on besides its data: render's code, SQL and page templates, the
-    shared core code, and the versions of the libraries that turn them into pages."""
-    h = hashlib.sha256(str(CACHE_VERSION).encode())
-    for folder in CODE_DIRS:
-        for path in sorted(folder.rglob("*")):
-            if path.suffix in CODE_SUFFIXES and path.is_file() and "__pycache__" not in path.parts:
-                h.update(path.relative_to(folder.parent).as_posix().encode() + b"\0" + path.read_bytes())
-    for lib in LIBRARIES:
-        try:
-            h.update(f"{lib}={metadata.version(lib)}".encode())
-        except metadata.PackageNotFoundError:
-            h.update(f"{lib}=none".encode())
-    return h.hexdigest()
+    """What every output depends on besides its data: the render stage's code (its modules and
+    all they import, the SQL and templates they read: stages.core.code), and the versions of the
+    libraries that turn them into pages."""
+    return code.code_version(ENTRIES, LIBRARIES, str(CACHE_VERSION))
 
 
 def folder_fingerprint(folders: Iterable[Path | None]) -> str:
-    """The raw folders as names, sizes and modification times (run folders are write-once; a
-    changed file changes its size or time)."""
-    h = hashlib.sha256()
-    for folder in folders:
-        if folder is None or not Path(folder).is_dir():
-            h.update(b"none\0")
-            continue
-        for path, size, mtime_ns in file_stats(folder, follow_symlinks=False):
-            h.update(f"{os.path.relpath(path, folder)}\0{size}\0{mtime_ns}\n".encode())
-    return h.hexdigest()
+    """The raw folders as their files' names and stat fields (stages.core.files.folder_stats: any
+    write or replacement changes a file's ctime or inode)."""
+    return paths_fingerprint(folders)
 
 
 def template_digests(templates_dir: Path) -> dict[str, str]:
@@ -242,7 +196,7 @@ class DocsWriter:
     def put_content(self, rel: str, data: str | bytes) -> None:
         """A file whose content is at hand: keyed by its own digest."""
         raw = data.encode() if isinstance(data, str) else data
-        self.put(rel, hashlib.sha256(raw).hexdigest(), lambda: raw)
+        self.put(rel, digest(raw), lambda: raw)
 
     def written_outside(self, rel: str) -> None:
         """A file put in the new folder by other code (a chart): keyed by its content."""

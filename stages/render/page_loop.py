@@ -15,7 +15,8 @@ from typing import Any, Callable
 from stages.render.audit import QUERIES_PAGE, audit_groups, audit_index, audit_page, audit_queries
 from stages.render.chart_writer import ChartWriter
 from stages.render.facts import FactBook
-from stages.render.incremental import DocsWriter, PageCache, PageResult, digest
+from stages.core.provenance import digest
+from stages.render.incremental import DocsWriter, PageCache, PageResult
 from stages.render.pages import PageSpec, RenderedPage, render_page
 from stages.render.timing import Phases
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from stages.core.config import CampaignError
-from stages.core.files import file_stats
+from stages.core.files import paths_fingerprint
 
 STATE_PATH = "/__preview/state"
 SCRIPT_PATH = "/__preview/reload.js"
@@ -82,19 +82,9 @@ class State:
             return json.dumps({"built": self.built, "error": self.error}).encode()
 
 
-def fingerprint(paths: list[Path]) -> tuple:
-    """The watched files' names, sizes and times (folders walked)."""
-    seen = []
-    for path in paths:
-        if path.is_dir():
-            seen.extend(file_stats(path))
-        else:
-            try:
-                st = os.stat(path)
-                seen.append((str(path), st.st_size, st.st_mtime_ns))
-            except OSError:
-                seen.append((str(path), None, None))
-    return tuple(seen)
+def fingerprint(paths: list[Path]) -> str:
+    """The watched files' names and stat fields (folders walked): stages.core.files.paths_fingerprint."""
+    return paths_fingerprint(paths)
 
 
 def rerender(render: Callable[[], dict[str, Any]], state: State, say: Callable[[str], None]) -> None:

@@ -25,7 +25,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from stages.render.incremental import digest
+from stages.core.provenance import digest
 
 MEMO_FILE = "query-memo.sqlite"   # in the cache folder
 

@@ -13,16 +13,17 @@ import os
 import re
 import shutil
 import tempfile
-import uuid
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from stages.core.config import CampaignError
-from stages.core.files import replace_folder, write_file
+from stages.core import files
+from stages.core.files import scratch, stale_scratch, write_file
 from stages.render import blog, site_memo
-from stages.render.incremental import code_version, digest, file_digest
+from stages.core.provenance import digest, file_digest
+from stages.render.incremental import code_version
 
 MARKER = ".campaign-render"   # in the root of each folder render writes; only such a folder is replaced
 ERROR_PAGE = "404.html"     # at the site root; mkdocs writes its links from the server root
@@ -54,18 +55,15 @@ def check_ours(target: Path) -> None:
                         "refusing to replace it")
 
 
-def _scratch(target: Path, kind: str) -> Path:
-    return target.parent / f".{target.name}.{kind}-{uuid.uuid4().hex[:8]}"
-
-
 def fresh_dir(target: Path) -> Path:
-    """A new empty folder beside `target` (same parent) to build into, marked as render's own.
-    Marked leftovers of a render that was killed are removed first."""
+    """A new empty folder beside `target` (its scratch path, stages.core.files.scratch) to build
+    into, marked as render's own. Marked leftovers of a render that was killed (and this thread's
+    own, of a render that failed) are removed first."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    for stale in [*target.parent.glob(f".{target.name}.tmp-*"), *target.parent.glob(f".{target.name}.old-*")]:
+    tmp = scratch(target)
+    for stale in [*stale_scratch(target), tmp, scratch(target, "old")]:
         if stale.is_dir() and not stale.is_symlink() and (stale / MARKER).is_file():
             shutil.rmtree(stale)
-    tmp = _scratch(target, "tmp")
     tmp.mkdir()
     mark(tmp)
     return tmp
@@ -81,14 +79,16 @@ def swap_in(new: Path, target: Path) -> None:
     one is renamed aside first. The old one is then removed only when render had written it."""
     check_ours(target)
     try:
-        old = replace_folder(new, target, _scratch(target, "old"))
+        files.swap_in(new, target, remove_old=_remove_ours)
     except OSError as exc:
         raise CampaignError(f"{target}: cannot move the new build in ({exc.strerror})") from None
-    if old is not None:
-        if (old / MARKER).is_file():
-            shutil.rmtree(old)
-        else:
-            old.rmdir()     # check_ours let it through empty
+
+
+def _remove_ours(old: Path) -> None:
+    if (old / MARKER).is_file():
+        shutil.rmtree(old)
+    else:
+        old.rmdir()     # check_ours let it through empty
 
 
 def external_loads(site_dir: Path, old_site: Path | None = None) -> list[str]:

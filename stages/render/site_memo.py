@@ -29,7 +29,7 @@ import jinja2
 
 from stages.core.faults import is_storage_fault, storage_fault
 from stages.core.files import write_atomic
-from stages.render.incremental import digest
+from stages.core.provenance import digest
 
 MEMO_FILE = "site-memo.pickle"   # in the cache folder
 SETTINGS = "settings"            # the memo's entry naming the code and config of the last build

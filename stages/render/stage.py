@@ -40,8 +40,9 @@ from stages.core.config import CampaignError
 from stages.render.chart_writer import ChartWriter
 from stages.render.escape import escape_text
 from stages.render.facts import FactBook
-from stages.render.incremental import (DocsWriter, PageCache, code_version, digest, file_digest,
-                                       folder_fingerprint, template_digests)
+from stages.core.provenance import digest, file_digest
+from stages.render.incremental import (DocsWriter, PageCache, code_version, folder_fingerprint,
+                                       template_digests)
 from stages.render.query_memo import QueryMemo
 from stages.render.page_loop import render_series, write_audit
 from stages.render.quotes import QUOTES_FILE

@@ -23,6 +23,7 @@ import tarfile
 from pathlib import Path
 
 from stages.core.config import CampaignError
+from stages.core.files import built_beside
 from stages.core.provenance import file_sha256
 
 MANIFEST = "MANIFEST"
@@ -92,8 +93,7 @@ def write_archive(target: Path, site_dir: Path, top: str, mtime: int) -> None:
         raise CampaignError(f"{site_dir}: holds a file named {MANIFEST}; publish writes its own")
     members: list[tuple[str, Path | bytes | None]] = [(rel, None) for rel in _folders(rels)]
     members += list(zip(rels, files)) + [(MANIFEST, manifest(site_dir, files))]
-    partial = target.with_name(f".{target.name}.tmp")
-    with partial.open("wb") as out, \
+    with built_beside(target) as partial, partial.open("wb") as out, \
             gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=9) as gz, \
             tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
         tar.addfile(_info(top, 0, mtime, 0o755, tarfile.DIRTYPE))
@@ -107,7 +107,6 @@ def write_archive(target: Path, site_dir: Path, top: str, mtime: int) -> None:
                 mode = 0o755 if os.access(content, os.X_OK) else 0o644
                 with content.open("rb") as fh:
                     tar.addfile(_info(name, content.stat().st_size, mtime, mode), fh)
-    os.replace(partial, target)
 
 
 def run(*, site_dir: Path, out_dir: Path, root: Path) -> Path:
