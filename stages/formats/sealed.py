@@ -49,17 +49,17 @@ def at_rest(folder: Path, now: float | None = None) -> bool:
     return (time.time() if now is None else now) - newest >= AT_REST_S
 
 
-def write_once(path: Path, text: str, *, scratch: Path) -> None:
-    """Write a file that must not exist yet, whole or not at all: the text goes to a scratch file
-    in `scratch` (a folder on the same file system, outside the folder being written, so that a
-    process killed half way leaves nothing in it), is synced, then linked to `path` (which fails
-    if `path` exists: a file is never replaced). A failed write names the path."""
+def write_once(path: Path, text: str | bytes, *, scratch: Path) -> None:
+    """Write a file that must not exist yet, whole or not at all: the text (as UTF-8) or bytes go
+    to a scratch file in `scratch` (a folder on the same file system, outside the folder being
+    written, so that a process killed half way leaves nothing in it), are synced, then linked to
+    `path` (which fails if `path` exists: a file is never replaced). A failed write names the path."""
     stem = clear_stale(path, scratch=scratch)
     tmp = Path(scratch) / f"{stem}{os.getpid()}"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            data = text.encode()
+            data = text.encode() if isinstance(text, str) else text
             while data:
                 data = data[os.write(fd, data):]
             os.fsync(fd)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from stages.formats.launch_out import launch_text
+from stages.formats.sealed import write_once
 from stages.formats.run_folder import (CMD_SH, LAUNCH_OUT, META_JSON, NIAH_LOG, SERVER_LOG, iso, record_text,
                                        run_meta)
 from stages.tools.synth.synth_bench import WORKLOADS, bench_files, points_of
@@ -99,7 +100,7 @@ def write_run(plan: RunPlan, runs_dir: Path) -> dict[str, int]:
 
     def put(name: str, data: str | bytes, kind: str) -> None:
         raw = data.encode() if isinstance(data, str) else data
-        (folder / name).write_bytes(raw)
+        write_once(folder / name, raw, scratch=runs_dir)      # a raw run file, as a run writes it
         sizes[kind] += len(raw)
 
     put(CMD_SH, cmd_text(plan), "other")

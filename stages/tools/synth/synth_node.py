@@ -25,7 +25,7 @@ from stages.core.config import CampaignError, load_params, profile as get_profil
 from stages.core.names import ctx_label
 from stages.core.gate import gate_settings
 from stages.run.quads import spans_quads
-from stages.formats.sealed import RUN_MANIFEST, manifest_text
+from stages.formats.sealed import RUN_MANIFEST, manifest_text, write_once
 from stages.run import bench_client as bench
 from stages.run import gpu_sampler, needle
 from stages.run.executors import DockerExecutor
@@ -140,8 +140,8 @@ class RunWriter:
         for name, text in sorted(self.files.items()):
             path = self.folder / name
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-        (self.folder / RUN_MANIFEST).write_text(manifest_text(self.folder))
+            write_once(path, text, scratch=self.folder.parent)     # raw run files, as a run writes them
+        write_once(self.folder / RUN_MANIFEST, manifest_text(self.folder), scratch=self.folder.parent)
         return self.run_id
 
     def _iso(self, t: float) -> str:
