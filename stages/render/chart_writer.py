@@ -41,10 +41,11 @@ def chart_modules() -> tuple[Any, ...]:
     """The chart functions: charts.py and the modules that register charts beside it or hold what
     they draw with. Imported when a chart is first made, so that a render whose pages all come
     from the page cache does not load Altair."""
-    from stages.render import (chart_notes, charts, charts_metrics, charts_node, charts_pareto,
-                               charts_prefill, charts_ramp, charts_requests, charts_timeline)
+    from stages.render import (chart_notes, chart_parts, charts, charts_metrics, charts_node,
+                               charts_pareto, charts_prefill, charts_ramp, charts_requests,
+                               charts_timeline)
     return (charts, charts_requests, charts_metrics, charts_node, charts_pareto, charts_prefill,
-            charts_ramp, charts_timeline, chart_notes)
+            charts_ramp, charts_timeline, chart_notes, chart_parts)
 
 
 def chart_lib() -> Any:
