@@ -33,6 +33,11 @@ def stream_sha256(fh: BinaryIO) -> str:
     return h.hexdigest()
 
 
+def data_sha256(data: bytes) -> str:
+    """sha256 of bytes in hand: what file_sha256 gives for a file holding them."""
+    return hashlib.sha256(data).hexdigest()
+
+
 def file_sha256(path: Path) -> str:
     """sha256 of a file's bytes (the digest `sha256sum` prints)."""
     with open(path, "rb") as fh:

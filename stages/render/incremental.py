@@ -24,7 +24,7 @@ from typing import Callable, Iterable
 
 from stages.core import code
 from stages.core.files import paths_fingerprint, write_atomic, write_file
-from stages.core.provenance import digest, file_digest
+from stages.core.provenance import data_sha256, digest, file_digest
 from stages.render.fact_record import Fact
 from stages.render.pages import PageSpec, RenderedPage
 
@@ -194,9 +194,10 @@ class DocsWriter:
         self.written += 1
 
     def put_content(self, rel: str, data: str | bytes) -> None:
-        """A file whose content is at hand: keyed by its own digest."""
+        """A file whose content is at hand: keyed by its bytes' sha256, the key written_outside
+        gives a file another writer put there (a chart), so either finds the other's."""
         raw = data.encode() if isinstance(data, str) else data
-        self.put(rel, digest(raw), lambda: raw)
+        self.put(rel, data_sha256(raw), lambda: raw)
 
     def written_outside(self, rel: str) -> None:
         """A file put in the new folder by other code (a chart): keyed by its content."""
