@@ -38,10 +38,11 @@ from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime, timezone
 from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import duckdb
 
+from stages.core.progress import Progress
 from stages.core.faults import storage_fault
 from stages.core.warehouse import relative
 from stages.ingest.folders import (MANIFEST, SealFound, code_version, folder_manifest_sha256, plan_folders,
@@ -60,8 +61,6 @@ BATCH_FOLDERS = 64
 BATCH_ROWS = 1_000_000
 BULK_TABLES = ("raw_log_stats", "raw_metrics", "raw_bench_requests")
 READ_AHEAD = 8                 # folders read ahead of the writer, per worker process
-
-from stages.core.progress import Progress  # noqa: E402 - declared once, in the core
 
 
 def _size(n: int) -> str:

@@ -4,14 +4,12 @@ from __future__ import annotations
 import datetime as dt
 import re
 from pathlib import Path
-from typing import Callable
 
+from stages.core.progress import Progress
 from stages.core.config import CampaignError
 from stages.formats.run_folder import iso, utc_now
 
 _KIND = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-from stages.core.progress import Progress  # noqa: E402 - declared once, in the core
 
 
 def node_id(kind: str, now: dt.datetime) -> str:

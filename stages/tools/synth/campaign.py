@@ -21,8 +21,8 @@ import json
 import random
 from datetime import timedelta
 from pathlib import Path
-from typing import Callable
 
+from stages.core.progress import Progress
 from stages.formats.launch_out import launch_text
 from stages.formats.sealed import write_once
 from stages.formats.run_folder import (CMD_SH, LAUNCH_OUT, META_JSON, NIAH_LOG, SERVER_LOG, iso, record_text,
@@ -32,8 +32,6 @@ from stages.tools.synth.synth_log import server_log
 from stages.tools.synth.synth_plan import RunPlan, label_tokens, kv_tokens, plan_campaign
 
 SYNTH_VERSION = 3               # 3: meta.json's gpus as the run stage writes them, "0,1"
-
-from stages.core.progress import Progress  # noqa: E402 - declared once, in the core
 
 
 # ---------------------------------------------------------------- small files
