@@ -112,7 +112,7 @@ create table node_allreduce (node_id varchar, gpu_group varchar, gpus varchar, r
 create table node_allreduce_peak (node_id varchar, gpu_group varchar, gpus varchar, ranks integer,
   spans_islands boolean, busbw_gbs double, algbw_gbs double, message_bytes bigint, time_us double,
   sizes_measured integer, min_message_bytes bigint, max_message_bytes bigint, all_correct boolean,
-  source_file varchar, source_line integer);
+  p2p_copy_gbs double, busbw_p2p_pct double, source_file varchar, source_line integer);
 create table point_slo (run_id varchar, point_id varchar, workload varchar, concurrency integer,
   repeat integer, percentile double, ttft_target_s double, tpot_target_ms double,
   slo_judged_requests integer, slo_met_requests integer, slo_share_pct double, duration_s double,
