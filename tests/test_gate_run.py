@@ -7,6 +7,7 @@ timeout fails every probe with its reason, and the run still goes on to its benc
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import json
 
 import duckdb
@@ -115,3 +116,21 @@ def test_an_engine_that_answers_after_the_timeout_fails_every_probe_and_the_run_
     # the engine saw its clients give up; nothing went wrong with the run or the engine
     assert "Aborted request" in (folder / "server.log").read_text()
     assert rows(db, "select event, detail from run_events where run_id = ?", run_id) == []
+
+
+def test_ready_s_is_when_the_engine_answered_not_when_the_client_had_loaded(campaign):
+    """The benchmark client's imports (vLLM's, about 12 s of CPU) load while the engine starts; a
+    stand-in engine is up in about a second, long before them, and its ready time is still the
+    instant its health check first answered: within the poll's half second and the log's
+    one-second stamps of the 'Starting vLLM API server' line it printed."""
+    for spec in ("thinker", "sleeper"):
+        folder = campaign["folders"][spec]
+        times = dict(part.split("=", 1) for part in launch_facts(folder)["engine_times"].split())
+        ready = dt.datetime.fromisoformat(times["ready"].replace("Z", "+00:00"))
+        start = dt.datetime.fromisoformat(times["start"].replace("Z", "+00:00"))
+        line = next(line for line in (folder / "server.log").read_text().splitlines()
+                    if "Starting vLLM API server" in line)
+        stamp = dt.datetime.strptime(f"{ready.year}-{line.split()[1]} {line.split()[2]}", "%Y-%m-%d %H:%M:%S")
+        serving = stamp.astimezone(dt.timezone.utc)      # the stand-in stamps in local time
+        assert start - dt.timedelta(seconds=1) <= serving <= ready, (spec, times, line)
+        assert (ready - serving).total_seconds() < 3, (spec, times, line)
