@@ -52,6 +52,19 @@ def finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def positive_count(value: Any) -> int | None:
+    """finite where it is a whole number above 0 (3 or 3.0), as int; else None: a tool's
+    concurrency setting."""
+    number = finite(value)
+    return int(number) if number is not None and number == int(number) and number > 0 else None
+
+
+def summed_count(number: float) -> int | None:
+    """A count a tool summed as floats, as int (1748.9999999999998 is its 1749), else None."""
+    nearest = round(number)
+    return int(nearest) if abs(number - nearest) <= 1e-9 * max(1.0, abs(number)) else None
+
+
 def strict_int(value: Any) -> int | None:
     """A JSON integer as written (not true/false, not 3.0, not "3"), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Iterable, Iterator, Sequence
+from typing import Any, BinaryIO, Iterator, Sequence
 
 from stages.formats.tailed import Chunk, as_chunks  # noqa: F401 - declared with the tail reader
 

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import jinja2
 import yaml
 
-from stages.render import blog, compare_page
+from stages.render import blog
 from stages.core import run_sets as core_run_sets
 from stages.render import run_sets as run_set_lib
 from stages.render.chart_writer import ChartWriter

@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import http.server
 import json
-import os
 import threading
 import time
 from pathlib import Path

@@ -7,7 +7,6 @@ can be counted with the model's own tokenizer exactly as on the campaign node.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import random
 from pathlib import Path

@@ -46,7 +46,7 @@ from typing import Any, Callable
 from stages.tools.faults.crash_cases import SCENARIOS, Scenario
 from stages.tools.faults.hostile_folders import make_project
 from stages.tools.faults.crash_process import (  # noqa: F401 (the fault sets, kept importable here)
-    DISK, HANG_FACTOR, PRELOAD, RENAMES, STRERROR, WRITES, copy_state, fiu_available, finish, launch,
+    DISK, HANG_FACTOR, RENAMES, STRERROR, WRITES, copy_state, fiu_available, finish, launch,
     locks_held, remove, run_clean, runs_changed, runs_digest)
 
 @dataclass

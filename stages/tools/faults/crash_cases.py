@@ -19,7 +19,7 @@ from stages.formats.sealed import RUN_MANIFEST, manifest_text
 from stages.formats.launch_out import parse_launch_out
 from stages.formats.run_folder import LAUNCH_OUT
 from stages.tools.faults import crash_outputs as co
-from stages.tools.faults.hostile_folders import Project, copy_fixture, make_project
+from stages.tools.faults.hostile_folders import Project, copy_fixture
 
 PROJECT = Path(__file__).resolve().parents[3]
 RUN_IDS = [f"tiny-llama__cpu_seqs4__4k__vllm__1130-07{n:04d}" for n in range(6)]

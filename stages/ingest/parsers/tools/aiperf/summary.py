@@ -8,6 +8,7 @@ import json
 import math
 from typing import Any
 
+from stages.core.numbers import positive_count
 from stages.ingest.parsers.tools import common
 from stages.ingest.parsers.tools.aiperf.files import (
     TOOL, cli_command, folder_concurrency, is_summary, point_source)
@@ -206,12 +207,6 @@ def _failed_from_errors(summary: Any) -> tuple[int | None, str | None]:
     return total, "error_summary[*].count"
 
 
-def _whole(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return int(value) if value == int(value) and value > 0 else None
-
-
 def _settings(obj: dict) -> dict[str, Any]:
     """The run's settings worth keeping, from input_config (both layouts) and the file's header:
     concurrency, request_rate, model_id, endpoint_type, start_time are taken out by the caller."""
@@ -233,7 +228,7 @@ def _settings(obj: dict) -> dict[str, Any]:
 
     concurrency = rate = None
     if loadgen:
-        concurrency = _whole(loadgen.get("concurrency"))
+        concurrency = positive_count(loadgen.get("concurrency"))
         rate = loadgen.get("request_rate")
         for key in ("request_count", "request_rate_mode", "warmup_request_count",
                     "benchmark_duration", "request_cancellation_rate"):
@@ -245,7 +240,7 @@ def _settings(obj: dict) -> dict[str, Any]:
         profiling = [p for p in included if p.get("name") == "profiling"] or included
         if len(profiling) == 1:
             phase = profiling[0]
-            concurrency = _whole(phase.get("concurrency"))
+            concurrency = positive_count(phase.get("concurrency"))
             rate = phase.get("rate", phase.get("request_rate"))
             for key, as_key in (("type", "phase_type"), ("requests", "request_count"),
                                 ("duration", "benchmark_duration")):

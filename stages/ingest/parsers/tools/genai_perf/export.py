@@ -7,11 +7,12 @@ import json
 from pathlib import PurePosixPath
 from typing import Any
 
+from stages.core.numbers import positive_count
 from stages.formats.lines import decode
 from stages.ingest.parsers.tools import common
 from stages.ingest.parsers.tools.common import BenchParse, ParseError
 from stages.ingest.parsers.tools.genai_perf.names import (
-    SUMMARY_SUFFIX, TOOL, base_names, first_line, plain_name, whole_count)
+    SUMMARY_SUFFIX, TOOL, base_names, first_line, plain_name)
 
 
 # ---------------------------------------------------------------- perf_analyzer's export
@@ -43,7 +44,7 @@ def parse_export(name: str, data: bytes, siblings: frozenset[str]) -> BenchParse
             result.errors.append(ParseError(line, f"{where} has no requests list; left out"))
             continue
         mode = common.dig(experiment, ("experiment", "mode"))
-        concurrency = (whole_count(common.dig(experiment, ("experiment", "value")))
+        concurrency = (positive_count(common.dig(experiment, ("experiment", "value")))
                        if mode == "concurrency" else None)
         pid = common.point_id(name, None if by_position else concurrency, k + 1)
         bad = 0

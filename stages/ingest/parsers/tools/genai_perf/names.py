@@ -65,11 +65,6 @@ def to_ms(value: float, unit: str) -> float:
     return float(value) * common.SECONDS[key] * 1000.0
 
 
-def whole_count(value: Any) -> int | None:
-    number = common.finite(value)
-    return int(number) if number is not None and number == int(number) and number > 0 else None
-
-
 def stored_fields(extra: dict[str, Any], paths: dict[str, str]) -> dict[str, Any]:
     return {"metadata_json": json.dumps(extra, sort_keys=True, ensure_ascii=False) if extra else None,
             "tool": TOOL, "tool_version": None, "summary_paths": common.paths_json(paths)}

@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from stages.core.numbers import positive_count
 from stages.ingest.parsers.bench_json import not_a_number
 from stages.ingest.parsers.tools import common
 from stages.ingest.parsers.tools.common import BenchParse, ParseError
 from stages.ingest.parsers.tools.genai_perf.names import (
-    INT_COLUMNS, first_line, point_fields, point_name, stored_fields, to_ms, whole_count)
+    INT_COLUMNS, first_line, point_fields, point_name, stored_fields, to_ms)
 
 
 # Summary metric -> {stat -> column}. The time per output token is the tool's
@@ -103,7 +104,7 @@ def parse_summary(name: str, data: bytes) -> BenchParse:
     config = obj["input_config"]
     nested = "perf_analyzer" in config
     settings = _settings(config, nested)
-    concurrency = whole_count(common.dig(config, ("perf_analyzer", "stimulus", "concurrency") if nested
+    concurrency = positive_count(common.dig(config, ("perf_analyzer", "stimulus", "concurrency") if nested
                               else ("concurrency",)))
     pid = common.point_id(point_name(name), concurrency, 1)
 

@@ -10,10 +10,11 @@ import json
 from pathlib import PurePosixPath
 from typing import Any, Callable
 
+from stages.core.numbers import summed_count
 from stages.ingest.parsers.tools import common
 from stages.ingest.parsers.tools.common import BenchParse, ParseError
 from stages.ingest.parsers.tools.guidellm.figures import (
-    COUNTS, Figures, nonempty_text, point_row, present, unique_id, whole_count)
+    COUNTS, Figures, nonempty_text, point_row, present, unique_id)
 
 
 _PERCENTILE_INDEX = {"p90": 7, "p99": 9}   # [min, 0.1, 1, 5, 10, 25, 75, 90, 95, 99, max]
@@ -73,7 +74,7 @@ def _csv_value(raw: str) -> Any:
 def _count_of(value: Any) -> Any:
     """A CSV cell's whole number as an int (a setting kept in metadata_json), else as it is."""
     number = common.finite(value)
-    count = None if number is None else whole_count(number)
+    count = None if number is None else summed_count(number)
     return value if count is None else count
 
 

@@ -8,6 +8,7 @@ import math
 from pathlib import PurePosixPath
 from typing import Any
 
+from stages.core.numbers import summed_count
 from stages.ingest.parsers.tools import common
 
 
@@ -39,12 +40,6 @@ def in_column_unit(number: float, column: str, unit: str | None) -> float:
     raise ValueError(f"{column} is not a time")
 
 
-def whole_count(number: float) -> int | None:
-    """A count the tool summed as floats (1748.9999999999998 is its 1749), else None."""
-    nearest = round(number)
-    return int(nearest) if abs(number - nearest) <= 1e-9 * max(1.0, abs(number)) else None
-
-
 class Figures:
     """A point's figures as they are read: each converted once, the path it came from kept,
     and what is not a finite number where one belongs listed (the point is then left out)."""
@@ -64,7 +59,7 @@ class Figures:
             self.problems.append(f"{column} ({where}) is {what(value)}")
             return
         if whole:
-            count = whole_count(number)
+            count = summed_count(number)
             if count is None:
                 self.problems.append(f"{column} ({where}) is {value!r}, not a whole number")
                 return
