@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from helpers.shared_builds import Build, longest_first, read_only, shared_build_scheduling
+from helpers.shared_builds import Build, engine_first, read_only, shared_build_scheduling
 from helpers.shared_folder import REAL_LOGS
 
 SKIP_REASON = "needs ../shared/real_logs beside the project"
@@ -22,7 +22,6 @@ SHARED_BUILDS = {"node_repro", "imported_node", "node_render", "hostile_render",
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "shared: reads ../shared/real_logs (skipped where it is absent, outside CI)")
-    config.addinivalue_line("markers", "long: a file of about 25 s or more under make test (started early on its worker)")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -34,7 +33,7 @@ def pytest_xdist_make_scheduler(config, log):
 
 def pytest_collection_modifyitems(config, items):
     if hasattr(config, "workerinput"):      # a worker of pytest-xdist: the longest files first
-        items[:] = longest_first(items)
+        items[:] = engine_first(items)
     if REAL_LOGS.is_dir() or os.environ.get("CI"):
         return
     skip = pytest.mark.skip(reason=SKIP_REASON)

@@ -3,11 +3,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from stages.tools.bench import benchmark
-
-pytestmark = pytest.mark.long          # started early on its worker (tests/conftest.py)
 
 
 def test_render_section_writes_its_rows(tmp_path):

@@ -14,8 +14,6 @@ from stages.core import faults
 from stages.formats.sealed import RUN_MANIFEST, manifest_text, seal
 from stages.tools.faults import crash
 
-pytestmark = pytest.mark.long          # started early on its worker (tests/conftest.py)
-
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):

@@ -26,8 +26,6 @@ from stages.render.escape import escape_text
 from stages.render.marks import FactMarks, legend, link_classes, link_title, load_rules
 from stages.render.queries import COLUMN_FACTS, FACTS_SQL, column_facts
 
-pytestmark = pytest.mark.long          # started early on its worker (tests/conftest.py)
-
 RULES = load_rules()
 MARK_NAMES = list(RULES.marks)
 CSS = PROJECT / "site" / "assets" / "campaign.css"

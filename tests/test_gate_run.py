@@ -15,8 +15,6 @@ import pytest
 
 from helpers.standin_helpers import SHIPPED, launch_facts, project_copy, sh_all, standin_profile
 
-pytestmark = pytest.mark.long          # started early on its worker (tests/conftest.py)
-
 PORT = 8052
 THINK_TOKENS = 1500
 TIMEOUT_S = 1.0

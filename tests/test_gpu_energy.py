@@ -21,8 +21,6 @@ from stages.ingest import stage as ingest
 from stages.ingest.parsers import gpu_samples
 from stages.run import gpu_sampler
 
-pytestmark = pytest.mark.long          # started early on its worker (tests/conftest.py)
-
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_SMI = ROOT / "tests" / "fixtures" / "fake_nvidia_smi" / "nvidia-smi"
 RUN = "tiny-llama__cpu_seqs4__4k__vllm__1130-053610"

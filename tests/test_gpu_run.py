@@ -19,8 +19,6 @@ import pytest
 from helpers.node_campaign import plain, repro_with_runs
 from helpers.site_browser import charts_drawn, open_site_page
 
-pytestmark = pytest.mark.long          # started early on its worker (tests/conftest.py)
-
 FIXTURE = Path(__file__).parent / "fixtures" / "gpu_h200x1"
 RUN = "llama-1b__gpu1_seqs64__32k__vllm__1202-160157"     # FIXTURE's one run folder
 RAW = FIXTURE / RUN

@@ -15,8 +15,6 @@ import pytest
 
 from helpers.node_campaign import plain, repro_with_runs
 
-pytestmark = pytest.mark.long          # started early on its worker (tests/conftest.py)
-
 FIXTURE = Path(__file__).parent / "fixtures" / "gpu_h200x1_1m"
 RUN = "llama-1m__gpu1_1m__1024k__vllm__1204-082330"
 PART = "part-one-gpu"

@@ -10,8 +10,6 @@ from stages.tools.faults import reliability
 from stages.tools.faults.hostile_folders import FOLDER_CASES
 from stages.tools.faults.hostile_settings import BAD_PARAMS
 
-pytestmark = pytest.mark.long          # started early on its worker (tests/conftest.py)
-
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory):

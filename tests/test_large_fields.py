@@ -24,8 +24,6 @@ import duckdb
 import pytest
 import yaml
 
-pytestmark = pytest.mark.long          # started early on its worker (tests/conftest.py)
-
 BIN = Path(sys.executable).parent
 PROJECT = Path(__file__).resolve().parent.parent
 NODE_RUNS = Path(__file__).parent / "fixtures" / "node_campaign" / "runs"

@@ -22,8 +22,6 @@ from stages.core.generated_model import generated_config
 from stages.core.config import CampaignError
 from stages.run import fit_check, schedule
 
-pytestmark = pytest.mark.long          # started early on its worker (tests/conftest.py)
-
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())

@@ -14,8 +14,6 @@ from stages.run import bench_client as bench
 from stages.run import model, needle, prompts
 from stages.run.steps import point_argv, sweep_points
 
-pytestmark = pytest.mark.long          # started early on its worker (tests/conftest.py)
-
 GATE = Gate(depths=(0.1, 0.9), seed=11, answer_tokens=64, template_margin_tokens=16,
             timeout_base_s=1.0, min_prefill_tok_s=1e9, min_decode_tok_s=1e9)
 SWEEPS = {

@@ -26,8 +26,6 @@ from stages.render.errors import FactError
 from stages.render.facts import FactBook
 from stages.render.page_macros import PageMacros
 
-pytestmark = pytest.mark.long          # started early on its worker (tests/conftest.py)
-
 PAIR = {"base": "tiny-seqs4", "head": "tiny-seqs16",
         "title": "Sequence cap 4 against 16 on the CPU rehearsal"}
 

@@ -19,8 +19,6 @@ from helpers.standin_helpers import (ROOT, SHIPPED, docker_runs, flag, launch_fa
 from stages.cli import main
 from stages.run import schedule
 
-pytestmark = pytest.mark.long          # started early on its worker (tests/conftest.py)
-
 BASE_PORT = 8046
 
 

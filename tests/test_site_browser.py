@@ -20,8 +20,6 @@ import yaml
 from helpers.render_campaign import HOSTILE_RUN, PROJECT, RUN4, SCRIPT_ANSWER
 from helpers.site_browser import Browser, SiteServer, find_chromium, static_scan, tags
 
-pytestmark = pytest.mark.long          # started early on its worker (tests/conftest.py)
-
 ARTICLE = "part-local-cpu.html"
 NODE_PART = "part-node.html"
 WAREHOUSE = "warehouse.html"

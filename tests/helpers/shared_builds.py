@@ -37,17 +37,11 @@ def copy_build(build: Path, dest: Path) -> Path:
     return dest
 
 
-def longest_first(items: list, marks: tuple[str, ...] = ("engine", "long")) -> list:
-    """The items with the files that hold a test marked by the first of `marks` first (those that
-    start the real engine: the longest), then those of the next mark (files of about 25 s or more
-    on two workers), each file's tests kept together and in order: the longest files start first,
-    so that none of them is left to run alone at the end."""
-    rank: dict = {}
-    for item in items:
-        for i, mark in enumerate(marks):
-            if item.get_closest_marker(mark):
-                rank[item.path] = min(rank.get(item.path, i), i)
-    return sorted(items, key=lambda item: rank.get(item.path, len(marks)))
+def engine_first(items: list, mark: str = "engine") -> list:
+    """The items with the files that hold a test marked `mark` (those that start an engine: the
+    longest) first, each file's tests kept together and in order."""
+    early = {item.path for item in items if item.get_closest_marker(mark)}
+    return sorted(items, key=lambda item: item.path not in early)
 
 
 def file_groups(files: list[str], builds: set[str], root: Path) -> dict[str, str]:
