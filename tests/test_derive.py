@@ -13,6 +13,7 @@ from helpers.derive_rows import (BIG, BIG_OLD, DP, RULES, SG, WORKLOADS, _fact, 
                                  raw_path, raw_rows)
 from stages.derive import stage as derive
 from stages.core.config import CampaignError
+from stages.core.files import scratch
 
 
 @pytest.fixture(scope="module")
@@ -430,12 +431,12 @@ def test_outputs_are_built_beside_and_renamed_into_place(tmp_path, monkeypatch):
         real_export(con, derived_dir, schema)
         seen["derived_dir"] = derived_dir
         seen["untouched"] = all(p.read_bytes() == b for p, b in previous.items())
-        seen["building"] = derive.partial(out / "campaign.duckdb").is_file()
+        seen["building"] = scratch(out / "campaign.duckdb").is_file()
 
     monkeypatch.setattr(derive, "export_csv", export_and_look)
     (tmp_path / "warehouse.duckdb").unlink()
     derive_into(tmp_path)
-    assert seen == {"derived_dir": derive.partial(out / "derived"), "untouched": True, "building": True}
+    assert seen == {"derived_dir": scratch(out / "derived"), "untouched": True, "building": True}
     assert not (out / "derived" / "stray.csv").exists()      # the folder was replaced, not written into
     assert sorted(p.name for p in (out / "derived").iterdir()) == sorted(f"{t}.csv" for t in derive.PUBLIC_TABLES)
     assert _leftovers(out) == []

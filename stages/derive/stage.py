@@ -174,11 +174,6 @@ def headline_metrics(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     return {name: _scalar(con, sql) for name, sql in HEADLINE_SQL.items()}
 
 
-def partial(path: Path) -> Path:
-    """Where this process builds `path` before renaming it into place: beside it (scratch)."""
-    return scratch(path)
-
-
 def remove_stale(target: Path) -> None:
     """What a killed derive left beside `target` (its scratch paths, of a process gone)."""
     for left in stale_scratch(target):
@@ -219,7 +214,7 @@ def run(*, warehouse: Path, campaign_db: Path, derived_dir: Path, metrics_file: 
     for target in (campaign_db, derived_dir, Path(metrics_file)):
         target.parent.mkdir(parents=True, exist_ok=True)
         remove_stale(target)
-    building, exporting = partial(campaign_db), partial(derived_dir)
+    building, exporting = scratch(campaign_db), scratch(derived_dir)
     remove_path(building)
     remove_path(exporting)
     con = duckdb.connect(str(building))

@@ -15,10 +15,10 @@ from typing import Iterator
 from stages.core.catalogue import public_tables
 from stages.core.config import CampaignError
 from stages.core.faults import naming
-from stages.core.files import built_beside
+from stages.core.files import built_beside, paths_fingerprint
 from stages.core.secrets import may_hold_secret, redact_text
 from stages.core.provenance import digest
-from stages.render.incremental import DocsWriter, folder_fingerprint
+from stages.render.incremental import DocsWriter
 
 
 def write_csv_downloads(derived_dir: Path, docs_dir: Path, out: DocsWriter | None = None,
@@ -31,7 +31,7 @@ def write_csv_downloads(derived_dir: Path, docs_dir: Path, out: DocsWriter | Non
     if missing:
         raise CampaignError(f"{derived_dir}: no {missing[0]}.csv (run the derive stage first)")
     rels = [f"downloads/{table}.csv" for table in tables]
-    key = None if key is None else digest(key, folder_fingerprint((derived_dir,)))
+    key = None if key is None else digest(key, paths_fingerprint((derived_dir,)))
     if out is not None and key is not None and out.link_all(rels, lambda rel: digest(key, rel)):
         return rels
     (docs_dir / "downloads").mkdir(parents=True, exist_ok=True)

@@ -20,10 +20,10 @@ import os
 import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable
 
 from stages.core import code
-from stages.core.files import paths_fingerprint, write_atomic, write_file
+from stages.core.files import write_atomic, write_file
 from stages.core.provenance import data_sha256, digest, file_digest
 from stages.render.fact_record import Fact
 from stages.render.pages import PageSpec, RenderedPage
@@ -42,12 +42,6 @@ def code_version() -> str:
     all they import, the SQL and templates they read: stages.core.code), and the versions of the
     libraries that turn them into pages."""
     return code.code_version(ENTRIES, LIBRARIES, str(CACHE_VERSION))
-
-
-def folder_fingerprint(folders: Iterable[Path | None]) -> str:
-    """The raw folders as their files' names and stat fields (stages.core.files.folder_stats: any
-    write or replacement changes a file's ctime or inode)."""
-    return paths_fingerprint(folders)
 
 
 def template_digests(templates_dir: Path) -> dict[str, str]:

@@ -41,7 +41,7 @@ from stages.render.chart_writer import ChartWriter
 from stages.render.escape import escape_text
 from stages.render.facts import FactBook
 from stages.core.provenance import digest, file_digest
-from stages.render.incremental import (DocsWriter, PageCache, code_version, folder_fingerprint,
+from stages.render.incremental import (DocsWriter, PageCache, code_version,
                                        template_digests)
 from stages.render.query_memo import QueryMemo
 from stages.render.page_loop import render_series, write_audit
@@ -51,7 +51,7 @@ from stages.render.pages import (PageSpec, arm_labels, load_page, load_series, p
 from stages.render.site_build import build_site, check_ours, fresh_dir, mark, site_nav, swap_in
 from stages.render.timing import Phases
 from stages.render.sources import load_sources, sources_page
-from stages.core.files import write_atomic, write_file
+from stages.core.files import paths_fingerprint, write_atomic, write_file
 from stages.core.provenance import git_sha
 
 ASSET_FILES = {"charts.js": "assets/javascripts/charts.js",
@@ -148,7 +148,7 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, derived_dir: Path, template
         if uncovered:
             notices.append(uncovered)
         with phases("keys"):
-            base = digest(db_key, sha, folder_fingerprint((runs_dir, nodes_dir)),
+            base = digest(db_key, sha, paths_fingerprint((runs_dir, nodes_dir)),
                           file_digest(warehouse_file), file_digest(QUOTES_FILE), sources,
                           settings, static_images,
                           [_rel(p, root) for p in (runs_dir, nodes_dir, root) if p is not None])
