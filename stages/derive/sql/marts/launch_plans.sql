@@ -44,24 +44,24 @@ joined as (
         plan.reserve_gib,
         plan.planned_weights_gib,
         logged.weights_gib,
-        round((plan.planned_weights_gib - logged.weights_gib) / logged.weights_gib * 100, 1)
+        (plan.planned_weights_gib - logged.weights_gib) / logged.weights_gib * 100
                                                                   as weights_err_pct,
         plan.planned_kv_cache_gib,
         logged.kv_cache_gib,
-        round((plan.planned_kv_cache_gib - logged.kv_cache_gib) / logged.kv_cache_gib * 100, 1)
+        (plan.planned_kv_cache_gib - logged.kv_cache_gib) / logged.kv_cache_gib * 100
                                                                   as kv_cache_err_pct,
         plan.planned_kv_tokens,
         logged.kv_tokens,
-        round((plan.planned_kv_tokens - logged.kv_tokens) / logged.kv_tokens * 100, 2)
+        (plan.planned_kv_tokens - logged.kv_tokens) / logged.kv_tokens * 100
                                                                   as kv_tokens_err_pct,
         plan.planned_concurrency_x,
         plan.planned_ready_s,
         logged.ready_s,
-        round((plan.planned_ready_s - logged.ready_s) / logged.ready_s * 100, 1)
+        (plan.planned_ready_s - logged.ready_s) / logged.ready_s * 100
                                                                   as ready_err_pct,
         plan.planned_run_s,
         logged.run_s,
-        round((plan.planned_run_s - logged.run_s) / logged.run_s * 100, 1)
+        (plan.planned_run_s - logged.run_s) / logged.run_s * 100
                                                                   as run_err_pct,
         logged.status <> 'ready' and regexp_matches(logged.error_text, $memory_error_pattern)
                                                                   as failed_for_memory,
