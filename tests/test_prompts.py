@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import time
 from pathlib import Path
 
 import pytest
@@ -41,11 +42,12 @@ def in_process(argv: list[str]) -> list:
     return get_samples(args, prompts.tokenizer(args))
 
 
-def test_the_bank_builds_the_requests_each_point_would_build_itself(tiny, tmp_path):
+@pytest.mark.parametrize("workers", [2, 0], ids=["processes", "thread"])
+def test_the_bank_builds_the_requests_each_point_would_build_itself(tiny, tmp_path, workers):
     points = sweep_points(SWEEPS)
     argv = {p.point_id: point_argv(p, base_url="http://127.0.0.1:1", model=str(tiny), folder=tmp_path,
                                    run_id="r", engine="vllm") for p in points}
-    with prompts.PromptBank(prompts.point_jobs(points, lambda p: argv[p.point_id]), workers=2) as bank:
+    with prompts.PromptBank(prompts.point_jobs(points, lambda p: argv[p.point_id]), workers=workers) as bank:
         built = {p.point_id: bank.take(p.point_id) for p in points}
     assert set(bank.waited_s) == set(argv) and all(w >= 0 for w in bank.waited_s.values())
     for point in points:
@@ -144,6 +146,23 @@ def test_a_job_that_fails_raises_where_its_point_runs():
         with pytest.raises(Exception, match="tokenizer|No such file|not found"):
             bank.take("p")
         assert "p" not in bank
+
+
+def test_a_bank_on_a_thread_has_built_every_job_when_the_first_is_taken():
+    built: list[str] = []
+
+    def job(key: str, delay_s: float) -> str:
+        time.sleep(delay_s)
+        built.append(key)
+        return key
+
+    jobs = [(k, job, (k, 0.2)) for k in ("a", "b", "c")]
+    with prompts.PromptBank(jobs, workers=0) as bank:
+        assert bank.take("a") == "a"
+        assert built == ["a", "b", "c"]             # none left building beside the first point
+        assert bank.waited_s["a"] >= 0.4
+        assert bank.take("c") == "c" and bank.waited_s["c"] < 0.1
+        assert "b" in bank and "a" not in bank
 
 
 def test_no_bank_no_jobs_and_the_long_prompt_warning_is_quiet():

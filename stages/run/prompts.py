@@ -9,6 +9,12 @@ prompts and every sweep point's requests with the same code, arguments and seeds
 itself would use, so the prompts sent are the ones it would have sent, and a point takes its
 requests ready-made (`bench_client.run_point(prompts=...)`), waiting only if the pool is behind.
 
+A worker process imports vLLM's benchmark code again (about 12 s of CPU), which long prompts
+repay and a machine of two cores feels. With no worker (`workers=0`, a profile's
+`client_workers: 0`), the bank builds on one thread of the run's own process, which imports that
+code anyway to warm its client, and finishes every job before the first is taken, so that no
+build shares the process with a point's timed requests.
+
 What a point still waited for is kept (`waited_s`), so the client's share of a point is known.
 The workers silence transformers' once-a-prompt warning that a prompt is longer than the
 tokenizer's own maximum (the engine's context, not the tokenizer's, is the limit here).
@@ -19,7 +25,7 @@ import logging
 import multiprocessing
 import os
 import time
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Callable
 
@@ -83,19 +89,24 @@ def default_workers(jobs: int) -> int:
 
 
 class PromptBank:
-    """Builds (key, function, args) jobs in a pool of worker processes, in the order given;
-    `take(key)` returns a job's result once built, and records how long it waited for it.
-    Use as a context manager: leaving it stops the workers and drops what was not taken."""
+    """Builds (key, function, args) jobs in a pool of worker processes, in the order given, or on
+    one thread of this process where `workers` is 0; `take(key)` returns a job's result once
+    built, and records how long it waited for it. Use as a context manager: leaving it stops the
+    workers and drops what was not taken."""
 
     def __init__(self, jobs: list[tuple[str, Callable[..., Any], tuple]], workers: int | None = None):
         self.waited_s: dict[str, float] = {}
         self._futures: dict[str, Future] = {}
-        self._pool: ProcessPoolExecutor | None = None
+        self._pool: Executor | None = None
+        self._threaded = workers == 0
         if not jobs:
             return
-        # spawned, not forked: the run holds threads (samplers, the engine's log reader)
-        self._pool = ProcessPoolExecutor(max_workers=workers or default_workers(len(jobs)),
-                                         mp_context=multiprocessing.get_context("spawn"))
+        if self._threaded:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="prompt-bank")
+        else:
+            # spawned, not forked: the run holds threads (samplers, the engine's log reader)
+            self._pool = ProcessPoolExecutor(max_workers=workers or default_workers(len(jobs)),
+                                             mp_context=multiprocessing.get_context("spawn"))
         for key, fn, args in jobs:
             self._futures[key] = self._pool.submit(fn, *args)
 
@@ -108,6 +119,8 @@ class PromptBank:
         future = self._futures.pop(key)
         start = time.monotonic()
         try:
+            if self._threaded:      # nothing left building beside the points
+                wait(list(self._futures.values()))
             return future.result()
         finally:
             self.waited_s[key] = time.monotonic() - start

@@ -22,12 +22,12 @@ SHIPPED = yaml.safe_load((ROOT / "params.yaml").read_text())
 
 def standin_profile(port: int, env: dict[str, str] | None = None) -> dict:
     """A docker profile of stand-in engines (image standin/...) on an 8-GPU node, with local-cpu's
-    rules and gate settings."""
+    rules, gate settings and prompt bank."""
     local = SHIPPED["profiles"]["local-cpu"]
     return {"executor": "docker", "engine": "vllm", "image": "standin/engine:1", "python": None, "port": port,
             "docker": {"shm_size": "1g", "mounts": []}, "env": dict(env or {}),
             "ready_timeout_s": 60, "gpus_per_node": 8, "gpu_sampler": None,
-            "rules": local["rules"], "gate": local["gate"]}
+            "client_workers": local["client_workers"], "rules": local["rules"], "gate": local["gate"]}
 
 
 def project_copy(root: Path, params: dict) -> Path:
