@@ -232,6 +232,35 @@ def test_mkdocs_strict_build_works_offline(tmp_path):
     assert external_loads(site) == []
 
 
+def test_the_vega_bundle_is_made_once_a_machine(tmp_path, monkeypatch):
+    """Two projects' renders: the first makes the bundle and keeps it in the user's cache, the
+    second reads it from there; a cache that cannot be written costs the making, not the render."""
+    import vl_convert
+
+    made = []
+    monkeypatch.setattr(vl_convert, "javascript_bundle", lambda: made.append(1) or "window.vegaEmbed = 1;")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+    class Out(dict):
+        def put_content(self, dest, data):
+            self[dest] = bytes(data if isinstance(data, bytes) else data.encode())
+
+    assets = PROJECT / "site" / "assets"
+    first, second = Out(), Out()
+    assert render.write_assets(assets, first, tmp_path / "a" / "chart_cache")
+    assert render.write_assets(assets, second, tmp_path / "b" / "chart_cache")
+    assert len(made) == 1 and first[render.VEGA_BUNDLE] == second[render.VEGA_BUNDLE]
+    assert b"window.vegaEmbed = 1;" in first[render.VEGA_BUNDLE]
+    assert [p.name for p in (tmp_path / "cache" / "campaign").iterdir()] == \
+        [f"vega-bundle-{vl_convert.__version__}.js"]
+
+    (tmp_path / "not-a-folder").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "not-a-folder"))
+    third = Out()
+    assert render.write_assets(assets, third, None)
+    assert len(made) == 2 and third[render.VEGA_BUNDLE] == first[render.VEGA_BUNDLE]
+
+
 def test_charts_fit_the_article_column(rendered):
     root, summary = rendered
     for rel in summary["charts"]:

@@ -130,6 +130,13 @@ def built_beside(path: Path, kind: str = "tmp") -> Iterator[Path]:
         raise
 
 
+def user_cache(name: str) -> Path:
+    """`name` in this user's cache of files made again from installed packages alone, shared by
+    every project on the machine: $XDG_CACHE_HOME/campaign, or ~/.cache/campaign."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "campaign" / name
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Write `data` (text as UTF-8) to `path`, making its folder if needed: built beside it and
     renamed into place (built_beside)."""

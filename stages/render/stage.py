@@ -22,6 +22,7 @@ for HTML and Markdown alike).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import json
@@ -51,7 +52,7 @@ from stages.render.pages import (PageSpec, arm_labels, load_page, load_series, p
 from stages.render.site_build import build_site, check_ours, fresh_dir, mark, site_nav, swap_in
 from stages.render.timing import Phases
 from stages.render.sources import load_sources, sources_page
-from stages.core.files import paths_fingerprint, write_atomic, write_file
+from stages.core.files import paths_fingerprint, user_cache, write_atomic, write_file
 from stages.core.provenance import git_sha
 
 ASSET_FILES = {"charts.js": "assets/javascripts/charts.js",
@@ -63,8 +64,9 @@ VEGA_BUNDLE = "assets/javascripts/vega-bundle.js"
 # ---------------------------------------------------------------- outputs
 
 def write_assets(assets_dir: Path, out: DocsWriter, cache_dir: Path | None = None) -> bool:
-    """Copy the site's own scripts and styles; write the Vega bundle (kept in `cache_dir` per
-    vl-convert version: making it takes seconds). True when interactive."""
+    """Copy the site's own scripts and styles; write the Vega bundle (kept per vl-convert version
+    in `cache_dir` and in the user's cache, files.user_cache, which every project on the machine
+    reads: making it takes seconds). True when interactive."""
     for src, dest in ASSET_FILES.items():
         out.put_content(dest, (assets_dir / src).read_bytes())
     import vl_convert as vlc
@@ -72,15 +74,19 @@ def write_assets(assets_dir: Path, out: DocsWriter, cache_dir: Path | None = Non
     if not hasattr(vlc, "javascript_bundle"):
         out.put_content(VEGA_BUNDLE, "/* vl-convert has no javascript_bundle(): charts stay static SVG. */\n")
         return False
-    kept = Path(cache_dir) / f"vega-bundle-{getattr(vlc, '__version__', 'unknown')}.js" if cache_dir else None
-    if kept is not None and kept.is_file():
-        out.put_content(VEGA_BUNDLE, kept.read_bytes())
-        return True
+    name = f"vega-bundle-{getattr(vlc, '__version__', 'unknown')}.js"
+    kept = [p for p in (Path(cache_dir) / name if cache_dir else None, user_cache(name)) if p is not None]
+    for path in kept:
+        if path.is_file():
+            out.put_content(VEGA_BUNDLE, path.read_bytes())
+            return True
     # A function scope keeps the bundle's top-level names private; it sets window.vegaEmbed.
     bundle = ("(function () {\n" + vlc.javascript_bundle() + "\n})();\n").encode()
     out.put_content(VEGA_BUNDLE, bundle)
-    if kept is not None:
-        write_atomic(kept, bundle)
+    for path in kept:
+        with contextlib.suppress(OSError):      # a cache that cannot be written is not kept
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, bundle)
     return True
 
 
