@@ -12,7 +12,7 @@ import hashlib
 import itertools
 from importlib import metadata
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 ROOT = Path(__file__).resolve().parents[2]      # the folder that holds the `stages` package
 
@@ -27,10 +27,32 @@ def module_file(name: str, root: Path = ROOT) -> Path | None:
     return None
 
 
+def _stamp(path: Path) -> tuple[int, int]:
+    """What the per-file memos below are keyed by beside the path: its mtime and size."""
+    st = path.stat()
+    return st.st_mtime_ns, st.st_size
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a module, nested ones included (an import is a statement: its
+    expressions need not be walked)."""
+    for node in body:
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            inner = getattr(node, field, None)
+            if isinstance(inner, list):
+                yield from _statements(inner)
+
+
 def imported(path: Path, root: Path = ROOT) -> set[str]:
     """The project modules a module imports, anywhere in it (lazy imports included)."""
+    return set(_imported(path, root, _stamp(path)))
+
+
+@functools.lru_cache(maxsize=None)
+def _imported(path: Path, root: Path, stamp: tuple[int, int]) -> frozenset[str]:
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _statements(ast.parse(path.read_text()).body):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.split(".")[0] == "stages")
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "stages":
@@ -38,7 +60,7 @@ def imported(path: Path, root: Path = ROOT) -> set[str]:
             for a in node.names:            # `from stages import bench`: a module, not a name
                 if module_file(f"{node.module}.{a.name}", root):
                     found.add(f"{node.module}.{a.name}")
-    return {m for m in found if module_file(m, root)}
+    return frozenset(m for m in found if module_file(m, root))
 
 
 def closure(entries: tuple[str, ...], root: Path = ROOT) -> set[str]:
@@ -82,9 +104,14 @@ def read_paths(path: Path) -> set[Path]:
     (or a folder above it, `.parent.parent`) or from a name bound to one, resolved as far as its
     segments are literals (or names bound to literals); a segment that is not (an f-string) stops
     the chain at the folder before it."""
+    return set(_read_paths(path, _stamp(path)))
+
+
+@functools.lru_cache(maxsize=None)
+def _read_paths(path: Path, stamp: tuple[int, int]) -> frozenset[Path]:
     text = path.read_text()
     if "__file__" not in text:                # every chain starts at the module's own file
-        return set()
+        return frozenset()
     tree = ast.parse(text)
     here = path.parent
     names: dict[str, set[str]] = {}       # variable -> literal strings assigned to it
@@ -157,7 +184,7 @@ def read_paths(path: Path) -> set[Path]:
     for name, paths in bound.items():         # constants read as they are (`SCHEMA_FILE`)
         if not only_a_root(name) and name in {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}:
             read |= paths
-    return {p for p in read if p != here and p.exists() and p.suffix != ".py"}
+    return frozenset(p for p in read if p != here and p.exists() and p.suffix != ".py")
 
 
 def code_files(entries: Iterable[str], root: Path = ROOT) -> set[Path]:
