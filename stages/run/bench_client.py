@@ -259,9 +259,10 @@ def warm_client(argv: list[str]) -> None:
     for (samples_from keeps it) and freeze the heap, while the engine starts: the run's first
     point then starts its requests as fast as the others (on the H200 host the first point paid
     about 0.5 s for them, a twentieth of a 10 s point)."""
-    import vllm.benchmarks.serve as serve
+    from stages.run.prompts import bench_args, import_client, tokenizer
 
-    from stages.run.prompts import bench_args, tokenizer
+    import_client()
+    import vllm.benchmarks.serve as serve
 
     with samples_from(lambda: []):
         tokenizer(bench_args(argv), serve.get_tokenizer)     # as the benchmark asks for it

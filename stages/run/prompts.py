@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import threading
 import time
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -33,6 +34,7 @@ from typing import Any, Callable
 # maximum sequence length for this model" once for every long prompt encoded
 LONG_PROMPT_LOGGER = "transformers.tokenization_utils_base"
 MAX_WORKERS = 8     # a node has cores to spare; more would only compete with the engine's start
+CLIENT_IMPORTS = threading.Lock()    # import_client
 
 
 def quiet_long_prompts() -> None:
@@ -40,9 +42,19 @@ def quiet_long_prompts() -> None:
     logging.getLogger(LONG_PROMPT_LOGGER).setLevel(logging.ERROR)
 
 
+def import_client() -> None:
+    """Import vLLM's benchmark modules, one thread at a time: the bank's thread and the run's
+    warm_client import them side by side, and two threads that enter vLLM's circular imports by
+    different modules can each be handed the other's half-made module."""
+    with CLIENT_IMPORTS:
+        import vllm.benchmarks.datasets  # noqa: F401
+        import vllm.benchmarks.serve  # noqa: F401
+
+
 def bench_requests(argv: list[str]) -> list[Any]:
     """The requests `vllm bench serve` with `argv` would send (its own dataset code, tokenizer and
-    seed): run in a worker process."""
+    seed): run in a worker process, or on the bank's thread."""
+    import_client()
     from vllm.benchmarks.datasets import get_samples
 
     quiet_long_prompts()
