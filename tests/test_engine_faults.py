@@ -1,8 +1,11 @@
-"""An engine killed in the middle of a sweep, on the real local engine.
+"""An engine killed in the middle of a sweep.
 
 The point in flight is recorded as failed with its reason, the rest of the run's points are
 skipped and marked in launch.out, the run ends as engine_died with exit status 0 (so `dvc repro`
 goes on with the next spec), the folder is sealed, and nothing of the engine is left running.
+What is tested is the run stage's handling of an engine's death, so the engine is the light
+stand-in (tests/fixtures/standin_python), each answer a second late so that the kill lands inside
+a point; the real engine's start, serving and stop are test_pipeline_engine's.
 """
 from __future__ import annotations
 
@@ -14,7 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 import yaml
 
 from stages.run.engine import group_members
@@ -22,8 +24,7 @@ from stages.run.engine import group_members
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 PORT = 8023
-
-pytestmark = pytest.mark.engine
+STANDIN_PYTHON = ROOT / "tests" / "fixtures" / "standin_python"
 
 
 def engine_pids() -> list[int]:
@@ -34,19 +35,19 @@ def engine_pids() -> list[int]:
                 cmd = (proc / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"vllm.entrypoints.openai.api_server" in cmd and str(PORT).encode() in cmd:
+            if any(part.endswith(b"standin_engine.py") for part in cmd) and str(PORT).encode() in cmd:
                 pids.append(int(proc.name))
     return pids
 
 
 def test_engine_killed_mid_sweep(tmp_path):
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    params["profiles"]["local-cpu"]["port"] = PORT
+    params["profiles"]["local-cpu"].update(port=PORT, python=str(STANDIN_PYTHON))
     params["specs"]["tiny-seqs4"]["workloads"] = ["chat"]
+    params["specs"]["tiny-seqs4"]["env"] = {"STANDIN_ENGINE": "1", "STANDIN_ANSWER_DELAY_S": "1"}
     params["workloads"]["local-cpu"]["chat"]["concurrency"] = [1, 2, 4, 8]
-    params["workloads"]["local-cpu"]["chat"]["output_tokens"] = 512      # long enough to be caught mid-point
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "STANDIN_PYTHON": sys.executable}
     subprocess.run(["campaign", "model", "tiny-llama"], cwd=tmp_path, env=env, check=True, capture_output=True)
     proc = subprocess.Popen(["campaign", "run", "tiny-seqs4"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
