@@ -42,7 +42,7 @@ def in_process(argv: list[str]) -> list:
     return get_samples(args, prompts.tokenizer(args))
 
 
-@pytest.mark.parametrize("workers", [2, 0], ids=["processes", "thread"])
+@pytest.mark.parametrize("workers", [1, 0], ids=["process", "thread"])
 def test_the_bank_builds_the_requests_each_point_would_build_itself(tiny, tmp_path, workers):
     points = sweep_points(SWEEPS)
     argv = {p.point_id: point_argv(p, base_url="http://127.0.0.1:1", model=str(tiny), folder=tmp_path,
