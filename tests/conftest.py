@@ -22,6 +22,7 @@ SHARED_BUILDS = {"node_repro", "imported_node", "node_render", "hostile_render",
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "shared: reads ../shared/real_logs (skipped where it is absent, outside CI)")
+    config.addinivalue_line("markers", "slow: takes minutes without the real engine (run first, as `engine`)")
 
 
 @pytest.hookimpl(optionalhook=True)

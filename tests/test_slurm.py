@@ -2,11 +2,12 @@
 
 The commands it builds are checked against the profile and spec settings; then a real single-host
 Slurm cluster (tests/helpers/slurm_cluster.py) runs the local-cpu specs as jobs through `dvc repro` on a
-profile whose executor is slurm: one spec completes on the real engine and the pipeline ingests,
-derives and renders it as it would a local run; another hits its time limit and becomes a failed
-launch with Slurm's reason. A third is interrupted mid-run: its job is cancelled, no engine is left
-and its run is marked interrupted. What the last two check is Slurm's handling of the job and its
-processes, not the engine: they run the light stand-in engine (tests/fixtures/standin_python).
+profile whose executor is slurm: one spec completes and the pipeline ingests, derives and renders it
+as it would a local run; another hits its time limit and becomes a failed launch with Slurm's
+reason. A third is interrupted mid-run: its job is cancelled, no engine is left and its run is
+marked interrupted. What they check is Slurm's handling of the jobs and their processes, not the
+engine: they run the light stand-in engine (tests/fixtures/standin_python), as the docker
+executor's test does; the real engine's start, serving and stop are test_pipeline_engine's.
 """
 from __future__ import annotations
 
@@ -147,18 +148,19 @@ def test_a_run_outside_a_job_is_refused(tmp_path):
 
 
 def slurm_params() -> dict:
-    """Local-cpu with the slurm executor: tiny-seqs4 small (chat at 1 and 4) on the real engine,
-    one CPU each so that both run at once, and tiny-timeout under a one-minute time limit with a
+    """Local-cpu with the slurm executor: tiny-seqs4 small (chat at 1 and 4), one CPU each so that
+    both run at once, and tiny-timeout under a one-minute time limit with a
     workload it cannot finish in that time. Slurm checks time limits every half minute or so, so a
     run that merely takes about a minute may end before Slurm notices (as a full run of
     tiny-seqs16 did on a quiet machine); 3,000 requests of 256 output tokens one at a time, each
-    answered after half a second by the stand-in engine, take far longer. tiny-seqs16 (the
-    interrupt test's) and tiny-timeout run the stand-in engine."""
+    answered after half a second by the stand-in engine, take far longer. All three specs run
+    the stand-in engine."""
     params = small_params()
     prof = params["profiles"]["local-cpu"]
     prof.update(executor="slurm", port=PORT, python=STANDIN_PYTHON)
     prof["slurm"].update(cpus_per_task=1, poll_s=2, time_limit="00:20:00")
     params["specs"]["tiny-seqs4"]["workloads"] = ["chat"]
+    params["specs"]["tiny-seqs4"]["env"] = dict(STANDIN)
     params["workloads"]["local-cpu"]["endless"] = {
         "description": "more requests than a one-minute job can send", "prompt_tokens": 256,
         "output_tokens": 256, "concurrency": [1], "prompts_per_user": 3000}
@@ -196,7 +198,7 @@ def launch_out(folder: Path) -> dict[str, str]:
     return launch_facts((folder / LAUNCH_OUT).read_bytes())
 
 
-@pytest.mark.engine
+@pytest.mark.slow
 def test_dvc_repro_runs_the_specs_as_slurm_jobs(project: Path, cluster):
     log = (project / "repro.log").read_text()
     ledger = json.loads((project / "data" / "ledger" / "schedule.json").read_text())["specs"]
@@ -245,7 +247,7 @@ def test_dvc_repro_runs_the_specs_as_slurm_jobs(project: Path, cluster):
     assert not engine_processes(JOB_PORTS)
 
 
-@pytest.mark.engine
+@pytest.mark.slow
 def test_an_interrupt_cancels_the_jobs_and_marks_the_run(project: Path, cluster):
     env = job_env(cluster.env)
     proc = subprocess.Popen([sys.executable, "-m", "stages.cli", "schedule", "--executor", "slurm",

@@ -37,10 +37,11 @@ def copy_build(build: Path, dest: Path) -> Path:
     return dest
 
 
-def engine_first(items: list, mark: str = "engine") -> list:
-    """The items with the files that hold a test marked `mark` (those that start an engine: the
-    longest) first, each file's tests kept together and in order."""
-    early = {item.path for item in items if item.get_closest_marker(mark)}
+def engine_first(items: list, marks: tuple[str, ...] = ("engine", "slow")) -> list:
+    """The items with the files that hold a test marked with one of `marks` (those that start the
+    real engine, or take minutes otherwise: the longest) first, each file's tests kept together
+    and in order."""
+    early = {item.path for item in items if any(item.get_closest_marker(m) for m in marks)}
     return sorted(items, key=lambda item: item.path not in early)
 
 
