@@ -45,8 +45,8 @@ repro: $(STAMP)
 
 # Test workers: one more than this machine's 2 cores. About a third of the suite's time is spent
 # waiting (engines starting, Slurm's time limit, the browser, the stand-in engines' answer delays),
-# which the third worker fills: 11:57 against 13:38 with two. Files that read one shared build run
-# in one worker (tests/conftest.py).
+# which the third worker fills (a fourth gains nothing). Files that read one shared build run in
+# one worker (tests/conftest.py).
 TEST_WORKERS ?= 3
 
 test: $(STAMP) $(CHROMIUM) $(SLURMCTLD) $(FIU)

@@ -184,7 +184,7 @@ def _full_disk(path):
 
 def _write_redacted_csv(tmp_path):
     from stages.core.files import scratch
-    from stages.render.stage import redact_csv
+    from stages.render.downloads import redact_csv
 
     (tmp_path / "runs.csv").write_text("run_id,notes\nr1,plain\n")
     return redact_csv, (tmp_path / "runs.csv",), scratch(tmp_path / "runs.csv")

@@ -247,8 +247,8 @@ def test_the_vega_bundle_is_made_once_a_machine(tmp_path, monkeypatch):
 
     assets = PROJECT / "site" / "assets"
     first, second = Out(), Out()
-    assert render.write_assets(assets, first, tmp_path / "a" / "chart_cache")
-    assert render.write_assets(assets, second, tmp_path / "b" / "chart_cache")
+    assert render.write_assets(assets, first)
+    assert render.write_assets(assets, second)
     assert len(made) == 1 and first[render.VEGA_BUNDLE] == second[render.VEGA_BUNDLE]
     assert b"window.vegaEmbed = 1;" in first[render.VEGA_BUNDLE]
     assert [p.name for p in (tmp_path / "cache" / "campaign").iterdir()] == \
@@ -257,7 +257,7 @@ def test_the_vega_bundle_is_made_once_a_machine(tmp_path, monkeypatch):
     (tmp_path / "not-a-folder").write_text("")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "not-a-folder"))
     third = Out()
-    assert render.write_assets(assets, third, None)
+    assert render.write_assets(assets, third)
     assert len(made) == 2 and third[render.VEGA_BUNDLE] == first[render.VEGA_BUNDLE]
 
 

@@ -130,11 +130,15 @@ def built_beside(path: Path, kind: str = "tmp") -> Iterator[Path]:
         raise
 
 
+def user_cache_home() -> Path:
+    """This user's cache folder: $XDG_CACHE_HOME, or ~/.cache."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"))
+
+
 def user_cache(name: str) -> Path:
     """`name` in this user's cache of files made again from installed packages alone, shared by
-    every project on the machine: $XDG_CACHE_HOME/campaign, or ~/.cache/campaign."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "campaign" / name
+    every project on the machine: <user_cache_home>/campaign."""
+    return user_cache_home() / "campaign" / name
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:

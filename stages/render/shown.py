@@ -3,7 +3,7 @@
 An engine can write a field of millions of characters: vLLM answered requests of a 1M-token run
 with a "generated text" of 1.2 to 4.6 million characters, its prompt echoed back. Such a field is
 kept whole where it is stored and shortened where it is shown. Ingest stores it whole in the
-warehouse, derive in campaign.duckdb and the CSV downloads (stages/render/stage.py, redact_csv).
+warehouse, derive in campaign.duckdb and the CSV downloads (stages/render/downloads.py, redact_csv).
 What render shows, it shortens here, to SHOWN_CHARS characters followed by a note of how many it
 left out: the rows of every row query and fact (FactBook._query, so table cells and their
 tooltips, text(), and a chart's rows, in the Vega-Lite spec inlined into its page and in the

@@ -36,7 +36,7 @@ from markupsafe import Markup
 
 from stages.render import blog, compare_page, compare_pairs
 from stages.render import warehouse_page
-from stages.render.downloads import redact_csv, write_csv_downloads  # noqa: F401 (redact_csv: the crash cases call it here)
+from stages.render.downloads import write_csv_downloads
 from stages.core.config import CampaignError
 from stages.render.chart_writer import ChartWriter
 from stages.render.escape import escape_text
@@ -63,10 +63,10 @@ VEGA_BUNDLE = "assets/javascripts/vega-bundle.js"
 
 # ---------------------------------------------------------------- outputs
 
-def write_assets(assets_dir: Path, out: DocsWriter, cache_dir: Path | None = None) -> bool:
+def write_assets(assets_dir: Path, out: DocsWriter) -> bool:
     """Copy the site's own scripts and styles; write the Vega bundle (kept per vl-convert version
-    in `cache_dir` and in the user's cache, files.user_cache, which every project on the machine
-    reads: making it takes seconds). True when interactive."""
+    in the user's cache, files.user_cache, which every project on the machine reads: making it
+    takes seconds; a cache that cannot be written is not kept). True when interactive."""
     for src, dest in ASSET_FILES.items():
         out.put_content(dest, (assets_dir / src).read_bytes())
     import vl_convert as vlc
@@ -74,19 +74,16 @@ def write_assets(assets_dir: Path, out: DocsWriter, cache_dir: Path | None = Non
     if not hasattr(vlc, "javascript_bundle"):
         out.put_content(VEGA_BUNDLE, "/* vl-convert has no javascript_bundle(): charts stay static SVG. */\n")
         return False
-    name = f"vega-bundle-{getattr(vlc, '__version__', 'unknown')}.js"
-    kept = [p for p in (Path(cache_dir) / name if cache_dir else None, user_cache(name)) if p is not None]
-    for path in kept:
-        if path.is_file():
-            out.put_content(VEGA_BUNDLE, path.read_bytes())
-            return True
+    kept = user_cache(f"vega-bundle-{getattr(vlc, '__version__', 'unknown')}.js")
+    if kept.is_file():
+        out.put_content(VEGA_BUNDLE, kept.read_bytes())
+        return True
     # A function scope keeps the bundle's top-level names private; it sets window.vegaEmbed.
     bundle = ("(function () {\n" + vlc.javascript_bundle() + "\n})();\n").encode()
     out.put_content(VEGA_BUNDLE, bundle)
-    for path in kept:
-        with contextlib.suppress(OSError):      # a cache that cannot be written is not kept
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, bundle)
+    with contextlib.suppress(OSError):
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(kept, bundle)
     return True
 
 
@@ -207,7 +204,7 @@ def write_docs(docs_dir: Path, *, campaign_db: Path, derived_dir: Path, template
     finally:
         con.close()
     with phases("assets"):
-        interactive = write_assets(templates_dir.parent / "assets", out, chart_cache)
+        interactive = write_assets(templates_dir.parent / "assets", out)
     facts = sorted(book.facts.values(), key=lambda f: f.id)
     cache.prune()
     out.base, out.pages_reused = base, cache.hits

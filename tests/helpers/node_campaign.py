@@ -17,7 +17,7 @@ from typing import Iterator
 
 import yaml
 
-from stages.core.files import user_cache
+from stages.core.files import user_cache_home
 from helpers import FIXTURES, PROJECT
 
 NODE_RUNS = FIXTURES / "node_campaign" / "runs"
@@ -49,7 +49,7 @@ def repro_with_runs(root: Path, profile: str, runs: Path) -> subprocess.Complete
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     # a home of its own, and the machine's user cache (the site's Vega bundle, files.user_cache)
     env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(root), "PYTHONPATH": str(PROJECT),
-           "XDG_CACHE_HOME": str(user_cache("").parent)}
+           "XDG_CACHE_HOME": str(user_cache_home())}
     out = subprocess.run([str(BIN / "dvc"), "repro"], cwd=root, env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     return out
